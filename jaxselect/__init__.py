@@ -1,0 +1,3 @@
+"""jaxselect: JIT-compiled functional JAX feature selection under budgets."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,182 @@
+"""Checks run at the Python boundary, before anything is traced.
+
+Every public solver validates its inputs with these helpers so that bad input raises a
+``ValueError``/``TypeError`` that says what to fix, instead of a NaN deep inside a jitted solve.
+
+Dtype rule (shared by the whole library): floating inputs keep their precision where JAX can hold
+it (float64 only under ``jax_enable_x64``), everything else (ints, bools) becomes the default float
+(float32, or float64 under x64). Inputs that are already ``jax.Array``s are checked on device and
+returned as they are, so a row-sharded X keeps its sharding.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = [
+    "default_float",
+    "float_dtype_for",
+    "as_float_matrix",
+    "as_targets",
+    "as_labels",
+    "check_rows",
+    "check_int",
+    "check_float",
+    "check_choice",
+]
+
+
+def default_float():
+    """float64 when ``jax_enable_x64`` is on, else float32."""
+    return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
+
+
+def float_dtype_for(dtype) -> np.dtype:
+    """The floating dtype the library computes in for an input of ``dtype``."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float64 and jax.config.jax_enable_x64:
+        return np.dtype(np.float64)
+    if dtype in (np.float16, np.float32) or dtype == jnp.bfloat16:
+        return np.dtype(np.float32)
+    return np.dtype(default_float())
+
+
+def _is_numeric(dtype) -> bool:
+    dtype = np.dtype(dtype)
+    return dtype.kind in "biuf" or dtype == jnp.bfloat16
+
+
+def _all_finite(a) -> bool:
+    if isinstance(a, jax.Array):
+        return bool(jnp.isfinite(a).all())
+    return bool(np.isfinite(a).all())
+
+
+def as_float_matrix(X, name: str = "X", *, dtype=None, min_rows: int = 1, min_cols: int = 1):
+    """Validate a 2-D numeric array with finite entries and return it as a float array.
+
+    Args:
+      X: (n, d) array-like (numpy, list, or jax.Array; a jax.Array keeps its sharding).
+      name: name used in error messages.
+      dtype: force this floating dtype (default: ``float_dtype_for(X.dtype)``).
+      min_rows, min_cols: smallest accepted shape.
+
+    Returns:
+      A jax.Array of shape (n, d).
+    """
+    if not isinstance(X, jax.Array):
+        X = np.asarray(X)
+    if X.dtype == object or not _is_numeric(X.dtype):
+        raise TypeError(f"{name} must be a numeric array; got dtype {X.dtype}")
+    if X.ndim != 2:
+        raise ValueError(
+            f"{name} must be 2-D (n_samples, n_features); got shape {tuple(X.shape)}"
+            + (" — use X.reshape(-1, 1) for a single feature" if X.ndim == 1 else "")
+        )
+    if X.shape[0] < min_rows:
+        raise ValueError(f"{name} needs at least {min_rows} rows; got {X.shape[0]}")
+    if X.shape[1] < min_cols:
+        raise ValueError(f"{name} needs at least {min_cols} columns; got {X.shape[1]}")
+    target = np.dtype(dtype) if dtype is not None else float_dtype_for(X.dtype)
+    X = jnp.asarray(X, dtype=target)
+    if not _all_finite(X):
+        raise ValueError(f"{name} contains NaN or Inf; remove or impute those entries first")
+    return X
+
+
+def as_targets(Y, n: int, name: str = "Y", *, dtype=None):
+    """Validate regression targets: 1-D (n,) or 2-D (n, T), finite.
+
+    Returns:
+      (Y2, was_1d): Y2 is a float jax.Array of shape (n, T); was_1d says the input was 1-D.
+    """
+    if not isinstance(Y, jax.Array):
+        Y = np.asarray(Y)
+    if Y.dtype == object or not _is_numeric(Y.dtype):
+        raise TypeError(f"{name} must be numeric; got dtype {Y.dtype}")
+    if Y.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D (n,) or 2-D (n, T); got shape {tuple(Y.shape)}")
+    if Y.shape[0] != n:
+        raise ValueError(f"{name} has {Y.shape[0]} rows but X has {n}; they must match")
+    if Y.ndim == 2 and Y.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one target column")
+    was_1d = Y.ndim == 1
+    target = np.dtype(dtype) if dtype is not None else float_dtype_for(Y.dtype)
+    Y = jnp.asarray(Y, dtype=target)
+    if was_1d:
+        Y = Y[:, None]
+    if not _all_finite(Y):
+        raise ValueError(f"{name} contains NaN or Inf")
+    return Y, was_1d
+
+
+def as_labels(y, n: int, name: str = "y", *, n_classes: int | None = None):
+    """Validate integer class labels 0..C-1 of shape (n,).
+
+    Float arrays whose values are whole numbers are accepted. Returns ``(labels, C)`` with labels a
+    numpy int32 array and C the number of classes (``max + 1``, or ``n_classes`` when given).
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (n,); got shape {y.shape}")
+    if y.shape[0] != n:
+        raise ValueError(f"{name} has {y.shape[0]} entries but X has {n} rows; they must match")
+    if not _is_numeric(y.dtype):
+        raise TypeError(f"{name} must hold integer class labels 0..C-1; got dtype {y.dtype}")
+    if y.dtype.kind == "f":
+        if not np.isfinite(y).all():
+            raise ValueError(f"{name} contains NaN or Inf")
+        if not np.all(y == np.round(y)):
+            raise ValueError(f"{name} must hold integer class labels 0..C-1; got non-integer values")
+    labels = y.astype(np.int64)
+    if labels.size and labels.min() < 0:
+        raise ValueError(f"{name} must hold class labels 0..C-1; got negative label {labels.min()}")
+    C = int(labels.max()) + 1 if labels.size else 0
+    if n_classes is not None:
+        if C > n_classes:
+            raise ValueError(f"{name} has label {C - 1} but n_classes={n_classes}")
+        C = n_classes
+    return labels.astype(np.int32), C
+
+
+def check_rows(n_expected: int, n_got: int, what: str) -> None:
+    if n_expected != n_got:
+        raise ValueError(f"{what} has {n_got} rows but X has {n_expected}; they must match")
+
+
+def check_int(value, name: str, *, low: int | None = None, high: int | None = None) -> int:
+    """Check ``value`` is an integer in [low, high] and return it as ``int``."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer; got {value!r}")
+    value = int(value)
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be >= {low}; got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}; got {value}")
+    return value
+
+
+def check_float(
+    value, name: str, *, low: float | None = None, high: float | None = None, strict_low: bool = False
+) -> float:
+    """Check ``value`` is a finite real in the given range and return it as ``float``."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a real number; got {value!r}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite; got {value}")
+    if low is not None and (value <= low if strict_low else value < low):
+        raise ValueError(f"{name} must be {'>' if strict_low else '>='} {low}; got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}; got {value}")
+    return value
+
+
+def check_choice(value, name: str, choices) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}; got {value!r}")
+    return value
