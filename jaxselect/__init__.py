@@ -1,3 +1,48 @@
-"""jaxselect: JIT-compiled functional JAX feature selection under budgets."""
+"""jaxselect: JIT-compiled functional JAX feature selection under budgets.
+
+Data model → solvers → evaluation:
+
+* :class:`Groups`, :func:`prepare` → :class:`Problem` (standardised, group-whitened moments);
+* sequencing solvers :func:`cs_omp`, :func:`cs_fr`, :func:`doubling` → :class:`SelectionPath`;
+* anytime evaluation: :func:`predict`, :func:`objective_curve`, :func:`timeliness`,
+  :func:`oracle_curve`, :func:`alpha_stopping_cost`, :func:`plateau_alpha`.
+"""
+
+from jaxselect import datasets
+from jaxselect.anytime import (
+    Curve,
+    alpha_stopping_cost,
+    objective_curve,
+    oracle_curve,
+    plateau_alpha,
+    predict,
+    timeliness,
+    train_curve,
+)
+from jaxselect.greedy import cs_fr, cs_omp, doubling, fixed_order_path
+from jaxselect.groups import Groups
+from jaxselect.path import SelectionPath
+from jaxselect.prepare import Problem, Transform, prepare
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Groups",
+    "Problem",
+    "Transform",
+    "prepare",
+    "SelectionPath",
+    "cs_omp",
+    "cs_fr",
+    "doubling",
+    "fixed_order_path",
+    "Curve",
+    "predict",
+    "objective_curve",
+    "train_curve",
+    "alpha_stopping_cost",
+    "plateau_alpha",
+    "timeliness",
+    "oracle_curve",
+    "datasets",
+]

@@ -1,0 +1,281 @@
+"""Anytime prediction and its evaluation (Hu et al. §1 and §5.2).
+
+* :func:`predict` — the anytime predictor: at budget B use the longest prefix whose cumulative cost
+  is ≤ B (the intercept-only model below the cheapest prefix); without a budget, every prefix.
+* :func:`objective_curve` — held-out objective (explained variance, R², accuracy or any metric)
+  against cumulative cost.
+* :func:`alpha_stopping_cost`, :func:`plateau_alpha` — where to stop the curve (the paper's
+  α-stopping cost and its plateau rule).
+* :func:`timeliness` — the normalised area under the objective-vs-cost curve up to the stopping
+  cost (Karayev et al. 2012, as used in Hu et al. Tables 1–2).
+* :func:`oracle_curve` — the paper's oracle: the same groups reordered by decreasing marginal gain
+  per unit cost, the marginal gains held fixed.
+
+Curves are small host-side summaries, returned as numpy arrays in a :class:`Curve`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxselect._validation import as_float_matrix, as_targets, check_float
+from jaxselect.path import SelectionPath
+
+__all__ = [
+    "Curve",
+    "predict",
+    "objective_curve",
+    "alpha_stopping_cost",
+    "plateau_alpha",
+    "timeliness",
+    "oracle_curve",
+]
+
+
+class Curve(NamedTuple):
+    """An objective-vs-cost curve.
+
+    Attributes:
+      cost: (m+1,) cumulative cost, starting at 0 (the intercept-only model).
+      value: (m+1,) the objective at each cost.
+      order: (m,) the group added at each point after the first.
+    """
+
+    cost: np.ndarray
+    value: np.ndarray
+    order: np.ndarray
+
+
+def _check_path(path) -> None:
+    if not isinstance(path, SelectionPath):
+        raise TypeError(f"expected a SelectionPath (from cs_omp, cs_fr, doubling, ...); got {type(path).__name__}")
+
+
+def _squeeze(pred: jax.Array) -> jax.Array:
+    return pred[..., 0] if pred.shape[-1] == 1 else pred
+
+
+def predict(path: SelectionPath, X, budget=None) -> jax.Array:
+    """Anytime linear predictions from raw features.
+
+    Args:
+      path: a :class:`SelectionPath`.
+      X: (m, D) raw features (same columns as at training time).
+      budget: feature budget B. With a budget, the model of the longest prefix with
+        ``cum_cost ≤ B`` is used (the intercept-only model if even the first group costs more).
+        Without one, predictions of every prefix are returned.
+
+    Returns:
+      With a budget: (m,) predictions, or (m, T) for T > 1 targets. Without: (n_steps, m) or
+      (n_steps, m, T) — row j is the model after j + 1 groups.
+
+    >>> import numpy as np, jaxselect
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
+    >>> path = jaxselect.cs_omp(jaxselect.prepare(X, y))
+    >>> bool(np.allclose(jaxselect.predict(path, X, budget=1.0), y, atol=1e-3))
+    True
+    """
+    _check_path(path)
+    d = path.coef.shape[-2]
+    X = as_float_matrix(X, "X", dtype=path.coef.dtype)
+    if X.shape[1] != d:
+        raise ValueError(f"X has {X.shape[1]} columns but the path was trained on {d}")
+    if budget is None:
+        pred = jnp.einsum("md,jdt->jmt", X, path.coef) + path.intercept[:, None, :]
+        return _squeeze(pred)
+    if not isinstance(budget, jax.Array):
+        budget = check_float(budget, "budget")
+    return _squeeze(_predict_at(path, X, jnp.asarray(budget, path.coef.dtype)))
+
+
+@jax.jit
+def _predict_at(path: SelectionPath, X, budget):
+    j = jnp.sum(path.cum_cost <= budget)  # cum_cost is non-decreasing (+inf where untaken)
+    use = j > 0
+    k = jnp.maximum(j - 1, 0)
+    coef = jnp.where(use, path.coef[k], jnp.zeros_like(path.coef[0]))
+    intercept = jnp.where(use, path.intercept[k], path.null_intercept)
+    return X @ coef + intercept
+
+
+def _metric_fn(metric) -> Callable:
+    if callable(metric):
+        return metric
+    if metric == "explained_variance":
+        return None  # needs the null model; handled in objective_curve
+    if metric == "r2":
+        def r2(Y, P):
+            sse = np.sum((Y - P) ** 2)
+            sst = np.sum((Y - Y.mean(axis=0)) ** 2)
+            return 1.0 - sse / sst
+        return r2
+    if metric == "accuracy":
+        def accuracy(Y, P):
+            if Y.shape[1] == 1:
+                return float(np.mean((P[:, 0] > 0.5) == (Y[:, 0] > 0.5)))
+            return float(np.mean(np.argmax(P, axis=1) == np.argmax(Y, axis=1)))
+        return accuracy
+    raise ValueError(
+        f"metric must be 'explained_variance', 'r2', 'accuracy' or a callable(Y_true, Y_pred); got {metric!r}"
+    )
+
+
+def objective_curve(path: SelectionPath, X, Y, *, metric="explained_variance") -> Curve:
+    """Held-out objective of every prefix against its cumulative cost.
+
+    Metrics (Y_true and predictions as (m, T) arrays):
+
+    * ``"explained_variance"``: ``1 − ‖Y − Ŷ‖² / ‖Y − ŷ_0‖²`` with ŷ_0 the intercept-only model
+      (the training mean) — the held-out counterpart of the paper's F, 0 at cost 0;
+    * ``"r2"``: ``1 − ‖Y − Ŷ‖² / ‖Y − Ȳ‖²`` with the held-out mean Ȳ;
+    * ``"accuracy"``: labels in {0, 1} thresholded at 0.5 (T = 1), or argmax over T one-hot columns;
+    * any callable ``metric(Y_true, Y_pred) -> float`` on numpy arrays.
+
+    Untaken steps (order −1) are left out.
+
+    Args:
+      path: a :class:`SelectionPath`.
+      X: (m, D) raw features.
+      Y: (m,) or (m, T) raw targets.
+
+    Returns:
+      A :class:`Curve` whose first point is the intercept-only model at cost 0.
+    """
+    _check_path(path)
+    preds = predict(path, X)
+    X = as_float_matrix(X, "X", dtype=path.coef.dtype)
+    Yt, _ = as_targets(Y, X.shape[0], "Y", dtype=path.coef.dtype)
+    Yt = np.asarray(Yt)
+    preds = np.asarray(preds).reshape((path.n_steps, X.shape[0], -1))
+    null = np.broadcast_to(np.asarray(path.null_intercept), Yt.shape)
+    fn = _metric_fn(metric)
+    if fn is None:
+        base = np.sum((Yt - null) ** 2)
+
+        def fn(Y, P):
+            return 1.0 - np.sum((Y - P) ** 2) / base
+
+    taken = np.asarray(path.order) >= 0
+    values = [fn(Yt, null)] + [fn(Yt, p) for p, t in zip(preds, taken) if t]
+    cost = np.concatenate([[0.0], np.asarray(path.cum_cost, np.float64)[taken]])
+    return Curve(cost, np.asarray(values, np.float64), np.asarray(path.order)[taken])
+
+
+def train_curve(path: SelectionPath) -> Curve:
+    """The training objective curve stored in the path (cost 0 ↦ 0)."""
+    _check_path(path)
+    taken = np.asarray(path.order) >= 0
+    cost = np.concatenate([[0.0], np.asarray(path.cum_cost, np.float64)[taken]])
+    value = np.concatenate([[0.0], np.asarray(path.objective, np.float64)[taken]])
+    return Curve(cost, value, np.asarray(path.order)[taken])
+
+
+def _as_curve(curve) -> Curve:
+    if isinstance(curve, SelectionPath):
+        return train_curve(curve)
+    if not isinstance(curve, Curve):
+        raise TypeError(f"expected a Curve (from objective_curve) or a SelectionPath; got {type(curve).__name__}")
+    return curve
+
+
+def alpha_stopping_cost(curve, alpha: float) -> float:
+    """The α-stopping cost: the cost of the first point reaching α × the curve's final value.
+
+    Hu et al. §5.2 compute it on the training curve of CS-G-OMP and cut every method's curve there.
+
+    Args:
+      curve: a :class:`Curve` or a :class:`SelectionPath` (its training curve).
+      alpha: in [0, 1].
+    """
+    curve = _as_curve(curve)
+    alpha = check_float(alpha, "alpha", low=0.0, high=1.0)
+    target = alpha * curve.value[-1]
+    hit = np.flatnonzero(curve.value >= target - 1e-12 * abs(curve.value[-1]))
+    return float(curve.cost[hit[0]])
+
+
+def plateau_alpha(curve, *, start: float = 0.95, step: float = 0.01, cost_fraction: float = 0.2) -> float:
+    """The paper's plateau rule for choosing α (Hu et al. §5.2).
+
+    A curve has reached its final plateau at α if at least α ≥ ``start`` (95 %) of the final
+    objective is achieved and the next ``step`` (1 %) requires more than ``cost_fraction`` (20 %) of
+    the total feature cost. Returns the smallest such α on the grid start, start+step, …, or 1.0 if
+    the curve has no plateau.
+    """
+    curve = _as_curve(curve)
+    total = curve.cost[-1]
+    for alpha in np.arange(start, 1.0 - 1e-9, step):
+        alpha = float(round(alpha, 10))
+        now = alpha_stopping_cost(curve, alpha)
+        nxt = alpha_stopping_cost(curve, min(alpha + step, 1.0))
+        if nxt - now > cost_fraction * total:
+            return alpha
+    return 1.0
+
+
+def _value_at(curve: Curve, b: float, interpolation: str) -> float:
+    cost, value = curve.cost, curve.value
+    if interpolation == "step":
+        return float(value[np.searchsorted(cost, b, side="right") - 1])
+    return float(np.interp(b, cost, value))
+
+
+def timeliness(curve, *, stop_cost=None, reference=None, interpolation: str = "linear") -> float:
+    """α-timeliness: the normalised area under the objective-vs-cost curve up to ``stop_cost``.
+
+    ``timeliness = (1 / B_stop) ∫₀^{B_stop} F(B) / F_ref dB``
+
+    Normalisation: the area is divided by that of a perfect curve that has the reference objective
+    ``F_ref`` at every cost (so a method that reached F_ref at cost 0 would score 1). ``F_ref``
+    defaults to the curve's final value (the model with every group, common to all complete
+    sequencings); pass one common ``reference`` when comparing curves of different lengths or
+    methods. ``F(B)`` interpolates linearly between selection points as in the paper (which also
+    interpolates at the stopping cost), or is the anytime step function with ``interpolation="step"``.
+
+    Args:
+      curve: a :class:`Curve` or a :class:`SelectionPath` (training curve).
+      stop_cost: B_stop (default: the curve's last cost, i.e. 1-timeliness). Beyond the last point
+        the curve is held at its final value.
+      reference: F_ref.
+      interpolation: "linear" or "step".
+    """
+    curve = _as_curve(curve)
+    if interpolation not in ("linear", "step"):
+        raise ValueError(f"interpolation must be 'linear' or 'step'; got {interpolation!r}")
+    stop = float(curve.cost[-1]) if stop_cost is None else check_float(stop_cost, "stop_cost", low=0.0, strict_low=True)
+    ref = float(curve.value[-1]) if reference is None else check_float(reference, "reference")
+    if ref == 0.0:
+        raise ValueError("the reference objective is 0; timeliness is undefined")
+    inside = curve.cost < stop
+    xs = np.concatenate([curve.cost[inside], [stop]])
+    if interpolation == "step":
+        vals = np.asarray([_value_at(curve, x, "step") for x in xs[:-1]])
+        area = float(np.sum(vals * np.diff(xs)))
+    else:
+        ys = np.asarray([_value_at(curve, x, "linear") for x in xs])
+        area = float(np.trapezoid(ys, xs)) if hasattr(np, "trapezoid") else float(np.trapz(ys, xs))
+    return area / (stop * ref)
+
+
+def oracle_curve(curve) -> Curve:
+    """The oracle reordering of a curve (Hu et al. §5.2, after Karayev et al. 2012).
+
+    Each group keeps its marginal benefit ``Δ_j = F_j − F_{j−1}`` and cost ``c_j``; the groups are
+    re-sequenced by decreasing ``Δ_j / c_j`` (ties keep their order) and the curve is rebuilt by
+    cumulative sums — an approximation of the best achievable anytime curve.
+
+    Args:
+      curve: a :class:`Curve` (typically CS-G-FR's) or a :class:`SelectionPath` (training curve).
+    """
+    curve = _as_curve(curve)
+    gains = np.diff(curve.value)
+    costs = np.diff(curve.cost)
+    rate = np.where(costs > 0, gains / np.where(costs > 0, costs, 1.0), np.inf * np.sign(gains))
+    perm = np.argsort(-rate, kind="stable")
+    cost = np.concatenate([[curve.cost[0]], curve.cost[0] + np.cumsum(costs[perm])])
+    value = np.concatenate([[curve.value[0]], curve.value[0] + np.cumsum(gains[perm])])
+    return Curve(cost, value, curve.order[perm])

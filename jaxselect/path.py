@@ -1,0 +1,42 @@
+"""The result every feature-group sequencing method returns: an anytime linear predictor.
+
+A :class:`SelectionPath` is the sequence of selected groups ``G = g_1, g_2, …`` with, for each
+prefix ``G_j``, its cumulative cost ``c(G_j)``, its training objective and the ridge model
+``w(G_j)`` fitted on the prefix's features, in raw feature space (Hu et al. §1: at budget B use the
+longest prefix with ``c(G_j) ≤ B``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+
+__all__ = ["SelectionPath"]
+
+
+class SelectionPath(NamedTuple):
+    """An anytime predictor: a group order with the model after every prefix.
+
+    Attributes:
+      order: (m,) int32 group chosen at each step; −1 where no group was taken.
+      cum_cost: (m,) cumulative cost c(G_j) after step j (+inf where no group was taken).
+      objective: (m,) training objective after step j: the explained-variance fraction
+        ``2·F(G_j)/T`` with ``F(S) = ½ tr(b0_Sᵀ C_S⁻¹ b0_S)`` on standardised targets (the
+        regularised training R², summed over the T targets and divided by T). GLM paths store the
+        fraction of the null model's loss removed instead.
+      coef: (m, D, T) raw-space coefficients of the model after each prefix.
+      intercept: (m, T) raw-space intercept after each prefix.
+      null_intercept: (T,) the intercept-only model used below the cheapest prefix.
+    """
+
+    order: jax.Array
+    cum_cost: jax.Array
+    objective: jax.Array
+    coef: jax.Array
+    intercept: jax.Array
+    null_intercept: jax.Array
+
+    @property
+    def n_steps(self) -> int:
+        return self.order.shape[-1]

@@ -1,0 +1,253 @@
+"""Standardise, group-whiten and form the moments of a regression problem (Hu et al. §2).
+
+``prepare`` turns raw data into the :class:`Problem` pytree every sequencing solver works on:
+
+* features are centred and scaled to unit variance, targets centred and scaled per target
+  (the paper's "normalised" X and Y);
+* with ``whiten=True`` each group is whitened: with ``X_gᵀX_g/n = V Λ Vᵀ`` the group's columns are
+  replaced by ``X_g V Λ^{-1/2}`` on the directions whose eigenvalue exceeds ``rank_tol·max(Λ)``;
+  dropped directions (rank-deficient groups, duplicated columns) become inert zero columns, so
+  shapes stay static;
+* the moments ``C = XᵀX/n + λI`` (D×D) and ``b0 = XᵀY/n`` (D×T) are formed with one Gram
+  product (or, in ``gram=False`` mode for very large D, C is never formed and solvers compute the
+  rows they need from the design);
+* a :class:`Transform` maps solver-space coefficients back to raw feature space with an intercept.
+
+Coordinates: the solver works on D "problem coordinates", one per feature slot. For group g the
+slot ``index[g, a]`` holds whitened direction a (ordered by decreasing eigenvalue), or the
+standardised feature itself when ``whiten=False``. Inert slots (constant columns, dropped
+directions) have ``live = False``; their row and column of C are those of the identity, so they
+never change a fit.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxselect._validation import as_float_matrix, as_targets, check_float
+from jaxselect.groups import Groups, as_groups
+from jaxselect.linalg import apply_block_diag, gather_groups
+
+__all__ = ["Problem", "Transform", "prepare", "to_raw_coef"]
+
+GRAM_AUTO_MAX_FEATURES = 4096
+
+
+class Transform(NamedTuple):
+    """Maps problem-space coefficients to raw feature space.
+
+    Raw model: ``y = intercept + X_raw @ coef`` with, per group g,
+    ``coef_g = (basis_g @ w_g) / x_scale_g · y_scale`` and
+    ``intercept = y_mean − x_mean · coef``.
+
+    Attributes:
+      x_mean, x_scale: (D,) feature means and standard deviations (1 where a column is constant).
+      y_mean, y_scale: (T,) target means and standard deviations.
+      basis: (J, s_max, s_max) per-group map from problem coordinates to standardised features
+        (``V Λ^{-1/2}`` on kept directions when whitened, the identity otherwise).
+      index, mask: the group table (J, s_max).
+    """
+
+    x_mean: jax.Array
+    x_scale: jax.Array
+    y_mean: jax.Array
+    y_scale: jax.Array
+    basis: jax.Array
+    index: jax.Array
+    mask: jax.Array
+
+
+class Problem(NamedTuple):
+    """A prepared regression problem in moment space (a pytree of arrays).
+
+    Attributes:
+      C: (D, D) regularised covariance ``XᵀX/n + λI`` in problem coordinates, or None in
+        ``gram=False`` mode.
+      Z: (n, D) the design in problem coordinates when ``C`` is None (gram=False), else None.
+      b0: (D, T) cross moments ``XᵀY/n`` in problem coordinates.
+      diag_blocks: (J, s_max, s_max) the diagonal blocks ``C_gg`` (identity on padding).
+      metric_white: (J, s_max, s_max) ``A_g`` with ``‖A_g b_g‖² = b_gᵀ (X_gᵀX_g/n)⁺ b_g`` (the
+        whitened gradient norm of the paper's Alg. 1, in standardised-feature terms).
+      metric_std: (J, s_max, s_max) ``B_g`` with ``B_g b_g`` = the gradient w.r.t. the standardised
+        (not whitened) features of group g.
+      live: (D,) bool, False on inert coordinates.
+      groups: the :class:`Groups` partition and costs.
+      transform: :class:`Transform` back to raw space.
+      l2: () the ridge constant λ.
+      n_samples: () number of training rows, as a float.
+    """
+
+    C: jax.Array | None
+    Z: jax.Array | None
+    b0: jax.Array
+    diag_blocks: jax.Array
+    metric_white: jax.Array
+    metric_std: jax.Array
+    live: jax.Array
+    groups: Groups
+    transform: Transform
+    l2: jax.Array
+    n_samples: jax.Array
+
+    @property
+    def n_features(self) -> int:
+        return self.b0.shape[0]
+
+    @property
+    def n_targets(self) -> int:
+        return self.b0.shape[1]
+
+    @property
+    def n_groups(self) -> int:
+        return self.groups.n_groups
+
+
+def prepare(
+    X,
+    Y,
+    groups=None,
+    *,
+    l2: float = 1e-5,
+    whiten: bool = True,
+    gram: bool | str = "auto",
+    drop_constant: bool = False,
+    rank_tol: float | None = None,
+) -> Problem:
+    """Standardise (and group-whiten) X, standardise Y and form the moments C and b0.
+
+    Args:
+      X: (n, D) raw features (numpy or jax; a row-sharded jax.Array stays sharded).
+      Y: (n,) or (n, T) raw targets.
+      groups: None (every feature its own group, unit costs), a (D,) array of group ids, or a
+        :class:`Groups` carrying costs.
+      l2: ridge constant λ ≥ 0 in ``C = XᵀX/n + λI`` (the paper's regularisation).
+      whiten: group-whiten (Hu et al. Alg. 1 assumes whitened groups); False only standardises.
+      gram: form the D×D Gram matrix (True), or keep the design and compute the rows a solver needs
+        on the fly, O(n·D) per selected feature (False, for D too large for D×D). "auto" forms it
+        when D ≤ 4096.
+      drop_constant: constant columns raise a ValueError by default; with True they become inert
+        features that no model uses.
+      rank_tol: relative eigenvalue threshold of the whitening (default sqrt(machine epsilon)).
+
+    Returns:
+      A :class:`Problem`.
+
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(50, 6)); y = X[:, 0] - 2 * X[:, 3]
+    >>> problem = prepare(X, y, Groups.from_ids([0, 0, 1, 1, 2, 2], costs=[1.0, 2.0, 1.0]))
+    >>> problem.C.shape, problem.b0.shape
+    ((6, 6), (6, 1))
+    """
+    X = as_float_matrix(X, "X", min_rows=2)
+    n, d = X.shape
+    Y, _ = as_targets(Y, n, "Y", dtype=X.dtype)
+    groups = as_groups(groups, d, dtype=X.dtype)
+    l2 = check_float(l2, "l2", low=0.0)
+    if gram not in (True, False, "auto"):
+        raise ValueError(f"gram must be True, False or 'auto'; got {gram!r}")
+    use_gram = d <= GRAM_AUTO_MAX_FEATURES if gram == "auto" else bool(gram)
+    if rank_tol is None:
+        rank_tol = float(np.sqrt(np.finfo(X.dtype).eps))
+    rank_tol = check_float(rank_tol, "rank_tol", low=0.0, high=1.0)
+
+    constant = np.asarray(jnp.max(X, axis=0) == jnp.min(X, axis=0))
+    if constant.any() and not drop_constant:
+        cols = np.flatnonzero(constant)
+        raise ValueError(
+            f"X has constant column(s) {cols[:10].tolist()}: they carry no information; remove them "
+            "or pass drop_constant=True to keep them as inert features"
+        )
+    if constant.all():
+        raise ValueError("every column of X is constant; there is nothing to select")
+    y_constant = np.asarray(jnp.max(Y, axis=0) == jnp.min(Y, axis=0))
+    if y_constant.any():
+        raise ValueError(f"target column(s) {np.flatnonzero(y_constant).tolist()} of Y are constant")
+    return _prepare(X, Y, groups, jnp.asarray(l2, X.dtype), whiten=bool(whiten), use_gram=use_gram, rank_tol=rank_tol)
+
+
+@partial(jax.jit, static_argnames=("whiten", "use_gram", "rank_tol"))
+def _prepare(X, Y, groups: Groups, l2, *, whiten: bool, use_gram: bool, rank_tol: float) -> Problem:
+    n, d = X.shape
+    dtype = X.dtype
+    index, mask = groups.index, groups.mask
+    s_max = index.shape[1]
+    nf = jnp.asarray(n, dtype)
+
+    x_mean = jnp.mean(X, axis=0)
+    Xc = X - x_mean[None, :]
+    x_sd = jnp.sqrt(jnp.mean(Xc * Xc, axis=0))
+    nonconstant = jnp.max(X, axis=0) > jnp.min(X, axis=0)
+    x_scale = jnp.where(nonconstant & (x_sd > 0), x_sd, jnp.ones_like(x_sd))
+    col_w = jnp.where(nonconstant, 1.0 / x_scale, jnp.zeros_like(x_scale))
+    Xs = Xc * col_w[None, :]  # standardised; constant columns are exactly zero
+
+    y_mean = jnp.mean(Y, axis=0)
+    y_scale = jnp.sqrt(jnp.mean((Y - y_mean[None, :]) ** 2, axis=0))
+    Ys = (Y - y_mean[None, :]) / y_scale[None, :]
+
+    # Per-group second moments of the standardised features (J, s, s): O(n·D·s).
+    Xg = gather_groups(Xs, index, mask, axis=1)  # (n, J, s)
+    G_blocks = jnp.einsum("nja,njb->jab", Xg, Xg) / nf
+    J = index.shape[0]
+    eye_s = jnp.broadcast_to(jnp.eye(s_max, dtype=dtype)[None, :, :], (J, s_max, s_max))
+    pad2 = mask[:, :, None] & mask[:, None, :]
+    zeros_blocks = jnp.zeros_like(G_blocks)
+    # Padding gets eigenvalue -1 so its eigenvectors never mix with real directions.
+    G_blocks_p = jnp.where(pad2, G_blocks, zeros_blocks) - jnp.where(mask[:, :, None], zeros_blocks, eye_s)
+    evals, evecs = jnp.linalg.eigh(G_blocks_p)
+    evals, evecs = evals[:, ::-1], evecs[:, :, ::-1]  # decreasing; padding last
+    top = jnp.max(evals, axis=1, keepdims=True)
+    keep = (evals > rank_tol * top) & mask
+    safe = jnp.where(keep, evals, jnp.ones_like(evals))
+    zero = jnp.zeros_like(evals)
+    identity_real = jnp.where(mask[:, :, None], eye_s, zeros_blocks)
+    if whiten:
+        basis = evecs * jnp.where(keep, 1.0 / jnp.sqrt(safe), zero)[:, None, :]
+        live_table = keep
+        metric_white = identity_real
+        metric_std = evecs * jnp.where(keep, jnp.sqrt(safe), zero)[:, None, :]
+    else:
+        basis = identity_real
+        live_table = mask & jnp.take(nonconstant, index, mode="fill", fill_value=False)
+        metric_white = jnp.swapaxes(evecs * jnp.where(keep, 1.0 / jnp.sqrt(safe), zero)[:, None, :], 1, 2)
+        metric_std = identity_real
+    live = jnp.zeros(d, bool).at[index.reshape(-1)].set(live_table.reshape(-1), mode="drop")
+
+    inert_diag = jnp.where(live, l2, jnp.ones_like(x_mean))
+    # Problem-space design Z = Xs · blockdiag(basis); b0 = ZᵀY/n written as (Yᵀ Z)ᵀ (no X.T @ u).
+    Z = apply_block_diag(Xs, basis, index, mask) if whiten else Xs
+    b0 = (Ys.T @ Z).T / nf
+    if use_gram:
+        C = jax.lax.dot_general(Z, Z, (((0,), (0,)), ((), ()))) / nf
+        C = jnp.where(live[:, None] & live[None, :], C, jnp.zeros_like(C)) + jnp.diag(inert_diag)
+        # Diagonal blocks C_gg taken from the same moments the solvers use.
+        rows = jnp.take(C, index, axis=0, mode="fill", fill_value=0)  # (J, s, D)
+        diag_blocks = jnp.take_along_axis(rows, jnp.minimum(index, d - 1)[:, None, :], axis=2)
+        Z_out = None
+    else:
+        C, Z_out = None, Z
+        Zg = gather_groups(Z, index, mask, axis=1)  # (n, J, s)
+        diag_blocks = jnp.einsum("nja,njb->jab", Zg, Zg) / nf
+        diag_blocks = diag_blocks + eye_s * jnp.take(inert_diag, index, mode="fill", fill_value=1)[:, None, :]
+    diag_blocks = jnp.where(pad2, diag_blocks, eye_s)
+    transform = Transform(x_mean, x_scale, y_mean, y_scale, basis, index, mask)
+    return Problem(C, Z_out, b0, diag_blocks, metric_white, metric_std, live, groups, transform, l2, nf)
+
+
+def to_raw_coef(transform: Transform, w: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Map problem-space coefficients w (..., D, T) to raw ``(coef (..., D, T), intercept (..., T))``."""
+    lead = w.shape[:-2]
+    d, t = w.shape[-2:]
+    w2 = jnp.moveaxis(w.reshape((-1, d, t)), 1, 2).reshape((-1, d))  # (B·T, D)
+    std = apply_block_diag(w2, jnp.swapaxes(transform.basis, 1, 2), transform.index, transform.mask)
+    std = jnp.moveaxis(std.reshape((-1, t, d)), 1, 2).reshape(lead + (d, t))
+    scale = (transform.y_scale[None, :] / transform.x_scale[:, None]).reshape((1,) * len(lead) + (d, t))
+    coef = std * scale
+    offset = jnp.einsum("d,...dt->...t", transform.x_mean, coef)
+    intercept = transform.y_mean.reshape((1,) * len(lead) + (t,)) - offset
+    return coef, intercept

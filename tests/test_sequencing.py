@@ -1,0 +1,238 @@
+"""CS-G-OMP, CS-G-FR and Doubling against brute-force numpy oracles and the paper's theorems."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxselect as js
+import reference as ref
+
+L2 = 1e-3
+
+
+def grouped_problem(seed, n=120, T=1, sizes=(1, 3, 2, 4, 1, 2), dtype=np.float64):
+    """Raw data with offsets/scales, correlated columns inside groups, random costs."""
+    rng = np.random.default_rng(seed)
+    ids = np.repeat(np.arange(len(sizes)), sizes)
+    D = len(ids)
+    latent = rng.normal(size=(n, len(sizes)))
+    X = rng.normal(size=(n, D)) + 1.5 * latent[:, ids]
+    X = X * rng.uniform(0.2, 5.0, D) + rng.normal(scale=10.0, size=D)
+    W = rng.normal(size=(D, T)) * (rng.uniform(size=(D, 1)) < 0.5)
+    Y = X @ W + rng.normal(scale=2.0, size=(n, T))
+    costs = rng.uniform(0.5, 4.0, len(sizes))
+    return X.astype(dtype), (Y[:, 0] if T == 1 else Y).astype(dtype), ids, costs
+
+
+def oracle_inputs(X, Y, ids, whiten=True):
+    Xs, Ys = ref.standardize(np.asarray(X, np.float64), np.asarray(Y, np.float64))
+    Z = ref.whiten(Xs, ids) if whiten else Xs
+    return Xs, Ys, Z
+
+
+@pytest.mark.parametrize("seed,T", [(0, 1), (1, 2), (2, 3)])
+def test_fr_matches_bruteforce(seed, T):
+    X, Y, ids, costs = grouped_problem(seed, T=T)
+    _, Ys, Z = oracle_inputs(X, Y, ids)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)
+    path = js.cs_fr(problem)
+    assert path.order.tolist() == ref.forward_regression(Z, Ys, ids, costs, L2)
+    # the objective is the exact explained-variance fraction 2F/T of every prefix
+    feats, expected = [], []
+    for g in path.order.tolist():
+        feats += list(np.flatnonzero(ids == g))
+        expected.append(2 * ref.explained_variance(Z, Ys, feats, L2) / Ys.shape[1])
+    np.testing.assert_allclose(path.objective, expected, rtol=1e-6)
+    np.testing.assert_allclose(path.cum_cost, np.cumsum(costs[path.order]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("criterion", ["whiten", "no_whiten", "single"])
+@pytest.mark.parametrize("seed,T", [(3, 1), (4, 2)])
+def test_omp_matches_naive(criterion, seed, T):
+    X, Y, ids, costs = grouped_problem(seed, T=T)
+    Xs, Ys, Z = oracle_inputs(X, Y, ids)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)
+    path = js.cs_omp(problem, criterion=criterion)
+    assert path.order.tolist() == ref.omp(Xs, Z, Ys, ids, costs, L2, criterion)
+
+
+def test_cost_blind_omp_and_fr():
+    X, Y, ids, costs = grouped_problem(5, T=2)
+    Xs, Ys, Z = oracle_inputs(X, Y, ids)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)
+    assert js.cs_omp(problem, cost_sensitive=False).order.tolist() == ref.omp(
+        Xs, Z, Ys, ids, costs, L2, "whiten", cost_sensitive=False
+    )
+    assert js.cs_fr(problem, cost_sensitive=False).order.tolist() == ref.forward_regression(
+        Z, Ys, ids, costs, L2, cost_sensitive=False
+    )
+
+
+def test_unwhitened_problem_uses_whitened_criterion_correctly():
+    """criterion='whiten' on a whiten=False problem is b_gᵀ(X_gᵀX_g/n)⁻¹b_g: same order as whitened."""
+    X, Y, ids, costs = grouped_problem(6)
+    groups = js.Groups.from_ids(ids, costs)
+    a = js.cs_omp(js.prepare(X, Y, groups, l2=1e-9, whiten=True))
+    b = js.cs_omp(js.prepare(X, Y, groups, l2=1e-9, whiten=False))
+    assert a.order.tolist() == b.order.tolist()
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_doubling_matches_bruteforce(seed):
+    X, Y, ids, costs = grouped_problem(seed, sizes=(1, 2, 1, 3, 1, 2, 1))
+    costs = np.array([1.0, 6.0, 2.0, 30.0, 1.5, 3.0, 9.0])
+    _, Ys, Z = oracle_inputs(X, Y, ids)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)
+    for c_min in (None, 2.5):
+        path = js.doubling(problem, c_min=c_min)
+        expected = ref.doubling(Z, Ys, ids, costs, L2, costs.min() if c_min is None else c_min)
+        assert path.order.tolist() == expected
+    # the cap: every pick costs at most the total so far, unless nothing remaining fits
+    order = js.doubling(problem).order.tolist()
+    total = 0.0
+    for j, g in enumerate(order):
+        remaining = [h for h in range(len(costs)) if h not in order[:j]]
+        cap = costs.min() if j == 0 else total
+        assert costs[g] <= max(cap, min(costs[h] for h in remaining)) + 1e-12
+        total += costs[g]
+
+
+def test_singletons_unit_costs_match_sklearn_omp():
+    linear_model = pytest.importorskip("sklearn.linear_model")
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(80, 15)) * rng.uniform(0.5, 3, 15) + 3.0
+    y = X[:, [1, 4, 7, 11]] @ np.array([3.0, -2.0, 1.5, 1.0]) + 0.5 * rng.normal(size=80)
+    path = js.cs_omp(js.prepare(X, y, l2=1e-12), max_steps=8)
+    Xs, ys = ref.standardize(X, y)
+    coefs = linear_model.orthogonal_mp(Xs, ys[:, 0], n_nonzero_coefs=8, return_path=True)
+    order = []
+    for k in range(coefs.shape[1]):
+        new = [j for j in np.flatnonzero(coefs[:, k]) if j not in order]
+        order += new
+    assert path.order.tolist() == order
+
+
+def test_gram_free_mode_equals_gram_mode():
+    X, Y, ids, costs = grouped_problem(10, T=2)
+    groups = js.Groups.from_ids(ids, costs)
+    a = js.prepare(X, Y, groups, l2=L2, gram=True)
+    b = js.prepare(X, Y, groups, l2=L2, gram=False)
+    assert b.C is None and b.Z is not None
+    for solver in (js.cs_omp, js.cs_fr, js.doubling):
+        pa, pb = solver(a), solver(b)
+        assert pa.order.tolist() == pb.order.tolist()
+        np.testing.assert_allclose(pa.objective, pb.objective, rtol=1e-8)
+        np.testing.assert_allclose(pa.coef, pb.coef, rtol=1e-6, atol=1e-9)
+
+
+def subset_gamma(Z, l2):
+    """γ = (λ* + λ)/(1 + λ) with λ* the smallest eigenvalue of ZᵀZ/n over live columns."""
+    live = np.any(Z != 0, axis=0)
+    Zl = Z[:, live]
+    lam_star = np.linalg.eigvalsh(Zl.T @ Zl / Z.shape[0]).min()
+    return (lam_star + l2) / (1 + l2)
+
+
+@pytest.mark.parametrize("solver", ["omp", "fr"])
+def test_theorem_3_2_against_best_subsets(solver):
+    """F(G_⟨B⟩) > (1 − e^{−γB/K}) F(S_⟨K⟩) at every selection budget B, for all subsets of cost ≤ K."""
+    X, Y, ids, costs = grouped_problem(11, n=200, sizes=(1, 2, 1, 2, 1, 1))
+    _, Ys, Z = oracle_inputs(X, Y, ids)
+    l2 = 0.05
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=l2)
+    path = js.cs_omp(problem) if solver == "omp" else js.cs_fr(problem)
+    gamma = subset_gamma(Z, l2)
+    F_path = np.asarray(path.objective) / 2.0  # F = objective · T / 2 with T = 1
+    for K in np.linspace(costs.min(), costs.sum(), 7):
+        opt = ref.best_subset_value(Z, Ys, ids, costs, l2, K)
+        for B, F_B in zip(np.asarray(path.cum_cost), F_path):
+            assert F_B >= (1 - np.exp(-gamma * B / K)) * opt - 1e-9
+
+
+def test_theorem_4_3_doubling_bicriteria():
+    """F(G_⌊B⌋) > (1 − e^{−γ²/(1+γ)}) F(S_⌊B/4⌋) for every budget B > c_min (doubling-capable costs)."""
+    X, Y, ids, costs = grouped_problem(12, n=200, sizes=(1, 1, 2, 1, 1, 2, 1))
+    costs = np.array([1.0, 1.0, 2.0, 3.0, 4.0, 8.0, 12.0])
+    _, Ys, Z = oracle_inputs(X, Y, ids)
+    l2 = 0.05
+    path = js.doubling(js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=l2))
+    gamma = subset_gamma(Z, l2)
+    factor = 1 - np.exp(-gamma**2 / (1 + gamma))
+    cum = np.asarray(path.cum_cost)
+    F_path = np.asarray(path.objective) / 2.0
+    for B in np.linspace(1.01, cum[-1], 25):
+        k = np.sum(cum <= B)
+        F_B = F_path[k - 1] if k else 0.0
+        assert F_B >= factor * ref.best_subset_value(Z, Ys, ids, costs, l2, B / 4) - 1e-9
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_jit_and_nojit_agree(jit):
+    X, Y, ids, costs = grouped_problem(13, T=2)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)
+    expected = js.cs_fr(problem)
+    with jax.disable_jit(not jit):
+        got = js.cs_fr(js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2))
+    assert got.order.tolist() == expected.order.tolist()
+    np.testing.assert_allclose(got.coef, expected.coef, rtol=1e-7, atol=1e-10)
+
+
+def test_float32_default_and_float32_matches_float64():
+    X, Y, ids, costs = grouped_problem(14)
+    groups32 = js.Groups.from_ids(ids, costs, dtype=np.float32)
+    p32 = js.cs_fr(js.prepare(X.astype(np.float32), Y.astype(np.float32), groups32, l2=L2))
+    p64 = js.cs_fr(js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2))
+    assert p32.coef.dtype == jnp.float32 and p64.coef.dtype == jnp.float64
+    assert p32.order.tolist() == p64.order.tolist()
+    np.testing.assert_allclose(p32.objective, p64.objective, rtol=1e-4)
+    np.testing.assert_allclose(p32.coef, p64.coef, rtol=2e-3, atol=2e-4)
+
+
+def test_fixed_order_path_refits_each_prefix():
+    X, Y, ids, costs = grouped_problem(15, T=2)
+    _, Ys, Z = oracle_inputs(X, Y, ids)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)
+    path = js.fixed_order_path(problem, [3, 0, 5, -1, -1])
+    assert path.order.tolist() == [3, 0, 5, -1, -1]
+    assert np.isinf(np.asarray(path.cum_cost)[3:]).all()
+    feats = list(np.flatnonzero(ids == 3)) + list(np.flatnonzero(ids == 0))
+    np.testing.assert_allclose(path.objective[1], ref.explained_variance(Z, Ys, feats, L2), rtol=1e-6)
+    # same path as cs_fr when given cs_fr's order
+    fr = js.cs_fr(problem)
+    again = js.fixed_order_path(problem, np.asarray(fr.order))
+    np.testing.assert_allclose(again.coef, fr.coef, rtol=1e-8, atol=1e-10)
+    with pytest.raises(ValueError, match="repeat"):
+        js.fixed_order_path(problem, [1, 1])
+    with pytest.raises(ValueError, match="−1"):
+        js.fixed_order_path(problem, [1, -1, 2])
+
+
+def test_max_steps_clipped_and_validated():
+    X, Y, ids, costs = grouped_problem(16)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs))
+    assert js.cs_omp(problem, max_steps=100).n_steps == 6
+    assert js.cs_omp(problem, max_steps=2).n_steps == 2
+    with pytest.raises(ValueError, match="max_steps"):
+        js.cs_fr(problem, max_steps=0)
+    with pytest.raises(ValueError, match="criterion"):
+        js.cs_omp(problem, criterion="whitened")
+    with pytest.raises(TypeError, match="Problem"):
+        js.cs_omp(X)
+    with pytest.raises(ValueError, match="c_min"):
+        js.doubling(problem, c_min=0.0)
+
+
+def test_rank_deficient_groups_and_duplicates():
+    """Duplicated columns and a rank-deficient group: whitening drops the null directions."""
+    X, Y, ids, costs = grouped_problem(17)
+    X = X.copy()
+    X[:, 2] = 3.0 * X[:, 1] - 7.0  # group 1 becomes rank-deficient
+    X = np.concatenate([X, X[:, :1]], axis=1)  # duplicate column 0 as its own group
+    ids = np.concatenate([ids, [ids.max() + 1]])
+    costs = np.concatenate([costs, [1.0]])
+    _, Ys, Z = oracle_inputs(X, Y, ids)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)
+    path = js.cs_fr(problem)
+    assert np.all(np.isfinite(np.asarray(path.coef)))
+    assert path.order.tolist() == ref.forward_regression(Z, Ys, ids, costs, L2)
