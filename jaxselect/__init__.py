@@ -22,7 +22,7 @@ from jaxselect.anytime import (
 from jaxselect.greedy import cs_fr, cs_omp, doubling, fixed_order_path
 from jaxselect.groups import Groups
 from jaxselect.path import SelectionPath
-from jaxselect.prepare import Problem, Transform, prepare
+from jaxselect.prepare import Design, Problem, Transform, prepare, whiten_design
 
 __version__ = "0.1.0"
 
@@ -31,6 +31,8 @@ __all__ = [
     "Problem",
     "Transform",
     "prepare",
+    "Design",
+    "whiten_design",
     "SelectionPath",
     "cs_omp",
     "cs_fr",

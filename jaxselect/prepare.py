@@ -33,7 +33,7 @@ from jaxselect._validation import as_float_matrix, as_targets, check_float
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
 
-__all__ = ["Problem", "Transform", "prepare", "to_raw_coef"]
+__all__ = ["Problem", "Transform", "Design", "prepare", "whiten_design", "to_raw_coef"]
 
 GRAM_AUTO_MAX_FEATURES = 4096
 
@@ -143,35 +143,69 @@ def prepare(
     >>> problem.C.shape, problem.b0.shape
     ((6, 6), (6, 1))
     """
-    X = as_float_matrix(X, "X", min_rows=2)
+    X, groups, rank_tol = _check_design(X, groups, drop_constant, rank_tol)
     n, d = X.shape
     Y, _ = as_targets(Y, n, "Y", dtype=X.dtype)
-    groups = as_groups(groups, d, dtype=X.dtype)
     l2 = check_float(l2, "l2", low=0.0)
     if gram not in (True, False, "auto"):
         raise ValueError(f"gram must be True, False or 'auto'; got {gram!r}")
     use_gram = d <= GRAM_AUTO_MAX_FEATURES if gram == "auto" else bool(gram)
-    if rank_tol is None:
-        rank_tol = float(np.sqrt(np.finfo(X.dtype).eps))
-    rank_tol = check_float(rank_tol, "rank_tol", low=0.0, high=1.0)
-
-    constant = np.asarray(jnp.max(X, axis=0) == jnp.min(X, axis=0))
-    if constant.any() and not drop_constant:
-        cols = np.flatnonzero(constant)
-        raise ValueError(
-            f"X has constant column(s) {cols[:10].tolist()}: they carry no information; remove them "
-            "or pass drop_constant=True to keep them as inert features"
-        )
-    if constant.all():
-        raise ValueError("every column of X is constant; there is nothing to select")
     y_constant = np.asarray(jnp.max(Y, axis=0) == jnp.min(Y, axis=0))
     if y_constant.any():
         raise ValueError(f"target column(s) {np.flatnonzero(y_constant).tolist()} of Y are constant")
     return _prepare(X, Y, groups, jnp.asarray(l2, X.dtype), whiten=bool(whiten), use_gram=use_gram, rank_tol=rank_tol)
 
 
-@partial(jax.jit, static_argnames=("whiten", "use_gram", "rank_tol"))
-def _prepare(X, Y, groups: Groups, l2, *, whiten: bool, use_gram: bool, rank_tol: float) -> Problem:
+def _check_design(X, groups, drop_constant: bool, rank_tol):
+    X = as_float_matrix(X, "X", min_rows=2)
+    groups = as_groups(groups, X.shape[1], dtype=X.dtype)
+    if rank_tol is None:
+        rank_tol = float(np.sqrt(np.finfo(X.dtype).eps))
+    rank_tol = check_float(rank_tol, "rank_tol", low=0.0, high=1.0)
+    constant = np.asarray(jnp.max(X, axis=0) == jnp.min(X, axis=0))
+    if constant.all():
+        raise ValueError("every column of X is constant; there is nothing to select")
+    if constant.any() and not drop_constant:
+        cols = np.flatnonzero(constant)
+        raise ValueError(
+            f"X has constant column(s) {cols[:10].tolist()}: they carry no information; remove them "
+            "or pass drop_constant=True to keep them as inert features"
+        )
+    return X, groups, rank_tol
+
+
+class Design(NamedTuple):
+    """A standardised, optionally group-whitened design (see :func:`whiten_design`).
+
+    Attributes:
+      Z: (n, D) design in problem coordinates (zero columns on inert coordinates).
+      x_mean, x_scale: (D,) raw feature means and standard deviations (1 where constant).
+      basis: (J, s_max, s_max) per-group map from problem coordinates to standardised features.
+      metric_white, metric_std: (J, s_max, s_max) gradient metrics, as in :class:`Problem`.
+      live: (D,) bool, False on inert coordinates.
+    """
+
+    Z: jax.Array
+    x_mean: jax.Array
+    x_scale: jax.Array
+    basis: jax.Array
+    metric_white: jax.Array
+    metric_std: jax.Array
+    live: jax.Array
+
+
+def whiten_design(X, groups=None, *, whiten: bool = True, drop_constant: bool = False, rank_tol=None):
+    """Standardise X and group-whiten it, for solvers that work on the design rather than moments.
+
+    Same coordinates and checks as :func:`prepare` (which uses it). Returns ``(design, groups)``
+    with ``design`` a :class:`Design` and ``groups`` the validated :class:`Groups`.
+    """
+    X, groups, rank_tol = _check_design(X, groups, drop_constant, rank_tol)
+    return _design(X, groups, whiten=bool(whiten), rank_tol=rank_tol), groups
+
+
+@partial(jax.jit, static_argnames=("whiten", "rank_tol"))
+def _design(X, groups: Groups, *, whiten: bool, rank_tol: float) -> Design:
     n, d = X.shape
     dtype = X.dtype
     index, mask = groups.index, groups.mask
@@ -185,10 +219,6 @@ def _prepare(X, Y, groups: Groups, l2, *, whiten: bool, use_gram: bool, rank_tol
     x_scale = jnp.where(nonconstant & (x_sd > 0), x_sd, jnp.ones_like(x_sd))
     col_w = jnp.where(nonconstant, 1.0 / x_scale, jnp.zeros_like(x_scale))
     Xs = Xc * col_w[None, :]  # standardised; constant columns are exactly zero
-
-    y_mean = jnp.mean(Y, axis=0)
-    y_scale = jnp.sqrt(jnp.mean((Y - y_mean[None, :]) ** 2, axis=0))
-    Ys = (Y - y_mean[None, :]) / y_scale[None, :]
 
     # Per-group second moments of the standardised features (J, s, s): O(n·D·s).
     Xg = gather_groups(Xs, index, mask, axis=1)  # (n, J, s)
@@ -218,9 +248,26 @@ def _prepare(X, Y, groups: Groups, l2, *, whiten: bool, use_gram: bool, rank_tol
         metric_std = identity_real
     live = jnp.zeros(d, bool).at[index.reshape(-1)].set(live_table.reshape(-1), mode="drop")
 
-    inert_diag = jnp.where(live, l2, jnp.ones_like(x_mean))
-    # Problem-space design Z = Xs · blockdiag(basis); b0 = ZᵀY/n written as (Yᵀ Z)ᵀ (no X.T @ u).
     Z = apply_block_diag(Xs, basis, index, mask) if whiten else Xs
+    return Design(Z, x_mean, x_scale, basis, metric_white, metric_std, live)
+
+
+@partial(jax.jit, static_argnames=("whiten", "use_gram", "rank_tol"))
+def _prepare(X, Y, groups: Groups, l2, *, whiten: bool, use_gram: bool, rank_tol: float) -> Problem:
+    n, d = X.shape
+    dtype = X.dtype
+    index, mask = groups.index, groups.mask
+    J, s_max = index.shape
+    nf = jnp.asarray(n, dtype)
+    design = _design(X, groups, whiten=whiten, rank_tol=rank_tol)
+    Z, live = design.Z, design.live
+    y_mean = jnp.mean(Y, axis=0)
+    y_scale = jnp.sqrt(jnp.mean((Y - y_mean[None, :]) ** 2, axis=0))
+    Ys = (Y - y_mean[None, :]) / y_scale[None, :]
+    eye_s = jnp.broadcast_to(jnp.eye(s_max, dtype=dtype)[None, :, :], (J, s_max, s_max))
+    pad2 = mask[:, :, None] & mask[:, None, :]
+    inert_diag = jnp.where(live, l2, jnp.ones_like(design.x_mean))
+    # b0 = ZᵀY/n written as (Yᵀ Z)ᵀ (no X.T @ u).
     b0 = (Ys.T @ Z).T / nf
     if use_gram:
         C = jax.lax.dot_general(Z, Z, (((0,), (0,)), ((), ()))) / nf
@@ -235,8 +282,10 @@ def _prepare(X, Y, groups: Groups, l2, *, whiten: bool, use_gram: bool, rank_tol
         diag_blocks = jnp.einsum("nja,njb->jab", Zg, Zg) / nf
         diag_blocks = diag_blocks + eye_s * jnp.take(inert_diag, index, mode="fill", fill_value=1)[:, None, :]
     diag_blocks = jnp.where(pad2, diag_blocks, eye_s)
-    transform = Transform(x_mean, x_scale, y_mean, y_scale, basis, index, mask)
-    return Problem(C, Z_out, b0, diag_blocks, metric_white, metric_std, live, groups, transform, l2, nf)
+    transform = Transform(design.x_mean, design.x_scale, y_mean, y_scale, design.basis, index, mask)
+    return Problem(
+        C, Z_out, b0, diag_blocks, design.metric_white, design.metric_std, live, groups, transform, l2, nf
+    )
 
 
 def to_raw_coef(transform: Transform, w: jax.Array) -> tuple[jax.Array, jax.Array]:
