@@ -99,7 +99,7 @@ def _predict_at(path: SelectionPath, X, budget):
     k = jnp.maximum(j - 1, 0)
     coef = jnp.where(use, path.coef[k], jnp.zeros_like(path.coef[0]))
     intercept = jnp.where(use, path.intercept[k], path.null_intercept)
-    return X @ coef + intercept
+    return X @ coef + intercept[None, :]
 
 
 def _metric_fn(metric) -> Callable:

@@ -204,27 +204,37 @@ def whiten_design(X, groups=None, *, whiten: bool = True, drop_constant: bool = 
     return _design(X, groups, whiten=bool(whiten), rank_tol=rank_tol), groups
 
 
-@partial(jax.jit, static_argnames=("whiten", "rank_tol"))
-def _design(X, groups: Groups, *, whiten: bool, rank_tol: float) -> Design:
-    n, d = X.shape
-    dtype = X.dtype
-    index, mask = groups.index, groups.mask
-    s_max = index.shape[1]
-    nf = jnp.asarray(n, dtype)
+class _Bases(NamedTuple):
+    basis: jax.Array
+    metric_white: jax.Array
+    metric_std: jax.Array
+    live: jax.Array
 
+
+def _column_stats(X):
+    """Means, centred copy, scales (1 where constant) and 1/scale (0 where constant)."""
     x_mean = jnp.mean(X, axis=0)
     Xc = X - x_mean[None, :]
-    x_sd = jnp.sqrt(jnp.mean(Xc * Xc, axis=0))
     nonconstant = jnp.max(X, axis=0) > jnp.min(X, axis=0)
+    return x_mean, Xc, nonconstant
+
+
+def _scales(x_sd, nonconstant):
     x_scale = jnp.where(nonconstant & (x_sd > 0), x_sd, jnp.ones_like(x_sd))
     col_w = jnp.where(nonconstant, 1.0 / x_scale, jnp.zeros_like(x_scale))
-    Xs = Xc * col_w[None, :]  # standardised; constant columns are exactly zero
+    return x_scale, col_w
 
-    # Per-group second moments of the standardised features (J, s, s): O(n·D·s).
-    Xg = gather_groups(Xs, index, mask, axis=1)  # (n, J, s)
-    G_blocks = jnp.einsum("nja,njb->jab", Xg, Xg) / nf
-    J = index.shape[0]
-    eye_s = jnp.broadcast_to(jnp.eye(s_max, dtype=dtype)[None, :, :], (J, s_max, s_max))
+
+def _group_bases(G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_tol: float) -> _Bases:
+    """Whitening bases and gradient metrics from the per-group moments of standardised features.
+
+    ``G_blocks`` (J, s, s) holds ``X_gᵀX_g/n``. With ``V Λ Vᵀ`` its eigen-decomposition (decreasing
+    eigenvalues), directions with ``λ > rank_tol·max(λ)`` are kept.
+    """
+    index, mask = groups.index, groups.mask
+    J, s_max = index.shape
+    d = groups.ids.shape[0]
+    eye_s = jnp.broadcast_to(jnp.eye(s_max, dtype=G_blocks.dtype)[None, :, :], (J, s_max, s_max))
     pad2 = mask[:, :, None] & mask[:, None, :]
     zeros_blocks = jnp.zeros_like(G_blocks)
     # Padding gets eigenvalue -1 so its eigenvectors never mix with real directions.
@@ -247,9 +257,22 @@ def _design(X, groups: Groups, *, whiten: bool, rank_tol: float) -> Design:
         metric_white = jnp.swapaxes(evecs * jnp.where(keep, 1.0 / jnp.sqrt(safe), zero)[:, None, :], 1, 2)
         metric_std = identity_real
     live = jnp.zeros(d, bool).at[index.reshape(-1)].set(live_table.reshape(-1), mode="drop")
+    return _Bases(basis, metric_white, metric_std, live)
 
-    Z = apply_block_diag(Xs, basis, index, mask) if whiten else Xs
-    return Design(Z, x_mean, x_scale, basis, metric_white, metric_std, live)
+
+@partial(jax.jit, static_argnames=("whiten", "rank_tol"))
+def _design(X, groups: Groups, *, whiten: bool, rank_tol: float) -> Design:
+    n = X.shape[0]
+    nf = jnp.asarray(n, X.dtype)
+    x_mean, Xc, nonconstant = _column_stats(X)
+    x_scale, col_w = _scales(jnp.sqrt(jnp.mean(Xc * Xc, axis=0)), nonconstant)
+    Xs = Xc * col_w[None, :]  # standardised; constant columns are exactly zero
+    # Per-group second moments of the standardised features (J, s, s): O(n·D·s).
+    Xg = gather_groups(Xs, groups.index, groups.mask, axis=1)  # (n, J, s)
+    G_blocks = jnp.einsum("nja,njb->jab", Xg, Xg) / nf
+    bases = _group_bases(G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol)
+    Z = apply_block_diag(Xs, bases.basis, groups.index, groups.mask) if whiten else Xs
+    return Design(Z, x_mean, x_scale, bases.basis, bases.metric_white, bases.metric_std, bases.live)
 
 
 @partial(jax.jit, static_argnames=("whiten", "use_gram", "rank_tol"))
@@ -259,33 +282,50 @@ def _prepare(X, Y, groups: Groups, l2, *, whiten: bool, use_gram: bool, rank_tol
     index, mask = groups.index, groups.mask
     J, s_max = index.shape
     nf = jnp.asarray(n, dtype)
-    design = _design(X, groups, whiten=whiten, rank_tol=rank_tol)
-    Z, live = design.Z, design.live
     y_mean = jnp.mean(Y, axis=0)
     y_scale = jnp.sqrt(jnp.mean((Y - y_mean[None, :]) ** 2, axis=0))
     Ys = (Y - y_mean[None, :]) / y_scale[None, :]
     eye_s = jnp.broadcast_to(jnp.eye(s_max, dtype=dtype)[None, :, :], (J, s_max, s_max))
     pad2 = mask[:, :, None] & mask[:, None, :]
-    inert_diag = jnp.where(live, l2, jnp.ones_like(design.x_mean))
-    # b0 = ZᵀY/n written as (Yᵀ Z)ᵀ (no X.T @ u).
-    b0 = (Ys.T @ Z).T / nf
+
     if use_gram:
-        C = jax.lax.dot_general(Z, Z, (((0,), (0,)), ((), ()))) / nf
-        C = jnp.where(live[:, None] & live[None, :], C, jnp.zeros_like(C)) + jnp.diag(inert_diag)
+        # One pass for the means, one GEMM for the centred Gram, one GEMV-like pass for XᵀY;
+        # scaling, whitening and the diagonal blocks then happen in D×D space.
+        x_mean, Xc, nonconstant = _column_stats(X)
+        G = jax.lax.dot_general(Xc, Xc, (((0,), (0,)), ((), ()))) / nf
+        x_scale, col_w = _scales(jnp.sqrt(jnp.maximum(jnp.diagonal(G), 0.0)), nonconstant)
+        G = G * col_w[:, None] * col_w[None, :]
+        rows = jnp.take(G, index, axis=0, mode="fill", fill_value=0)  # (J, s, D)
+        G_blocks = jnp.take_along_axis(rows, jnp.minimum(index, d - 1)[:, None, :], axis=2)
+        bases = _group_bases(G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol)
+        live = bases.live
+        b0t = (Ys.T @ Xc) * col_w[None, :] / nf  # (T, D), written as u @ X
+        if whiten:
+            G = apply_block_diag(G, bases.basis, index, mask)
+            G = apply_block_diag(G.T, bases.basis, index, mask)
+            b0t = apply_block_diag(b0t, bases.basis, index, mask)
+        inert_diag = jnp.where(live, l2, jnp.ones_like(x_mean))
+        C = jnp.where(live[:, None] & live[None, :], G, jnp.zeros_like(G)) + jnp.diag(inert_diag)
+        C = 0.5 * (C + C.T)
+        b0 = b0t.T
         # Diagonal blocks C_gg taken from the same moments the solvers use.
-        rows = jnp.take(C, index, axis=0, mode="fill", fill_value=0)  # (J, s, D)
+        rows = jnp.take(C, index, axis=0, mode="fill", fill_value=0)
         diag_blocks = jnp.take_along_axis(rows, jnp.minimum(index, d - 1)[:, None, :], axis=2)
         Z_out = None
     else:
-        C, Z_out = None, Z
-        Zg = gather_groups(Z, index, mask, axis=1)  # (n, J, s)
+        design = _design(X, groups, whiten=whiten, rank_tol=rank_tol)
+        x_mean, x_scale, live = design.x_mean, design.x_scale, design.live
+        bases = _Bases(design.basis, design.metric_white, design.metric_std, live)
+        Z_out = design.Z
+        C = None
+        inert_diag = jnp.where(live, l2, jnp.ones_like(x_mean))
+        b0 = (Ys.T @ Z_out).T / nf  # (Yᵀ Z)ᵀ: no X.T @ u
+        Zg = gather_groups(Z_out, index, mask, axis=1)  # (n, J, s)
         diag_blocks = jnp.einsum("nja,njb->jab", Zg, Zg) / nf
         diag_blocks = diag_blocks + eye_s * jnp.take(inert_diag, index, mode="fill", fill_value=1)[:, None, :]
     diag_blocks = jnp.where(pad2, diag_blocks, eye_s)
-    transform = Transform(design.x_mean, design.x_scale, y_mean, y_scale, design.basis, index, mask)
-    return Problem(
-        C, Z_out, b0, diag_blocks, design.metric_white, design.metric_std, live, groups, transform, l2, nf
-    )
+    transform = Transform(x_mean, x_scale, y_mean, y_scale, bases.basis, index, mask)
+    return Problem(C, Z_out, b0, diag_blocks, bases.metric_white, bases.metric_std, live, groups, transform, l2, nf)
 
 
 def to_raw_coef(transform: Transform, w: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -1,0 +1,71 @@
+"""Shared helpers for the benchmark scripts: timing, environment record, JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+
+import jax
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def block(x):
+    """Wait for every array in a pytree (JAX dispatch is asynchronous)."""
+    return jax.block_until_ready(x)
+
+
+def timeit(fn, *, repeat: int = 3, warmup: int = 1):
+    """(first-call seconds, median steady-state seconds) of ``fn()``; the first call includes compilation."""
+    t0 = time.perf_counter()
+    block(fn())
+    first = time.perf_counter() - t0
+    for _ in range(max(warmup - 1, 0)):
+        block(fn())
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        block(fn())
+        times.append(time.perf_counter() - t0)
+    return first, statistics.median(times)
+
+
+def environment() -> dict:
+    dev = jax.devices()[0]
+    return {
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+        "device": getattr(dev, "device_kind", str(dev)),
+        "n_devices": jax.device_count(),
+        "cpu_count": os.cpu_count(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "x64": bool(jax.config.jax_enable_x64),
+    }
+
+
+def save(name: str, payload: dict) -> str:
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, f"{name}.json")
+    with open(path, "w") as f:
+        json.dump({"environment": environment(), **payload}, f, indent=2, default=float)
+    return path
+
+
+def table(rows: list[dict], columns: list[str]) -> str:
+    """Plain-text table of dict rows."""
+    cells = [[_fmt(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    line = "  ".join(c.rjust(w) for c, w in zip(columns, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in cells]
+    return "\n".join(out)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+    return str(v)

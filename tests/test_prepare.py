@@ -1,0 +1,138 @@
+"""Groups and prepare: validation at the boundary, whitening, transforms back to raw space."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxselect as js
+import reference as ref
+
+
+def data(seed=0, n=60, d=5, T=1):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * 3.0 + 7.0
+    Y = X @ rng.normal(size=(d, T)) + rng.normal(size=(n, T))
+    return X, (Y[:, 0] if T == 1 else Y)
+
+
+def test_groups_from_ids_table():
+    g = js.Groups.from_ids([2, 0, 0, 1, 2, 2], costs=[1.0, 5.0, 2.0])
+    assert g.n_groups == 3 and g.n_features == 6 and g.max_size == 3
+    np.testing.assert_array_equal(g.sizes, [2, 1, 3])
+    np.testing.assert_array_equal(g.index, [[1, 2, 6], [3, 6, 6], [0, 4, 5]])
+    np.testing.assert_array_equal(g.mask, g.index < 6)
+    assert g.costs.dtype == jnp.float64  # x64 enabled in the tests
+    assert js.Groups.from_ids([0, 1], dtype=np.float32).costs.dtype == jnp.float32
+    np.testing.assert_array_equal(js.Groups.from_ids([0, 1, 1]).costs, [1.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    "ids,costs,match",
+    [
+        ([0, 2, 2], None, "group\\(s\\) \\[1\\] have no features"),
+        ([0, -1], None, "negative"),
+        ([[0, 1]], None, "1-D"),
+        ([], None, "non-empty"),
+        ([0.5, 1.0], None, "integers"),
+        ([0, 1], [1.0], "one entry per group"),
+        ([0, 1], [1.0, 0.0], "costs must be finite and > 0; got 0.0 for group 1"),
+        ([0, 1], [1.0, -2.0], "> 0"),
+        ([0, 1], [np.inf, 1.0], "finite"),
+        ([0, 1], [np.nan, 1.0], "finite"),
+    ],
+)
+def test_groups_validation(ids, costs, match):
+    with pytest.raises(ValueError, match=match):
+        js.Groups.from_ids(ids, costs)
+
+
+def test_groups_reject_non_integer_dtype():
+    with pytest.raises(TypeError, match="integers"):
+        js.Groups.from_ids(np.array(["a", "b"]))
+
+
+def test_prepare_validation():
+    X, y = data()
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        js.prepare(np.where(np.arange(5) == 2, np.nan, X), y)
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        js.prepare(X, np.where(np.arange(60) == 3, np.inf, y))
+    with pytest.raises(ValueError, match="rows"):
+        js.prepare(X, y[:-1])
+    with pytest.raises(ValueError, match="2-D"):
+        js.prepare(X[:, 0], y)
+    with pytest.raises(ValueError, match="1-D .* or 2-D"):
+        js.prepare(X, y[:, None, None])
+    with pytest.raises(ValueError, match="l2 must be >= 0"):
+        js.prepare(X, y, l2=-1.0)
+    with pytest.raises(ValueError, match="columns"):
+        js.prepare(X, y, groups=[0, 1, 2])
+    with pytest.raises(ValueError, match="gram"):
+        js.prepare(X, y, gram="yes")
+    with pytest.raises(TypeError, match="numeric"):
+        js.prepare(X.astype(str), y)
+    Xc = X.copy()
+    Xc[:, 3] = 4.0
+    with pytest.raises(ValueError, match=r"constant column\(s\) \[3\].*drop_constant=True"):
+        js.prepare(Xc, y)
+    with pytest.raises(ValueError, match="target column"):
+        js.prepare(X, np.ones(60))
+
+
+def test_drop_constant_makes_inert_feature():
+    X, y = data(1)
+    X[:, 1] = 2.5
+    problem = js.prepare(X, y, drop_constant=True)
+    assert not bool(problem.live[1])
+    path = js.cs_fr(problem)
+    assert path.order.tolist()[-1] == 1  # the constant column adds nothing and comes last
+    np.testing.assert_array_equal(np.asarray(path.coef)[:, 1, :], 0.0)
+
+
+def test_whitened_moments_match_numpy():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(80, 6)) @ rng.normal(size=(6, 6)) + 3.0
+    y = rng.normal(size=80)
+    ids = np.array([0, 0, 0, 1, 2, 2])
+    problem = js.prepare(X, y, js.Groups.from_ids(ids), l2=0.0)
+    Xs, ys = ref.standardize(X, y)
+    Z = ref.whiten(Xs, ids, tol=1e-10)
+    # C restricted to each group is the identity (whitened), and F of any union matches
+    C = np.asarray(problem.C)
+    for g in range(3):
+        cols = np.flatnonzero(ids == g)
+        np.testing.assert_allclose(C[np.ix_(cols, cols)], np.eye(len(cols)), atol=1e-10)
+    np.testing.assert_allclose(
+        0.5 * np.sum(np.linalg.solve(C, np.asarray(problem.b0)) * np.asarray(problem.b0)),
+        ref.explained_variance(Z, ys, list(range(6)), 0.0),
+        rtol=1e-8,
+    )
+
+
+def test_design_matches_prepare_coordinates():
+    X, y = data(3, d=6)
+    ids = np.array([0, 0, 1, 1, 1, 2])
+    design, groups = js.whiten_design(X, ids)
+    problem = js.prepare(X, y, ids, gram=False)
+    np.testing.assert_allclose(design.Z, problem.Z, rtol=1e-12)
+    assert groups.n_groups == 3
+
+
+def test_budget_prediction_equals_raw_least_squares_refit():
+    """Prediction at budget B = OLS with intercept on the raw columns of the groups within B."""
+    rng = np.random.default_rng(4)
+    n, ids = 90, np.array([0, 0, 1, 2, 2, 2, 3])
+    X = rng.normal(size=(n, 7)) * rng.uniform(0.01, 100, 7) + rng.normal(scale=1000, size=7)
+    Y = X @ rng.normal(size=(7, 2)) + rng.normal(size=(n, 2))
+    costs = np.array([2.0, 1.0, 3.0, 0.5])
+    path = js.cs_omp(js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=1e-10))
+    Xt = rng.normal(size=(20, 7)) * 50
+    for B in [0.4, 0.6, 1.7, 3.6, 10.0]:
+        k = int(np.sum(np.asarray(path.cum_cost) <= B))
+        cols = [f for g in path.order.tolist()[:k] for f in np.flatnonzero(ids == g)]
+        A = np.column_stack([np.ones(n), X[:, cols]])
+        beta = np.linalg.lstsq(A, Y, rcond=None)[0]
+        expected = np.column_stack([np.ones(20), Xt[:, cols]]) @ beta
+        np.testing.assert_allclose(js.predict(path, Xt, budget=B), expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
+    # below the cheapest group: the intercept-only model
+    np.testing.assert_allclose(js.predict(path, Xt, budget=0.1), np.broadcast_to(Y.mean(axis=0), (20, 2)))
