@@ -6,7 +6,8 @@ Every public solver validates its inputs with these helpers so that bad input ra
 Dtype rule (shared by the whole library): floating inputs keep their precision where JAX can hold
 it (float64 only under ``jax_enable_x64``), everything else (ints, bools) becomes the default float
 (float32, or float64 under x64). Inputs that are already ``jax.Array``s are checked on device and
-returned as they are, so a row-sharded X keeps its sharding.
+returned as they are, so a row-sharded X keeps its sharding. Inside a user's ``jit``/``vmap`` (traced
+inputs) only shapes and dtypes can be checked; value checks (NaN/Inf, constant columns) are skipped.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 
 __all__ = [
     "default_float",
+    "is_traced",
     "float_dtype_for",
     "as_float_matrix",
     "as_targets",
@@ -50,7 +52,14 @@ def _is_numeric(dtype) -> bool:
     return dtype.kind in "biuf" or dtype == jnp.bfloat16
 
 
+def is_traced(a) -> bool:
+    """True for values being traced by jit/vmap/grad: value checks cannot run on them."""
+    return isinstance(a, jax.core.Tracer)
+
+
 def _all_finite(a) -> bool:
+    if is_traced(a):
+        return True  # inside a user's jit/vmap: shapes are checked, values cannot be
     if isinstance(a, jax.Array):
         return bool(jnp.isfinite(a).all())
     return bool(np.isfinite(a).all())
