@@ -23,6 +23,7 @@ from jaxselect.greedy import cs_fr, cs_omp, doubling, fixed_order_path
 from jaxselect.groups import Groups
 from jaxselect.path import SelectionPath
 from jaxselect.prepare import Design, Problem, Transform, prepare, whiten_design
+from jaxselect.refit import ridge_refit
 from jaxselect.sharding import data_mesh, row_sharding, shard_rows
 
 __version__ = "0.1.0"
@@ -39,6 +40,7 @@ __all__ = [
     "cs_fr",
     "doubling",
     "fixed_order_path",
+    "ridge_refit",
     "Curve",
     "predict",
     "objective_curve",

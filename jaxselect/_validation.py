@@ -21,6 +21,7 @@ import numpy as np
 __all__ = [
     "default_float",
     "is_traced",
+    "host_value",
     "float_dtype_for",
     "as_float_matrix",
     "as_targets",
@@ -57,11 +58,20 @@ def is_traced(a) -> bool:
     return isinstance(a, jax.core.Tracer)
 
 
+def host_value(fn):
+    """``np.asarray(fn())``, or None when it depends on traced values (inside a user's jit/vmap)."""
+    try:
+        return np.asarray(fn())
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return None
+
+
 def _all_finite(a) -> bool:
     if is_traced(a):
         return True  # inside a user's jit/vmap: shapes are checked, values cannot be
     if isinstance(a, jax.Array):
-        return bool(jnp.isfinite(a).all())
+        ok = host_value(lambda: jnp.isfinite(a).all())
+        return True if ok is None else bool(ok)
     return bool(np.isfinite(a).all())
 
 

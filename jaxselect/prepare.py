@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxselect._validation import as_float_matrix, as_targets, check_float, is_traced
+from jaxselect._validation import as_float_matrix, as_targets, check_float, host_value
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
 
@@ -150,8 +150,8 @@ def prepare(
     if gram not in (True, False, "auto"):
         raise ValueError(f"gram must be True, False or 'auto'; got {gram!r}")
     use_gram = d <= GRAM_AUTO_MAX_FEATURES if gram == "auto" else bool(gram)
-    y_constant = np.zeros(1, bool) if is_traced(Y) else np.asarray(jnp.max(Y, axis=0) == jnp.min(Y, axis=0))
-    if y_constant.any():
+    y_constant = host_value(lambda: jnp.max(Y, axis=0) == jnp.min(Y, axis=0))
+    if y_constant is not None and y_constant.any():
         raise ValueError(f"target column(s) {np.flatnonzero(y_constant).tolist()} of Y are constant")
     return _prepare(X, Y, groups, jnp.asarray(l2, X.dtype), whiten=bool(whiten), use_gram=use_gram, rank_tol=rank_tol)
 
@@ -162,9 +162,9 @@ def _check_design(X, groups, drop_constant: bool, rank_tol):
     if rank_tol is None:
         rank_tol = float(np.sqrt(np.finfo(X.dtype).eps))
     rank_tol = check_float(rank_tol, "rank_tol", low=0.0, high=1.0)
-    if is_traced(X):  # inside a user's jit/vmap: constant columns are left inert
+    constant = host_value(lambda: jnp.max(X, axis=0) == jnp.min(X, axis=0))
+    if constant is None:  # inside a user's jit/vmap: constant columns are left inert
         return X, groups, rank_tol
-    constant = np.asarray(jnp.max(X, axis=0) == jnp.min(X, axis=0))
     if constant.all():
         raise ValueError("every column of X is constant; there is nothing to select")
     if constant.any() and not drop_constant:

@@ -236,3 +236,22 @@ def test_rank_deficient_groups_and_duplicates():
     path = js.cs_fr(problem)
     assert np.all(np.isfinite(np.asarray(path.coef)))
     assert path.order.tolist() == ref.forward_regression(Z, Ys, ids, costs, L2)
+
+
+def test_vmap_over_problems_and_cost_vectors():
+    """vmap over folds (prepare + solver) and over cost vectors equals solving each one separately."""
+    rng = np.random.default_rng(18)
+    X = rng.normal(size=(3, 50, 6))
+    Y = X[..., 1] - 2 * X[..., 4] + 0.3 * rng.normal(size=(3, 50))
+    groups = js.Groups.from_ids([0, 0, 1, 2, 2, 3], [1.0, 2.0, 1.5, 0.5])
+    batched = jax.jit(jax.vmap(lambda X, y: js.cs_fr(js.prepare(X, y, groups, l2=L2))))(X, Y)
+    for f in range(3):
+        single = js.cs_fr(js.prepare(X[f], Y[f], groups, l2=L2))
+        assert batched.order[f].tolist() == single.order.tolist()
+        np.testing.assert_allclose(batched.coef[f], single.coef, rtol=1e-8, atol=1e-12)
+    costs = jnp.asarray([[1.0, 2.0, 1.5, 0.5], [5.0, 1.0, 1.0, 9.0]])
+    problem = js.prepare(X[0], Y[0], groups, l2=L2)
+    orders = jax.vmap(lambda c: js.cs_omp(problem._replace(groups=problem.groups._replace(costs=c))).order)(costs)
+    for c, o in zip(np.asarray(costs), np.asarray(orders)):
+        expected = js.cs_omp(js.prepare(X[0], Y[0], js.Groups.from_ids([0, 0, 1, 2, 2, 3], c), l2=L2)).order
+        assert o.tolist() == expected.tolist()
