@@ -19,7 +19,18 @@ from jaxselect.anytime import (
     timeliness,
     train_curve,
 )
-from jaxselect.greedy import cs_fr, cs_omp, doubling, fixed_order_path
+from jaxselect.greedy import (
+    RLS_STATUS_MESSAGES,
+    RLSResult,
+    cs_fr,
+    cs_omp,
+    doubling,
+    fixed_order_path,
+    greedy_rls,
+    rls_predict,
+    rls_predict_path,
+    rls_raise_for_status,
+)
 from jaxselect.groups import Groups
 from jaxselect.path import SelectionPath
 from jaxselect.prepare import Design, Problem, Transform, prepare, whiten_design
@@ -41,6 +52,12 @@ __all__ = [
     "doubling",
     "fixed_order_path",
     "ridge_refit",
+    "greedy_rls",
+    "RLSResult",
+    "rls_predict",
+    "rls_predict_path",
+    "rls_raise_for_status",
+    "RLS_STATUS_MESSAGES",
     "Curve",
     "predict",
     "objective_curve",
