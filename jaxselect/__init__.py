@@ -34,7 +34,7 @@ from jaxselect.greedy import (
 from jaxselect.groups import Groups
 from jaxselect.path import SelectionPath
 from jaxselect.prepare import Design, Problem, Transform, prepare, whiten_design
-from jaxselect.refit import ridge_refit
+from jaxselect.refit import ridge_refit, rls_refit
 from jaxselect.sharding import data_mesh, row_sharding, shard_rows
 
 __version__ = "0.1.0"
@@ -52,6 +52,7 @@ __all__ = [
     "doubling",
     "fixed_order_path",
     "ridge_refit",
+    "rls_refit",
     "greedy_rls",
     "RLSResult",
     "rls_predict",

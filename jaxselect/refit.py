@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from jaxselect._validation import as_float_matrix, as_targets, host_value
 
-__all__ = ["ridge_refit"]
+__all__ = ["ridge_refit", "rls_refit"]
 
 
 def ridge_refit(X, Y, support=None, *, l2=1e-5):
@@ -76,6 +76,15 @@ def _ridge_refit(X, Y, support, l2):
     A = G + jnp.diag(jnp.where(use, l2, jnp.ones_like(x_sd)))  # identity on unused columns
     rhs = (Yc.T @ Xs).T / nf  # (D, T), zero on unused columns
 
+    w_std = _spd_solve(A, rhs)
+    coef = w_std * w_col[:, None]
+    intercept = y_mean - x_mean @ coef
+    return coef, intercept
+
+
+def _spd_solve(A, rhs):
+    """A⁻¹ rhs by Cholesky, differentiated implicitly (one more solve) via custom_linear_solve."""
+
     def matvec(v):
         return A @ v
 
@@ -83,7 +92,47 @@ def _ridge_refit(X, Y, support, l2):
         L = jnp.linalg.cholesky(A)
         return jax.scipy.linalg.cho_solve((L, True), b)
 
-    w_std = jax.lax.custom_linear_solve(matvec, rhs, solve, symmetric=True)
-    coef = w_std * w_col[:, None]
-    intercept = y_mean - x_mean @ coef
+    return jax.lax.custom_linear_solve(matvec, rhs, solve, symmetric=True)
+
+
+def rls_refit(X, Y, selected, *, l2=1.0, bias=0.0):
+    """The greedy-RLS model on fixed features, differentiable in X, Y, l2 and bias.
+
+    Regularised least squares exactly as :func:`jaxselect.greedy_rls` fits it (no centring or
+    scaling): with ``X_S`` the selected columns plus, when ``bias > 0``, a constant column √bias,
+    ``w = (X_SᵀX_S + λI)⁻¹ X_SᵀY`` and intercept ``√bias · w_bias``.
+
+    Args:
+      X: (n, d) features; Y: (n,) or (n, T) targets.
+      selected: (k,) feature indices (e.g. ``greedy_rls(...).selected``).
+      l2: λ > 0 (Python float or traced scalar); bias: ≥ 0.
+
+    Returns:
+      ``(coef (d,) or (d, T), intercept () or (T,))``; zero coefficients off ``selected``.
+    """
+    X = as_float_matrix(X, "X")
+    Y, was_1d = as_targets(Y, X.shape[0], "Y", dtype=X.dtype)
+    selected = jnp.asarray(selected)
+    if selected.ndim != 1 or not jnp.issubdtype(selected.dtype, jnp.integer):
+        raise ValueError("selected must be a 1-D integer array of feature indices")
+    for name, value, strict in (("l2", l2, True), ("bias", bias, False)):
+        v = host_value(lambda value=value: value)
+        if v is not None and not (float(v) > 0 if strict else float(v) >= 0):
+            raise ValueError(f"{name} must be {'> 0' if strict else '>= 0'}; got {float(v)}")
+    coef, intercept = _rls_refit(X, Y, selected.astype(jnp.int32), jnp.asarray(l2, X.dtype), jnp.asarray(bias, X.dtype))
+    if was_1d:
+        return coef[:, 0], intercept[0]
     return coef, intercept
+
+
+@jax.jit
+def _rls_refit(X, Y, selected, l2, bias):
+    n, d = X.shape
+    root = jnp.sqrt(bias)
+    XS = jnp.concatenate([jnp.take(X, selected, axis=1), jnp.full((n, 1), 1.0, X.dtype) * root], axis=1)
+    k1 = XS.shape[1]
+    # An unused bias column (bias = 0) is all zeros; λ keeps the system definite either way.
+    A = jax.lax.dot_general(XS, XS, (((0,), (0,)), ((), ()))) + l2 * jnp.eye(k1, dtype=X.dtype)
+    w = _spd_solve(A, (Y.T @ XS).T)
+    coef = jnp.zeros((d, Y.shape[1]), X.dtype).at[selected].set(w[:-1])
+    return coef, root * w[-1]

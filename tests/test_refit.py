@@ -83,3 +83,20 @@ def test_vmap_over_supports_and_validation():
         js.ridge_refit(X, Y, np.ones(3, bool))
     with pytest.raises(TypeError, match="boolean"):
         js.ridge_refit(X, Y, np.ones(5))
+
+
+def test_rls_refit_matches_greedy_rls_and_is_differentiable():
+    X, Y = data(5, n=30, d=8, T=2)
+    res = js.greedy_rls(X, Y, 3, l2=0.7, bias=2.0)
+    coef, b = js.rls_refit(X, Y, res.selected, l2=0.7, bias=2.0)
+    np.testing.assert_allclose(coef, res.coef, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(b, res.intercept, rtol=1e-8, atol=1e-10)
+    sel = res.selected
+
+    def loss(X, Y, l2, bias):
+        c, b = js.rls_refit(X, Y, sel, l2=l2, bias=bias)
+        return jnp.sum((X @ c + b[None, :] - Y) ** 2)
+
+    check_grads(loss, (jnp.asarray(X), jnp.asarray(Y), jnp.asarray(0.7), jnp.asarray(2.0)), order=1, modes=["rev"])
+    with pytest.raises(ValueError, match="l2 must be > 0"):
+        js.rls_refit(X, Y, sel, l2=0.0)
