@@ -35,6 +35,15 @@ from jaxselect.groups import Groups
 from jaxselect.path import SelectionPath
 from jaxselect.prepare import Design, Problem, Transform, prepare, whiten_design
 from jaxselect.refit import ridge_refit, rls_refit
+from jaxselect.sequential import (
+    DWSMPolicy,
+    DWSMReport,
+    DWSMTrace,
+    dwsm_evaluate,
+    dwsm_fit,
+    dwsm_predict,
+    dwsm_trace,
+)
 from jaxselect.sharding import data_mesh, row_sharding, shard_rows
 
 __version__ = "0.1.0"
@@ -59,6 +68,13 @@ __all__ = [
     "rls_predict_path",
     "rls_raise_for_status",
     "RLS_STATUS_MESSAGES",
+    "dwsm_fit",
+    "dwsm_predict",
+    "dwsm_trace",
+    "dwsm_evaluate",
+    "DWSMPolicy",
+    "DWSMTrace",
+    "DWSMReport",
     "Curve",
     "predict",
     "objective_curve",

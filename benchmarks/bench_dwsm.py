@@ -1,0 +1,132 @@
+"""Speed of the datum-wise sparse model (DWSM / RCPI) next to scikit-learn's L1 logistic regression
+and CART (the paper's baselines, §6.1), in one run.
+
+* training time for ``n_iter`` RCPI iterations (paper: 10 iterations, 10 states per example) on
+  sonar (208 x 60) and splice (1000 x 60) — goal < 60 s each on a 2-core CPU; the first call
+  includes XLA compilation, the second (new key) is the steady-state time;
+* inference throughput (data per second) of ``dwsm_predict`` (one jitted vmapped loop with
+  incremental scores) on the data tiled to ``--n-infer`` rows, next to the baselines' ``predict``.
+
+Writes ``benchmarks/results/bench_dwsm.json`` and prints a table with ratios.
+
+Usage: ``python benchmarks/bench_dwsm.py [--quick]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+
+import jax
+import numpy as np
+
+from jaxselect.datasets import load_binary_uci
+from jaxselect.sequential import dwsm_evaluate, dwsm_fit, dwsm_predict
+
+RESULTS = os.path.join(os.path.dirname(__file__), "results")
+
+
+def timed(fn, *args, **kw):
+    t = time.perf_counter()
+    out = fn(*args, **kw)
+    jax.block_until_ready(out)
+    return out, time.perf_counter() - t
+
+
+def timed_cpu(fn, *args, **kw):
+    """(out, wall seconds, process CPU seconds) — CPU time is less sensitive to a shared machine."""
+    c = time.process_time()
+    out, wall = timed(fn, *args, **kw)
+    return out, wall, time.process_time() - c
+
+
+def bench_set(name, *, n_iter, states, lam, n_infer, repeats):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.tree import DecisionTreeClassifier
+
+    ds = load_binary_uci(name)
+    X, y = ds.X.astype(np.float32), ds.y
+    kw = dict(lam=lam, n_iter=n_iter, states_per_example=states)
+    pol, t_first, c_first = timed_cpu(dwsm_fit, jax.random.key(0), X, y, **kw)
+    steady, steady_cpu = [], []
+    for r in range(repeats):
+        pol, t, c = timed_cpu(dwsm_fit, jax.random.key(r + 1), X, y, **kw)
+        steady.append(t)
+        steady_cpu.append(c)
+    t_fit = min(steady)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    rep = dwsm_evaluate(pol, X, y)
+
+    Xs = StandardScaler().fit_transform(ds.X)
+    l1 = LogisticRegression(penalty="l1", C=0.1, solver="liblinear")
+    _, t_l1 = timed(lambda: l1.fit(Xs, y))
+    cart = DecisionTreeClassifier(max_depth=5, random_state=0)
+    _, t_cart = timed(lambda: cart.fit(Xs, y))
+
+    reps = int(np.ceil(n_infer / X.shape[0]))
+    Xi = np.tile(X, (reps, 1))[:n_infer]
+    Xis = np.tile(Xs, (reps, 1))[:n_infer]
+    dwsm_predict(pol, Xi[:8])
+    (_, _), _ = timed(dwsm_predict, pol, Xi)  # compile for this shape
+    (_, _), t_inf = timed(dwsm_predict, pol, Xi)
+    _, t_inf_l1 = timed(lambda: l1.predict(Xis))
+    _, t_inf_cart = timed(lambda: cart.predict(Xis))
+    return dict(
+        dataset=name,
+        shape=list(X.shape),
+        lam=lam,
+        n_iter=n_iter,
+        states_per_example=states,
+        fit_first_s=t_first,
+        fit_first_cpu_s=c_first,
+        fit_steady_s=t_fit,
+        fit_steady_cpu_s=min(steady_cpu),
+        load_average_1min=load,
+        fit_goal_met=bool(t_first < 60.0),
+        train_accuracy=float(rep.accuracy),
+        train_sparsity=float(rep.sparsity),
+        l1_fit_s=t_l1,
+        cart_fit_s=t_cart,
+        n_infer=n_infer,
+        dwsm_infer_per_s=n_infer / t_inf,
+        l1_infer_per_s=n_infer / t_inf_l1,
+        cart_infer_per_s=n_infer / t_inf_cart,
+    )
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="sonar only, 3 iterations (well under a minute)")
+    ap.add_argument("--lam", type=float, default=0.01)
+    ap.add_argument("--n-infer", type=int, default=100_000)
+    args = ap.parse_args()
+    if args.quick:
+        sets, n_iter, states, repeats, n_infer = ["sonar"], 3, 10, 1, 20_000
+    else:
+        sets, n_iter, states, repeats, n_infer = ["sonar", "splice_train"], 10, 10, 1, args.n_infer
+    rows = [bench_set(s, n_iter=n_iter, states=states, lam=args.lam, n_infer=n_infer, repeats=repeats) for s in sets]
+
+    hdr = f"{'set':<13}{'n x d':>10}{'fit 1st s':>10}{'fit s':>8}{'cpu s':>7}{'<60s':>6}{'L1 fit s':>9}{'fit/L1':>9}{'acc':>7}{'spars':>7}{'DWSM inf/s':>12}{'L1 inf/s':>11}{'CART inf/s':>11}{'DWSM/L1':>9}"
+    print(hdr)
+    # fit 1st includes XLA compilation; 'fit s' is a second call (new key); cpu s is process CPU time
+    for r in rows:
+        print(
+            f"{r['dataset']:<13}{r['shape'][0]:>5}x{r['shape'][1]:<4}{r['fit_first_s']:>10.1f}{r['fit_steady_s']:>8.1f}{r['fit_steady_cpu_s']:>7.1f}"
+            f"{'yes' if r['fit_goal_met'] else 'NO':>6}{r['l1_fit_s']:>9.3f}{r['fit_steady_s'] / r['l1_fit_s']:>9.0f}"
+            f"{r['train_accuracy']:>7.3f}{r['train_sparsity']:>7.3f}{r['dwsm_infer_per_s']:>12.0f}"
+            f"{r['l1_infer_per_s']:>11.0f}{r['cart_infer_per_s']:>11.0f}{r['dwsm_infer_per_s'] / r['l1_infer_per_s']:>9.2f}"
+        )
+    os.makedirs(RESULTS, exist_ok=True)
+    out = os.path.join(RESULTS, "bench_dwsm" + ("_quick" if args.quick else "") + ".json")
+    meta = dict(jax=jax.__version__, platform=platform.platform(), cpu_count=os.cpu_count(), quick=args.quick)
+    with open(out, "w") as f:
+        json.dump(dict(meta=meta, rows=rows), f, indent=2)
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
