@@ -5,6 +5,7 @@
 * :mod:`jaxselect.greedy.rls` — multi-target greedy RLS by leave-one-out error (Airola, Pahikkala et al.).
 """
 
+from jaxselect.greedy.glm import GLM_LOSSES, GLMInfo, glm_accuracy, glm_omp, glm_predict
 from jaxselect.greedy.rls import (
     RLS_STATUS_MESSAGES,
     RLSResult,
@@ -20,6 +21,11 @@ __all__ = [
     "cs_fr",
     "doubling",
     "fixed_order_path",
+    "glm_omp",
+    "glm_predict",
+    "glm_accuracy",
+    "GLMInfo",
+    "GLM_LOSSES",
     "greedy_rls",
     "RLSResult",
     "rls_predict",

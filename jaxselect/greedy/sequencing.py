@@ -176,15 +176,15 @@ def sequencing_coef(problem: Problem, state: SequencingState) -> jax.Array:
 # Selection criteria: (J,) scores, larger is better; selected groups are masked afterwards.
 
 
-def _omp_scores(problem: Problem, state: SequencingState, criterion: str) -> jax.Array:
+def _omp_scores(problem: Problem, state: SequencingState, criterion: jax.Array) -> jax.Array:
+    """(J,) OMP scores for criterion 0 = whiten, 1 = no_whiten, 2 = single (a traced index, so the
+    three variants share one compiled solver)."""
     bg = gather_groups(state.b, problem.groups.index, problem.groups.mask, axis=0)  # (J, s, T)
-    if criterion == "whiten":
-        v = jnp.einsum("jab,jbt->jat", problem.metric_white, bg)
-        return jnp.sum(v * v, axis=(1, 2))
-    v = jnp.einsum("jab,jbt->jat", problem.metric_std, bg)
-    if criterion == "no_whiten":
-        return jnp.sum(v * v, axis=(1, 2))
-    return jnp.max(jnp.sum(v * v, axis=2), axis=1)  # single: best feature of the group
+    white = jnp.einsum("jab,jbt->jat", problem.metric_white, bg)
+    std = jnp.einsum("jab,jbt->jat", problem.metric_std, bg)
+    per_feature = jnp.sum(std * std, axis=2)
+    scores = jnp.stack([jnp.sum(white * white, axis=(1, 2)), jnp.sum(per_feature, axis=1), jnp.max(per_feature, axis=1)])
+    return scores[criterion]
 
 
 def _fr_gains(problem: Problem, state: SequencingState) -> jax.Array:
@@ -203,10 +203,10 @@ def _pick(scores: jax.Array, allowed: jax.Array) -> jax.Array:
     return jnp.argmax(jnp.where(allowed, scores, -jnp.inf)).astype(jnp.int32)
 
 
-@partial(jax.jit, static_argnames=("method", "criterion", "cost_sensitive", "max_steps", "capacity"))
-def _sequence(problem: Problem, c_min, forced_order, *, method, criterion, cost_sensitive, max_steps, capacity):
+@partial(jax.jit, static_argnames=("method", "max_steps", "capacity"))
+def _sequence(problem: Problem, c_min, forced_order, criterion, cost_sensitive, *, method, max_steps, capacity):
     costs = problem.groups.costs
-    denom = costs if cost_sensitive else jnp.ones_like(costs)
+    denom = jnp.where(cost_sensitive, costs, jnp.ones_like(costs))
     track_schur = method in ("fr", "doubling")
     t = problem.n_targets
 
@@ -291,7 +291,8 @@ def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool 
     steps = _steps(problem, max_steps)
     return _sequence(
         problem, jnp.zeros((), problem.b0.dtype), jnp.zeros((steps,), jnp.int32),
-        method="omp", criterion=criterion, cost_sensitive=bool(cost_sensitive),
+        jnp.asarray(OMP_CRITERIA.index(criterion), jnp.int32), jnp.asarray(bool(cost_sensitive)),
+        method="omp",
         max_steps=steps, capacity=_slot_capacity(problem, steps),
     )
 
@@ -317,7 +318,8 @@ def cs_fr(problem: Problem, *, cost_sensitive: bool = True, max_steps=None) -> S
     steps = _steps(problem, max_steps)
     return _sequence(
         problem, jnp.zeros((), problem.b0.dtype), jnp.zeros((steps,), jnp.int32),
-        method="fr", criterion="whiten", cost_sensitive=bool(cost_sensitive),
+        jnp.zeros((), jnp.int32), jnp.asarray(bool(cost_sensitive)),
+        method="fr",
         max_steps=steps, capacity=_slot_capacity(problem, steps),
     )
 
@@ -348,7 +350,8 @@ def doubling(problem: Problem, *, c_min=None, max_steps=None) -> SelectionPath:
         c_min = check_float(c_min, "c_min", low=0.0, strict_low=True)
     return _sequence(
         problem, jnp.asarray(c_min, problem.b0.dtype), jnp.zeros((steps,), jnp.int32),
-        method="doubling", criterion="whiten", cost_sensitive=True,
+        jnp.zeros((), jnp.int32), jnp.asarray(True),
+        method="doubling",
         max_steps=steps, capacity=_slot_capacity(problem, steps),
     )
 
@@ -382,6 +385,7 @@ def fixed_order_path(problem: Problem, order) -> SelectionPath:
     steps = int(order.size)
     return _sequence(
         problem, jnp.zeros((), problem.b0.dtype), jnp.asarray(order, jnp.int32),
-        method="forced", criterion="whiten", cost_sensitive=True,
+        jnp.zeros((), jnp.int32), jnp.asarray(True),
+        method="forced",
         max_steps=steps, capacity=_slot_capacity(problem, steps),
     )

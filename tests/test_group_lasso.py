@@ -1,0 +1,184 @@
+"""Cost-weighted group lasso path ("Sparse"): KKT at every λ, a numpy proximal-gradient oracle, skglm."""
+
+import jax
+import numpy as np
+import pytest
+
+import jaxselect as js
+from jaxselect.baselines import group_lasso, group_lasso_lambda_max, group_lasso_path
+
+SIZES = (1, 3, 2, 4, 1, 2)
+
+
+def grouped_problem(seed, n=120, T=1, sizes=SIZES):
+    rng = np.random.default_rng(seed)
+    ids = np.repeat(np.arange(len(sizes)), sizes)
+    D = len(ids)
+    latent = rng.normal(size=(n, len(sizes)))
+    X = rng.normal(size=(n, D)) + 1.5 * latent[:, ids]
+    X = X * rng.uniform(0.2, 5.0, D) + rng.normal(scale=10.0, size=D)
+    W = rng.normal(size=(D, T)) * (rng.uniform(size=(D, 1)) < 0.5)
+    Y = X @ W + rng.normal(scale=2.0, size=(n, T))
+    costs = rng.uniform(0.5, 4.0, len(sizes))
+    return X, (Y[:, 0] if T == 1 else Y), ids, costs
+
+
+def moments(problem):
+    return np.asarray(problem.C, np.float64), np.asarray(problem.b0, np.float64)
+
+
+def kkt_violation(C, b0, w, ids, weights, lam):
+    """Numpy KKT residual of ½wᵀCw − tr(b0ᵀw) + λ Σ a_g ‖w_g‖_F, per group."""
+    r = b0 - C @ w
+    out = []
+    for g in range(len(weights)):
+        rows = ids == g
+        wg, rg = w[rows], r[rows]
+        nw = np.linalg.norm(wg)
+        if nw > 0:
+            out.append(np.linalg.norm(rg - lam * weights[g] * wg / nw))
+        else:
+            out.append(max(0.0, np.linalg.norm(rg) - lam * weights[g]))
+    return np.asarray(out)
+
+
+def proximal_gradient(C, b0, ids, weights, lam, iters=20000):
+    """Slow, independent oracle: plain ISTA with step 1/‖C‖₂ from zero."""
+    step = 1.0 / np.linalg.eigvalsh(C).max()
+    w = np.zeros_like(b0)
+    for _ in range(iters):
+        z = w - step * (C @ w - b0)
+        for g in range(len(weights)):
+            rows = ids == g
+            nz = np.linalg.norm(z[rows])
+            z[rows] *= max(0.0, 1.0 - step * lam * weights[g] / nz) if nz > 0 else 0.0
+        w = z
+    return w
+
+
+N_LAMBDAS = 8  # one grid size everywhere: the compiled solver is shared between tests
+
+
+@pytest.mark.parametrize("whiten,T", [(True, 1), (False, 1), (True, 2)])
+def test_kkt_at_every_lambda(whiten, T):
+    X, Y, ids, costs = grouped_problem(0, T=T)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=1e-3, whiten=whiten)
+    path, fit = group_lasso_path(problem, n_lambdas=N_LAMBDAS, return_fit=True)
+    assert bool(fit.converged.all())
+    C, b0 = moments(problem)
+    lmax = group_lasso_lambda_max(problem)
+    np.testing.assert_allclose(fit.lambdas[0], lmax)
+    np.testing.assert_allclose(fit.weights, costs)
+    assert float(np.abs(fit.coef[0]).max()) == 0.0  # w = 0 at λ_max
+    for k, lam in enumerate(np.asarray(fit.lambdas)):
+        v = kkt_violation(C, b0, np.asarray(fit.coef[k]), ids, costs, lam)
+        assert v.max() <= 1e-7 * lmax, (k, v)
+    # the SelectionPath is the ridge refit of the order of entry
+    order = np.asarray(fit.order)
+    np.testing.assert_array_equal(path.order, order)
+    refit = js.fixed_order_path(problem, order)
+    np.testing.assert_allclose(path.coef, refit.coef)
+    entry = np.asarray(fit.entry)
+    taken = order[order >= 0]
+    assert np.all(np.diff(entry[taken]) >= 0)  # ordered by first λ index with w_g ≠ 0
+
+
+@pytest.mark.parametrize("cost_weighted", [True, False])
+def test_matches_proximal_gradient_oracle(cost_weighted):
+    X, Y, ids, costs = grouped_problem(1)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=0.0)
+    weights = costs if cost_weighted else np.ones_like(costs)
+    lmax = group_lasso_lambda_max(problem, cost_weighted=cost_weighted)
+    lambdas = lmax * np.geomspace(1.0, 0.02, N_LAMBDAS)
+    fit = group_lasso(problem, lambdas, cost_weighted=cost_weighted)
+    C, b0 = moments(problem)
+    for k in (2, 5, 7):
+        ref = proximal_gradient(C, b0, ids, weights, lambdas[k], iters=5000)
+        np.testing.assert_allclose(fit.coef[k], ref, atol=1e-6)
+    # raw-space models predict like the problem-space ones
+    Z = np.asarray(js.whiten_design(X, js.Groups.from_ids(ids, costs))[0].Z)
+    ys = (Y - Y.mean()) / Y.std()
+    pred_raw = X @ np.asarray(fit.raw_coef[1, :, 0]) + float(fit.raw_intercept[1, 0])
+    np.testing.assert_allclose(pred_raw, Y.mean() + Y.std() * (Z @ np.asarray(fit.coef[1, :, 0])), atol=1e-8)
+    assert np.corrcoef(pred_raw, ys)[0, 1] > 0
+
+
+def test_matches_celer_weighted_group_lasso():
+    celer = pytest.importorskip("celer")  # same estimator as skglm.GroupLasso, without numba's compile time
+    X, Y, ids, costs = grouped_problem(2)
+    groups = js.Groups.from_ids(ids, costs)
+    problem = js.prepare(X, Y, groups, l2=0.0)
+    path, fit = group_lasso_path(problem, n_lambdas=N_LAMBDAS, lambda_min_ratio=0.01, return_fit=True)
+    Z = np.asarray(js.whiten_design(X, groups)[0].Z)
+    ys = (Y - Y.mean()) / Y.std()
+    members = [np.flatnonzero(ids == g).tolist() for g in range(len(costs))]
+    for k in (2, 5, 7):
+        est = celer.GroupLasso(
+            members, alpha=float(fit.lambdas[k]), weights=costs, fit_intercept=False, tol=1e-12, max_iter=1000,
+        ).fit(Z, ys)
+        np.testing.assert_allclose(fit.coef[k, :, 0], est.coef_, atol=1e-7)
+
+
+def test_float32():
+    X, Y, ids, costs = grouped_problem(3)
+    reference = group_lasso_path(js.prepare(X, Y, js.Groups.from_ids(ids, costs)), n_lambdas=N_LAMBDAS, return_fit=True)
+    problem = js.prepare(X.astype(np.float32), Y.astype(np.float32), js.Groups.from_ids(ids, costs, dtype=np.float32))
+    path, fit = group_lasso_path(problem, n_lambdas=N_LAMBDAS, return_fit=True)
+    assert fit.coef.dtype == np.float32 and path.coef.dtype == np.float32
+    assert bool(fit.converged.all())
+    np.testing.assert_array_equal(fit.order, reference[1].order)
+    # problem coordinates depend on eigenvector signs (dtype-dependent): compare raw-space models
+    np.testing.assert_allclose(fit.raw_coef, reference[1].raw_coef, atol=1e-4)
+    np.testing.assert_allclose(path.objective, reference[0].objective, atol=1e-4)
+
+
+def test_jit_and_eager_agree():
+    X, Y, ids, costs = grouped_problem(3, n=30, sizes=(2, 1))
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs))
+    lambdas = group_lasso_lambda_max(problem) * np.array([0.6, 0.2, 0.05])
+    jitted = group_lasso(problem, lambdas)
+    with jax.disable_jit():  # eager mode dispatches every block update op by op: a tiny problem
+        eager = group_lasso(problem, lambdas)
+    np.testing.assert_allclose(eager.coef, jitted.coef, atol=1e-12)
+    np.testing.assert_array_equal(eager.n_sweeps, jitted.n_sweeps)
+    np.testing.assert_array_equal(eager.order, jitted.order)
+
+
+def test_degenerate_and_never_entering_groups():
+    rng = np.random.default_rng(4)
+    n = 80
+    a, b, c = rng.normal(size=(3, n))
+    # group 0: a and its duplicate; group 1: a constant column and noise; group 2: c (irrelevant).
+    X = np.column_stack([a, 3 * a - 1, np.ones(n), b, c])
+    y = 2 * a + 0.1 * rng.normal(size=n)
+    problem = js.prepare(X, y, js.Groups.from_ids([0, 0, 1, 1, 2], [1.0, 1.0, 1.0]), drop_constant=True)
+    path, fit = group_lasso_path(problem, n_lambdas=6, lambda_min_ratio=0.5, return_fit=True)
+    # only group 0 enters at λ ≥ λ_max/2; the others stay off the path
+    assert fit.order.tolist() == [0, -1, -1]
+    assert path.order.tolist() == [0, -1, -1]
+    assert np.isinf(np.asarray(path.cum_cost[1:])).all()
+    assert bool(np.isfinite(np.asarray(fit.raw_coef)).all())
+    assert float(np.abs(fit.raw_coef[:, 2]).max()) == 0.0
+    curve = js.objective_curve(path, X, y)
+    assert curve.cost.tolist() == [0.0, 1.0] and curve.value[1] > 0.9
+
+
+def test_bad_input_rejected():
+    X, Y, ids, costs = grouped_problem(5)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs))
+    with pytest.raises(TypeError, match="Problem"):
+        group_lasso_path((X, Y))
+    with pytest.raises(ValueError, match="strictly decreasing"):
+        group_lasso(problem, [0.1, 0.2])
+    with pytest.raises(ValueError, match="> 0"):
+        group_lasso(problem, [0.1, 0.0])
+    with pytest.raises(ValueError, match="weights must be finite and > 0"):
+        group_lasso(problem, [0.1], weights=np.r_[0.0, np.ones(len(costs) - 1)])
+    with pytest.raises(ValueError, match="one entry per group"):
+        group_lasso(problem, [0.1], weights=np.ones(2))
+    with pytest.raises(ValueError, match="n_lambdas"):
+        group_lasso_path(problem, n_lambdas=1)
+    with pytest.raises(ValueError, match="lambda_min_ratio"):
+        group_lasso_path(problem, lambda_min_ratio=1.0)
+    with pytest.raises(ValueError, match="gram=True"):
+        group_lasso_path(js.prepare(X, Y, js.Groups.from_ids(ids, costs), gram=False))
