@@ -8,7 +8,7 @@ Data model → solvers → evaluation:
   :func:`oracle_curve`, :func:`alpha_stopping_cost`, :func:`plateau_alpha`.
 """
 
-from jaxselect import datasets
+from jaxselect import datasets, losses
 from jaxselect.anytime import (
     Curve,
     alpha_stopping_cost,
@@ -19,6 +19,7 @@ from jaxselect.anytime import (
     timeliness,
     train_curve,
 )
+from jaxselect.anneal import FSAResult, annealing_schedule, fsa, fsa_predict
 from jaxselect.baselines import GroupLassoFit, group_lasso, group_lasso_lambda_max, group_lasso_path
 from jaxselect.greedy import (
     GLMInfo,
@@ -81,6 +82,10 @@ __all__ = [
     "rls_predict_path",
     "rls_raise_for_status",
     "RLS_STATUS_MESSAGES",
+    "fsa",
+    "fsa_predict",
+    "FSAResult",
+    "annealing_schedule",
     "dwsm_fit",
     "dwsm_predict",
     "dwsm_trace",
@@ -97,6 +102,7 @@ __all__ = [
     "timeliness",
     "oracle_curve",
     "datasets",
+    "losses",
     "data_mesh",
     "row_sharding",
     "shard_rows",

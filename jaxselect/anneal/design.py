@@ -1,0 +1,113 @@
+"""The two FSA designs as linear operators on the per-feature coefficients (no intercept).
+
+* :class:`LinearDesign` — standardized linear learners without copying X: with column means m
+  and inverse scales d (0 for constant columns), ``A c = X (d ⊙ c) − mᵀ(d ⊙ c)`` and
+  ``Aᵀ u = d ⊙ (uᵀX − (Σu) m)``. Reductions over rows are written ``u @ X`` so they stay a
+  single matmul that XLA can shard over rows.
+* :class:`LinearDesignT` — the same operator on a *compacted* copy stored transposed, Xᵀ (W, N):
+  gathering kept columns of a row-major X straight into a (W, N) array is one fused pass with a
+  single output buffer (gathering into (N, W) makes XLA build a column-major temporary and copy
+  it, twice the memory), later compactions gather contiguous rows, and both products
+  ``w @ Xᵀ`` and ``Xᵀ @ u`` are fast row-major forms.
+* :class:`PLDesign` — centered piecewise-linear learners (see :mod:`.piecewise`), transpose by
+  ``jax.vjp`` (a scatter-add of two entries per (row, feature)).
+
+Coefficients are always (W, P): P = 1 for linear, P = B + 1 for PL. :func:`take_columns` gathers
+the kept features between compacted stages.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Union
+
+import jax
+import jax.numpy as jnp
+
+from .piecewise import pl_scores
+
+__all__ = ["LinearDesign", "LinearDesignT", "PLDesign", "Design", "matvec", "rmatvec", "take_columns", "take_rows", "n_rows"]
+
+
+class LinearDesign(NamedTuple):
+    """Raw X with the standardization kept aside. X (N, W), mean (W,), inv_scale (W,)."""
+
+    X: jax.Array
+    mean: jax.Array
+    inv_scale: jax.Array
+
+
+class LinearDesignT(NamedTuple):
+    """Compacted linear design stored transposed. Xt (W, N), mean (W,), inv_scale (W,)."""
+
+    Xt: jax.Array
+    mean: jax.Array
+    inv_scale: jax.Array
+
+
+class PLDesign(NamedTuple):
+    """PL entries. idx (N, W) int, alpha (N, W) float, basis_mean (W, B+1)."""
+
+    idx: jax.Array
+    alpha: jax.Array
+    basis_mean: jax.Array
+
+
+Design = Union[LinearDesign, LinearDesignT, PLDesign]
+
+
+def n_rows(design: Design) -> int:
+    if isinstance(design, LinearDesign):
+        return design.X.shape[0]
+    if isinstance(design, LinearDesignT):
+        return design.Xt.shape[1]
+    return design.idx.shape[0]
+
+
+def matvec(design: Design, coef: jax.Array) -> jax.Array:
+    """Scores without intercept, ``A c``: (W, P) -> (N,)."""
+    if isinstance(design, LinearDesign):
+        w = coef[:, 0] * design.inv_scale
+        return design.X @ w - jnp.dot(design.mean, w)
+    if isinstance(design, LinearDesignT):
+        w = coef[:, 0] * design.inv_scale
+        return w @ design.Xt - jnp.dot(design.mean, w)
+    return pl_scores(design.idx, design.alpha, design.basis_mean, coef)
+
+
+def rmatvec(design: Design, u: jax.Array) -> jax.Array:
+    """Transpose ``Aᵀ u``: (N,) -> (W, P)."""
+    if isinstance(design, LinearDesign):
+        g = (u @ design.X - jnp.sum(u) * design.mean) * design.inv_scale
+        return g[:, None]
+    if isinstance(design, LinearDesignT):
+        g = (design.Xt @ u - jnp.sum(u) * design.mean) * design.inv_scale
+        return g[:, None]
+    zeros = jnp.zeros(design.basis_mean.shape, u.dtype)
+    _, vjp = jax.vjp(lambda c: matvec(design, c), zeros)
+    return vjp(u)[0]
+
+
+def take_columns(design: Design, cols: jax.Array) -> Design:
+    """Keep features ``cols`` (int (W',), ascending) of the design (linear -> transposed copy)."""
+    if isinstance(design, LinearDesign):
+        return LinearDesignT(
+            jnp.take(design.X, cols, axis=1).T, jnp.take(design.mean, cols), jnp.take(design.inv_scale, cols)
+        )
+    if isinstance(design, LinearDesignT):
+        return LinearDesignT(
+            jnp.take(design.Xt, cols, axis=0), jnp.take(design.mean, cols), jnp.take(design.inv_scale, cols)
+        )
+    return PLDesign(
+        jnp.take(design.idx, cols, axis=1),
+        jnp.take(design.alpha, cols, axis=1),
+        jnp.take(design.basis_mean, cols, axis=0),
+    )
+
+
+def take_rows(design: Design, stride: int) -> Design:
+    """Every ``stride``-th row (a static strided slice), e.g. for a cheap spectral estimate."""
+    if isinstance(design, LinearDesign):
+        return LinearDesign(design.X[::stride], design.mean, design.inv_scale)
+    if isinstance(design, LinearDesignT):
+        return LinearDesignT(design.Xt[:, ::stride], design.mean, design.inv_scale)
+    return PLDesign(design.idx[::stride], design.alpha[::stride], design.basis_mean)
