@@ -75,7 +75,7 @@ def _all_finite(a) -> bool:
     return bool(np.isfinite(a).all())
 
 
-def as_float_matrix(X, name: str = "X", *, dtype=None, min_rows: int = 1, min_cols: int = 1):
+def as_float_matrix(X, name: str = "X", *, dtype=None, min_rows: int = 1, min_cols: int = 1, check_finite: bool = True):
     """Validate a 2-D numeric array with finite entries and return it as a float array.
 
     Args:
@@ -83,6 +83,8 @@ def as_float_matrix(X, name: str = "X", *, dtype=None, min_rows: int = 1, min_co
       name: name used in error messages.
       dtype: force this floating dtype (default: ``float_dtype_for(X.dtype)``).
       min_rows, min_cols: smallest accepted shape.
+      check_finite: check for NaN/Inf here (callers that fuse the check into their own pass over
+        X set it False and must check themselves).
 
     Returns:
       A jax.Array of shape (n, d).
@@ -102,7 +104,7 @@ def as_float_matrix(X, name: str = "X", *, dtype=None, min_rows: int = 1, min_co
         raise ValueError(f"{name} needs at least {min_cols} columns; got {X.shape[1]}")
     target = np.dtype(dtype) if dtype is not None else float_dtype_for(X.dtype)
     X = jnp.asarray(X, dtype=target)
-    if not _all_finite(X):
+    if check_finite and not _all_finite(X):
         raise ValueError(f"{name} contains NaN or Inf; remove or impute those entries first")
     return X
 

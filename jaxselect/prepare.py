@@ -143,7 +143,7 @@ def prepare(
     >>> problem.C.shape, problem.b0.shape
     ((6, 6), (6, 1))
     """
-    X, groups, rank_tol = _check_design(X, groups, drop_constant, rank_tol)
+    X, groups, rank_tol, nonconstant = _check_design(X, groups, drop_constant, rank_tol)
     n, d = X.shape
     Y, _ = as_targets(Y, n, "Y", dtype=X.dtype)
     l2 = check_float(l2, "l2", low=0.0)
@@ -153,18 +153,28 @@ def prepare(
     y_constant = host_value(lambda: jnp.max(Y, axis=0) == jnp.min(Y, axis=0))
     if y_constant is not None and y_constant.any():
         raise ValueError(f"target column(s) {np.flatnonzero(y_constant).tolist()} of Y are constant")
-    return _prepare(X, Y, groups, jnp.asarray(l2, X.dtype), whiten=bool(whiten), use_gram=use_gram, rank_tol=rank_tol)
+    return _prepare(
+        X, Y, groups, jnp.asarray(l2, X.dtype), nonconstant, whiten=bool(whiten), use_gram=use_gram, rank_tol=rank_tol
+    )
 
 
 def _check_design(X, groups, drop_constant: bool, rank_tol):
-    X = as_float_matrix(X, "X", min_rows=2)
+    """Validate X (one fused pass: finiteness and constant columns), groups and rank_tol.
+
+    Returns ``(X, groups, rank_tol, nonconstant)``; ``nonconstant`` is a (D,) bool array.
+    """
+    X = as_float_matrix(X, "X", min_rows=2, check_finite=False)
     groups = as_groups(groups, X.shape[1], dtype=X.dtype)
     if rank_tol is None:
         rank_tol = float(np.sqrt(np.finfo(X.dtype).eps))
     rank_tol = check_float(rank_tol, "rank_tol", low=0.0, high=1.0)
-    constant = host_value(lambda: jnp.max(X, axis=0) == jnp.min(X, axis=0))
-    if constant is None:  # inside a user's jit/vmap: constant columns are left inert
-        return X, groups, rank_tol
+    finite, nonconstant = _column_summary(X)
+    ok = host_value(lambda: finite)
+    if ok is None:  # inside a user's jit/vmap: value checks cannot run; constant columns stay inert
+        return X, groups, rank_tol, nonconstant
+    if not bool(ok):
+        raise ValueError("X contains NaN or Inf; remove or impute those entries first")
+    constant = ~np.asarray(nonconstant)
     if constant.all():
         raise ValueError("every column of X is constant; there is nothing to select")
     if constant.any() and not drop_constant:
@@ -173,7 +183,14 @@ def _check_design(X, groups, drop_constant: bool, rank_tol):
             f"X has constant column(s) {cols[:10].tolist()}: they carry no information; remove them "
             "or pass drop_constant=True to keep them as inert features"
         )
-    return X, groups, rank_tol
+    return X, groups, rank_tol, nonconstant
+
+
+@jax.jit
+def _column_summary(X):
+    """(all entries finite, (D,) column is not constant) in one pass over X."""
+    finite = jnp.all(jnp.isfinite(X))
+    return finite, jnp.max(X, axis=0) > jnp.min(X, axis=0)
 
 
 class Design(NamedTuple):
@@ -202,8 +219,8 @@ def whiten_design(X, groups=None, *, whiten: bool = True, drop_constant: bool = 
     Same coordinates and checks as :func:`prepare` (which uses it). Returns ``(design, groups)``
     with ``design`` a :class:`Design` and ``groups`` the validated :class:`Groups`.
     """
-    X, groups, rank_tol = _check_design(X, groups, drop_constant, rank_tol)
-    return _design(X, groups, whiten=bool(whiten), rank_tol=rank_tol), groups
+    X, groups, rank_tol, nonconstant = _check_design(X, groups, drop_constant, rank_tol)
+    return _design(X, groups, nonconstant, whiten=bool(whiten), rank_tol=rank_tol), groups
 
 
 class _Bases(NamedTuple):
@@ -214,11 +231,9 @@ class _Bases(NamedTuple):
 
 
 def _column_stats(X):
-    """Means, centred copy, scales (1 where constant) and 1/scale (0 where constant)."""
+    """Column means and the centred copy of X."""
     x_mean = jnp.mean(X, axis=0)
-    Xc = X - x_mean[None, :]
-    nonconstant = jnp.max(X, axis=0) > jnp.min(X, axis=0)
-    return x_mean, Xc, nonconstant
+    return x_mean, X - x_mean[None, :]
 
 
 def _scales(x_sd, nonconstant):
@@ -263,10 +278,10 @@ def _group_bases(G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_to
 
 
 @partial(jax.jit, static_argnames=("whiten", "rank_tol"))
-def _design(X, groups: Groups, *, whiten: bool, rank_tol: float) -> Design:
+def _design(X, groups: Groups, nonconstant, *, whiten: bool, rank_tol: float) -> Design:
     n = X.shape[0]
     nf = jnp.asarray(n, X.dtype)
-    x_mean, Xc, nonconstant = _column_stats(X)
+    x_mean, Xc = _column_stats(X)
     x_scale, col_w = _scales(jnp.sqrt(jnp.mean(Xc * Xc, axis=0)), nonconstant)
     Xs = Xc * col_w[None, :]  # standardised; constant columns are exactly zero
     # Per-group second moments of the standardised features (J, s, s): O(n·D·s).
@@ -278,7 +293,7 @@ def _design(X, groups: Groups, *, whiten: bool, rank_tol: float) -> Design:
 
 
 @partial(jax.jit, static_argnames=("whiten", "use_gram", "rank_tol"))
-def _prepare(X, Y, groups: Groups, l2, *, whiten: bool, use_gram: bool, rank_tol: float) -> Problem:
+def _prepare(X, Y, groups: Groups, l2, nonconstant, *, whiten: bool, use_gram: bool, rank_tol: float) -> Problem:
     n, d = X.shape
     dtype = X.dtype
     index, mask = groups.index, groups.mask
@@ -293,7 +308,7 @@ def _prepare(X, Y, groups: Groups, l2, *, whiten: bool, use_gram: bool, rank_tol
     if use_gram:
         # One pass for the means, one GEMM for the centred Gram, one GEMV-like pass for XᵀY;
         # scaling, whitening and the diagonal blocks then happen in D×D space.
-        x_mean, Xc, nonconstant = _column_stats(X)
+        x_mean, Xc = _column_stats(X)
         G = jax.lax.dot_general(Xc, Xc, (((0,), (0,)), ((), ()))) / nf
         x_scale, col_w = _scales(jnp.sqrt(jnp.maximum(jnp.diagonal(G), 0.0)), nonconstant)
         G = G * col_w[:, None] * col_w[None, :]
@@ -315,7 +330,7 @@ def _prepare(X, Y, groups: Groups, l2, *, whiten: bool, use_gram: bool, rank_tol
         diag_blocks = jnp.take_along_axis(rows, jnp.minimum(index, d - 1)[:, None, :], axis=2)
         Z_out = None
     else:
-        design = _design(X, groups, whiten=whiten, rank_tol=rank_tol)
+        design = _design(X, groups, nonconstant, whiten=whiten, rank_tol=rank_tol)
         x_mean, x_scale, live = design.x_mean, design.x_scale, design.live
         bases = _Bases(design.basis, design.metric_white, design.metric_std, live)
         Z_out = design.Z
