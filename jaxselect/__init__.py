@@ -40,7 +40,7 @@ from jaxselect.greedy import (
 from jaxselect.groups import Groups
 from jaxselect.path import SelectionPath
 from jaxselect.prepare import Design, Problem, Transform, prepare, whiten_design
-from jaxselect.refit import ridge_refit, rls_refit
+from jaxselect.refit import glm_refit, ridge_refit, rls_refit
 from jaxselect.sequential import (
     DWSMPolicy,
     DWSMReport,
@@ -76,6 +76,7 @@ __all__ = [
     "GroupLassoFit",
     "ridge_refit",
     "rls_refit",
+    "glm_refit",
     "greedy_rls",
     "RLSResult",
     "rls_predict",

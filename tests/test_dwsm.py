@@ -269,6 +269,39 @@ def test_ridge_fit_matches_numpy_per_action():
     np.testing.assert_array_equal(th[3], prev[3])
 
 
+def test_ridge_statistics_of_row_blocks_add_up():
+    # the row-sharded fit sums these statistics across devices before solving
+    from jaxselect.sequential.rcpi import _ridge_solve, _ridge_stats
+
+    rng = np.random.default_rng(1)
+    N, p, A = 40, 5, 3
+    Phi, Q, W = rng.normal(size=(N, p)), rng.normal(size=(N, A)), rng.random((N, A)) < 0.5
+    prev = rng.normal(size=(A, p))
+    blocks = [_ridge_stats(*(jnp.asarray(a[i : i + 10]) for a in (Phi, Q, W))) for i in range(0, N, 10)]
+    summed = jax.tree.map(lambda *b: sum(b), *blocks)
+    th = _ridge_solve(*summed, jnp.float64(0.1), jnp.asarray(prev))
+    ref = ridge_fit(jnp.asarray(Phi), jnp.asarray(Q), jnp.asarray(W), jnp.float64(0.1), jnp.asarray(prev))
+    np.testing.assert_allclose(np.asarray(th), np.asarray(ref), rtol=1e-10, atol=1e-12)
+
+
+def test_row_sharded_code_path_equals_plain_fit(monkeypatch):
+    # the shard_map path (each device's rows, padded per block, statistics psum-ed) on a one-device
+    # mesh must give the plain fit; tests/sharded_cases.py checks 4 devices
+    from jaxselect import data_mesh
+    from jaxselect.sequential import rcpi
+
+    assert rcpi._row_axes(np.zeros((8, 2)), 8) is None
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 4))
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(lam=0.05, n_iter=2, states_per_example=2, rollout_batch=24)  # 4 rows a chunk: 2 padded
+    a = dwsm_fit(jax.random.key(3), X, y, **kw)
+    monkeypatch.setattr(rcpi, "_row_axes", lambda X, n: (data_mesh(jax.devices()[:1]), ("data",)))
+    b = dwsm_fit(jax.random.key(3), X, y, **kw)
+    np.testing.assert_allclose(np.asarray(b.theta), np.asarray(a.theta), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(b.train_return), np.asarray(a.train_return), rtol=1e-10, atol=1e-12)
+
+
 # ----------------------------------------------------------------------------- exact optimal policy
 
 

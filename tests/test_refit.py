@@ -100,3 +100,32 @@ def test_rls_refit_matches_greedy_rls_and_is_differentiable():
     check_grads(loss, (jnp.asarray(X), jnp.asarray(Y), jnp.asarray(0.7), jnp.asarray(2.0)), order=1, modes=["rev"])
     with pytest.raises(ValueError, match="l2 must be > 0"):
         js.rls_refit(X, Y, sel, l2=0.0)
+
+
+def test_glm_refit_matches_sklearn_and_is_differentiable():
+    linear_model = pytest.importorskip("sklearn.linear_model")
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(80, 4)) * 2 + 1
+    y = (X[:, 0] - X[:, 2] + rng.normal(size=80) > 1).astype(int)
+    sup = np.array([True, False, True, True])
+    Xs = X[:, sup]
+    mu, sd = Xs.mean(0), Xs.std(0)
+    coef, b = js.glm_refit(X, y, sup, l2=0.1)
+    ref = linear_model.LogisticRegression(C=1 / (0.1 * 80), tol=1e-12, max_iter=10_000).fit((Xs - mu) / sd, y)
+    np.testing.assert_allclose(np.asarray(coef)[sup] * sd, ref.coef_[0], rtol=1e-6)
+    np.testing.assert_allclose(float(b) + mu @ np.asarray(coef)[sup], ref.intercept_[0], rtol=1e-6)
+    assert np.all(np.asarray(coef)[~sup] == 0)
+    yc = np.digitize(X[:, 1] + X[:, 3], [-0.5, 2.0])
+    coef2, _ = js.glm_refit(X, yc, sup, loss="softmax", l2=0.1)
+    ref2 = linear_model.LogisticRegression(C=1 / (0.1 * 80), tol=1e-12, max_iter=10_000).fit((Xs - mu) / sd, yc)
+    np.testing.assert_allclose(np.asarray(coef2)[sup] * sd[:, None], ref2.coef_.T, atol=1e-6)
+
+    def loss(X, l2):
+        c, b = js.glm_refit(X, y, sup, l2=l2)
+        return jnp.sum(c**2) + b
+
+    check_grads(loss, (jnp.asarray(X), jnp.asarray(0.1)), order=1, modes=["rev"])
+    with pytest.raises(ValueError, match="\\[0, 1\\]"):
+        js.glm_refit(X, y + 1, sup)
+    with pytest.raises(ValueError, match="loss"):
+        js.glm_refit(X, y, sup, loss="probit")

@@ -40,6 +40,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect.groups import Groups
+
 from .._validation import check_float, check_int
 
 __all__ = [
@@ -141,26 +143,13 @@ def groups_to_ids(groups, d: int) -> np.ndarray:
                 f"{np.flatnonzero(ids < 0).tolist()[:10]} are in no group"
             )
         return ids
+    if isinstance(groups, Groups):
+        groups = groups.ids
     ids = np.asarray(groups)
     if ids.ndim != 1 or ids.shape[0] != d:
         raise ValueError(f"groups must be a (d,)=({d},) array of group ids; got shape {ids.shape}")
-    if ids.dtype.kind == "f":
-        if not np.all(np.isfinite(ids)) or not np.all(ids == np.round(ids)):
-            raise ValueError("groups must hold integer group ids")
-        ids = ids.astype(np.int64)
-    if ids.dtype.kind not in "iu":
-        raise TypeError(f"groups must hold integer group ids; got dtype {ids.dtype}")
-    ids = ids.astype(np.int64)
-    if ids.min() < 0:
-        raise ValueError(f"groups ids must be >= 0; got {ids.min()}")
-    J = int(ids.max()) + 1
-    missing = np.setdiff1d(np.arange(J), ids)
-    if missing.size:
-        raise ValueError(
-            f"groups must be a partition with ids 0..J-1 all used; ids {missing.tolist()[:10]} have no "
-            "feature (renumber the groups consecutively)"
-        )
-    return ids
+    # the same partition checks (and messages) as every other solver's groups
+    return np.asarray(Groups.from_ids(ids).ids, dtype=np.int64)
 
 
 def make_spec(

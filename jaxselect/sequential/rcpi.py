@@ -22,6 +22,10 @@ One iteration t (all inside one ``jit``; the iterations are a ``lax.scan``):
    stratification bounds it: ``Σ_r (J − ⌊r(J+1)/S⌋)`` ≈ S·J/2, no budget), the score change of
    every unit is tabulated once per state and shared by its rollouts, and ``lax.map`` over small
    chunks of rows lets each loop stop when its own rollouts end.
+   With a row-sharded X (a ``NamedSharding`` splitting the rows) this step runs under
+   ``jax.shard_map``: each device rolls out its own rows (the states and mixture components are
+   drawn for all rows first, so results do not depend on the device count) and only the ridge
+   statistics of step 3 are summed across devices (``psum``); X is never gathered.
 3. **Regression.** For each action a, ridge regression of ``Q(s, a)`` on ``φ(s)`` over the states
    where a is allowed: ``θ_a = (G_a + l2·D)⁻¹ b_a`` with ``G_a = (1/m_a) Σ_s φ_s φ_sᵀ``,
    ``b_a = (1/m_a) Σ_s Q(s, a) φ_s`` and D the identity without the bias entry (the bias is not
@@ -47,6 +51,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._validation import as_float_matrix, as_labels, check_float, check_int
 from .mdp import DWSMSpec, acquire_allowed, acquire_reward, classify_reward, feature_mask, make_spec
@@ -195,6 +200,40 @@ def state_action_values(theta, spec: DWSMSpec, x, y, z):
     return jax.tree.map(lambda a: a[0], out)
 
 
+def _ridge_stats(Phi, Q, W, *, gram_batch: int = 8):
+    """Row sums of the per-action ridge regression: ``(m, Φᵀ W Q, Φᵀ W_a Φ)``, shapes (A,), (A, p), (A, p, p).
+
+    Plain sums over the N rows, so the statistics of row blocks add up (a row-sharded fit sums them
+    across devices with one ``psum``).
+    """
+    N = Phi.shape[0]
+    dt = Phi.dtype
+    Wf = W.astype(dt)
+    ones = jnp.ones((N,), dt)
+    m = ones @ Wf  # (A,)
+    Bs = (Wf * Q).T @ Phi  # (A, p)
+
+    def gram(w):
+        return (Phi * w[:, None]).T @ Phi
+
+    Gs = jax.lax.map(gram, Wf.T, batch_size=gram_batch)  # (A, p, p)
+    return m, Bs, Gs
+
+
+def _ridge_solve(m, Bs, Gs, l2, theta_prev):
+    """Solve the normalised ridge systems from the statistics of :func:`_ridge_stats`."""
+    p = Bs.shape[1]
+    dt = Bs.dtype
+    msafe = jnp.where(m > 0, m, jnp.ones_like(m))
+    B = Bs / msafe[:, None]
+    G = Gs / msafe[:, None, None]
+    D = jnp.concatenate([jnp.ones((p - 1,), dt), jnp.zeros((1,), dt)])
+    G = G + (l2 * D)[None, None, :] * jnp.eye(p, dtype=dt)[None, :, :]
+    G = jnp.where((m > 0)[:, None, None], G, jnp.eye(p, dtype=dt)[None, :, :])
+    sol = jnp.linalg.solve(G, B[:, :, None])[:, :, 0]
+    return jnp.where((m > 0)[:, None], sol, theta_prev)
+
+
 def ridge_fit(Phi, Q, W, l2, theta_prev, *, gram_batch: int = 8):
     """Ridge regression of Q[:, a] on Φ over the rows where a is allowed, for every action.
 
@@ -205,30 +244,45 @@ def ridge_fit(Phi, Q, W, l2, theta_prev, *, gram_batch: int = 8):
     Returns:
       (A, p) ``θ_a = (Φᵀ W_a Φ / m_a + l2 D)⁻¹ Φᵀ W_a Q_a / m_a``, D = diag(1, …, 1, 0).
     """
-    N, p = Phi.shape
-    dt = Phi.dtype
-    Wf = W.astype(dt)
-    ones = jnp.ones((N,), dt)
-    m = ones @ Wf  # (A,)
-    msafe = jnp.where(m > 0, m, jnp.ones_like(m))
-    B = (Wf * Q).T @ Phi / msafe[:, None]  # (A, p)
+    m, Bs, Gs = _ridge_stats(Phi, Q, W, gram_batch=gram_batch)
+    return _ridge_solve(m, Bs, Gs, l2, theta_prev)
 
-    def gram(w):
-        return (Phi * w[:, None]).T @ Phi
 
-    G = jax.lax.map(gram, Wf.T, batch_size=gram_batch) / msafe[:, None, None]
-    D = jnp.concatenate([jnp.ones((p - 1,), dt), jnp.zeros((1,), dt)])
-    G = G + (l2 * D)[None, None, :] * jnp.eye(p, dtype=dt)[None, :, :]
-    G = jnp.where((m > 0)[:, None, None], G, jnp.eye(p, dtype=dt)[None, :, :])
-    sol = jnp.linalg.solve(G, B[:, :, None])[:, :, 0]
-    return jnp.where((m > 0)[:, None], sol, theta_prev)
+def _row_axes(X, n: int):
+    """Mesh axes that split the rows of X, or None (unsharded, or not evenly split by rows).
+
+    Returns ``(mesh, axes)`` with ``axes`` a tuple of mesh axis names when X is a jax.Array with a
+    ``NamedSharding`` whose first dimension is split over more than one device and n is a multiple
+    of that device count; the fit then runs the rollouts of each device's rows on that device.
+    """
+    if not isinstance(X, jax.Array):
+        return None
+    sh = getattr(X, "sharding", None)
+    if not isinstance(sh, NamedSharding) or not isinstance(sh.mesh, Mesh) or len(sh.spec) == 0:
+        return None
+    first = sh.spec[0]
+    if first is None or first is PartitionSpec.UNCONSTRAINED:
+        return None
+    axes = tuple(first) if isinstance(first, (tuple, list)) else (first,)
+    if not all(isinstance(a, str) and a in sh.mesh.shape for a in axes):
+        return None
+    parts = int(np.prod([sh.mesh.shape[a] for a in axes]))
+    if parts <= 1 or n % parts:
+        return None
+    return sh.mesh, axes
 
 
 @partial(
     jax.jit,
-    static_argnames=("n_iter", "states_per_example", "mixture", "rows_per_chunk", "gram_batch", "callback", "standardize", "cap"),
+    static_argnames=(
+        "n_iter", "states_per_example", "mixture", "rows_per_chunk", "gram_batch", "callback", "standardize", "cap",
+        "mesh", "row_axes",
+    ),
 )
-def _fit(key, X, y, spec, alpha, l2, *, n_iter, states_per_example, mixture, rows_per_chunk, gram_batch, callback, standardize, cap):
+def _fit(
+    key, X, y, spec, alpha, l2, *, n_iter, states_per_example, mixture, rows_per_chunk, gram_batch, callback, standardize,
+    cap, mesh=None, row_axes=None,
+):
     n, d = X.shape
     dt = X.dtype
     C, J = spec.cost_matrix.shape[0], spec.unit_size.shape[0]
@@ -248,29 +302,57 @@ def _fit(key, X, y, spec, alpha, l2, *, n_iter, states_per_example, mixture, row
         probs = mixture_weights(t, K, alpha, mixture)
         comp = jax.random.categorical(kc, jnp.log(probs), shape=(n, k))
 
-        def per_row(args):
-            x, yi, zr, cr = args
-            ph, Q, allowed, correct, s0 = row_state_action_values(thetas[cr], spec, x, yi, zr, cap)
-            a = jnp.argmax(jnp.where(allowed, s0, jnp.asarray(-jnp.inf, dt)), axis=1)
-            pick = jnp.arange(k, dtype=jnp.int32)
-            return ph, Q, allowed, Q[pick, a], correct[pick, a]
+        def rollouts(thetas, spec, Xs, y, Z, comp):
+            # rollouts of these rows (all rows, or one device's block) and their ridge statistics
+            nb = Xs.shape[0]
 
-        # pad the rows to a multiple of the chunk (one compiled body, no remainder copy)
-        n_pad = -n % rows_per_chunk
-        args = (Xs, y, Z, comp)
-        if n_pad:
-            args = jax.tree.map(lambda a: jnp.concatenate([a, a[:1].repeat(n_pad, axis=0)], axis=0), args)
-        args = jax.tree.map(lambda a: a.reshape((-1, rows_per_chunk) + a.shape[1:]), args)
-        out = jax.lax.map(jax.vmap(per_row), args)
-        Phi, Q, W, pi_ret, pi_corr = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:])[:n], out)
-        Phi, Q, W = Phi.reshape(n * k, p), Q.reshape(n * k, A), W.reshape(n * k, A)
+            def per_row(args):
+                x, yi, zr, cr = args
+                ph, Q, allowed, correct, s0 = row_state_action_values(thetas[cr], spec, x, yi, zr, cap)
+                a = jnp.argmax(jnp.where(allowed, s0, jnp.asarray(-jnp.inf, dt)), axis=1)
+                pick = jnp.arange(k, dtype=jnp.int32)
+                return ph, Q, allowed, Q[pick, a], correct[pick, a]
+
+            # pad the rows to a multiple of the chunk (one compiled body, no remainder copy)
+            n_pad = -nb % rows_per_chunk
+            args = (Xs, y, Z, comp)
+            if n_pad:
+                args = jax.tree.map(lambda a: jnp.concatenate([a, a[:1].repeat(n_pad, axis=0)], axis=0), args)
+            args = jax.tree.map(lambda a: a.reshape((-1, rows_per_chunk) + a.shape[1:]), args)
+            out = jax.lax.map(jax.vmap(per_row), args)
+            Phi, Q, W, pi_ret, pi_corr = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:])[:nb], out)
+            Phi, Q, W = Phi.reshape(nb * k, p), Q.reshape(nb * k, A), W.reshape(nb * k, A)
+            m, Bs, Gs = _ridge_stats(Phi, Q, W, gram_batch=gram_batch)
+            return m, Bs, Gs, jnp.sum(pi_ret), jnp.sum(pi_corr.astype(dt))
+
+        if row_axes is None:
+            m, Bs, Gs, ret_sum, corr_sum = rollouts(thetas, spec, Xs, y, Z, comp)
+        else:
+            # X is split by rows: every device runs the rollouts of its own rows (the per-row
+            # states and mixture components were drawn for all rows above, so the result does
+            # not depend on the device count); the ridge statistics are summed across devices
+            def local(thetas, spec, Xs, y, Z, comp):
+                return jax.lax.psum(rollouts(thetas, spec, Xs, y, Z, comp), row_axes)
+
+            rows = PartitionSpec(row_axes)
+            spec_in = jax.tree.map(lambda _: PartitionSpec(), spec)
+            m, Bs, Gs, ret_sum, corr_sum = jax.shard_map(
+                local,
+                mesh=mesh,
+                in_specs=(PartitionSpec(), spec_in, rows, rows, rows, rows),
+                out_specs=PartitionSpec(),
+                # the rollout loops start from constants (invariant) and carry per-row values
+                # (varying); the only cross-device step is the psum above, after which the
+                # statistics are replicated
+                check_vma=False,
+            )(thetas, spec, Xs, y, Z, comp)
         theta_prev = thetas[t]
-        theta_new = ridge_fit(Phi, Q, W, l2, theta_prev, gram_batch=gram_batch)
+        theta_new = _ridge_solve(m, Bs, Gs, l2, theta_prev)
         if mixture == "average":
             theta_new = alpha * theta_prev + (1 - alpha) * theta_new
         thetas = jax.lax.dynamic_update_index_in_dim(thetas, theta_new, t + 1, axis=0)
-        mean_ret = jnp.mean(pi_ret)
-        acc = jnp.mean(pi_corr.astype(dt))
+        mean_ret = ret_sum / (n * k)
+        acc = corr_sum / (n * k)
         if callback is not None:
             jax.debug.callback(callback, t + 1, mean_ret, acc, ordered=True)
         return (thetas, t + 1), (mean_ret, acc)
@@ -374,7 +456,7 @@ def dwsm_fit(
     >>> X = rng.normal(size=(60, 4)); y = (X[:, 1] > 0).astype(int)
     >>> pol = dwsm_fit(jax.random.key(0), X, y, lam=0.05, n_iter=5)
     >>> labels, acquired = dwsm_predict(pol, X)
-    >>> bool((labels == y).mean() > 0.9), bool(acquired.sum(1).max() <= 4)
+    >>> bool((np.asarray(labels) == y).mean() > 0.9), bool(acquired.sum(1).max() <= 4)
     (True, True)
     """
     key = _check_key(key)
@@ -421,7 +503,11 @@ def dwsm_fit(
     # lane packing only without a budget (then every state has exactly k units): budgets stay
     # traced and share one compiled fit; budgeted rollouts are short anyway
     cap = rollout_capacity(J, states_per_example, J, exact_sizes=budget is None)
-    rows_per_chunk = max(1, min(n, rollout_batch // cap))
+    # a row-sharded X runs each device's rollouts on its own rows (chunks of its local block)
+    sharded = _row_axes(X, n)
+    mesh, row_axes = sharded if sharded is not None else (None, None)
+    n_local = n if sharded is None else n // int(np.prod([mesh.shape[a] for a in row_axes]))
+    rows_per_chunk = max(1, min(n_local, rollout_batch // cap))
     policy = _fit(
         key,
         X,
@@ -437,5 +523,7 @@ def dwsm_fit(
         callback=callback,
         standardize=bool(standardize),
         cap=cap,
+        mesh=mesh,
+        row_axes=row_axes,
     )
     return policy
