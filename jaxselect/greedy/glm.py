@@ -516,7 +516,7 @@ def glm_predict(path: SelectionPath, X, budget=None, *, loss="logistic") -> jax.
     >>> import numpy as np
     >>> rng = np.random.default_rng(0); X = rng.normal(size=(100, 3)); y = (X[:, 1] > 0).astype(int)
     >>> p = glm_predict(glm_omp(X, y), X, budget=1.0)
-    >>> bool(np.mean((p > 0.5) == y) > 0.9)
+    >>> bool(np.mean((np.asarray(p) > 0.5) == y) > 0.9)
     True
     """
     _check_loss_name(loss)
