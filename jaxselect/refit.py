@@ -63,20 +63,26 @@ def ridge_refit(X, Y, support=None, *, l2=1e-5):
     return coef, intercept
 
 
-@jax.jit
-def _ridge_refit(X, Y, support, l2):
-    n = X.shape[0]
-    nf = jnp.asarray(n, X.dtype)
+def _standardize_support(X, support):
+    """Column means, the standardised design restricted to ``support`` (zero columns elsewhere),
+    the per-column factors 1/sd (0 off the support or for constant columns) and the used mask."""
     x_mean = jnp.mean(X, axis=0)
     Xc = X - x_mean[None, :]
     x_sd = jnp.sqrt(jnp.mean(Xc * Xc, axis=0))
     use = support & (x_sd > 0)
     w_col = jnp.where(use, 1.0 / jnp.where(use, x_sd, jnp.ones_like(x_sd)), jnp.zeros_like(x_sd))
-    Xs = Xc * w_col[None, :]
+    return x_mean, Xc * w_col[None, :], w_col, use
+
+
+@jax.jit
+def _ridge_refit(X, Y, support, l2):
+    n = X.shape[0]
+    nf = jnp.asarray(n, X.dtype)
+    x_mean, Xs, w_col, use = _standardize_support(X, support)
     y_mean = jnp.mean(Y, axis=0)
     Yc = Y - y_mean[None, :]
     G = jax.lax.dot_general(Xs, Xs, (((0,), (0,)), ((), ()))) / nf
-    A = G + jnp.diag(jnp.where(use, l2, jnp.ones_like(x_sd)))  # identity on unused columns
+    A = G + jnp.diag(jnp.where(use, l2, jnp.ones_like(x_mean)))  # identity on unused columns
     rhs = (Yc.T @ Xs).T / nf  # (D, T), zero on unused columns
 
     w_std = _spd_solve(A, rhs)
@@ -209,12 +215,7 @@ def _glm_refit(X, Yt, support, l2, *, softmax: bool, max_iter: int):
     n, d = X.shape
     T = Yt.shape[1]
     dt = X.dtype
-    x_mean = jnp.mean(X, axis=0)
-    Xc = X - x_mean[None, :]
-    x_sd = jnp.sqrt(jnp.mean(Xc * Xc, axis=0))
-    use = support & (x_sd > 0)
-    w_col = jnp.where(use, 1.0 / jnp.where(use, x_sd, jnp.ones_like(x_sd)), jnp.zeros_like(x_sd))
-    Xs = Xc * w_col[None, :]
+    x_mean, Xs, w_col, use = _standardize_support(X, support)
     free = jnp.concatenate([jnp.repeat(use, T), jnp.ones((T,), bool)])
 
     def unpack(theta):
