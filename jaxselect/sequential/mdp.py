@@ -148,8 +148,11 @@ def groups_to_ids(groups, d: int) -> np.ndarray:
     ids = np.asarray(groups)
     if ids.ndim != 1 or ids.shape[0] != d:
         raise ValueError(f"groups must be a (d,)=({d},) array of group ids; got shape {ids.shape}")
-    # the same partition checks (and messages) as every other solver's groups
-    return np.asarray(Groups.from_ids(ids).ids, dtype=np.int64)
+    # the same partition checks as every other solver's groups
+    try:
+        return np.asarray(Groups.from_ids(ids).ids, dtype=np.int64)
+    except ValueError as err:
+        raise ValueError(f"groups must be a partition of the features: {err}") from None
 
 
 def make_spec(
