@@ -71,8 +71,9 @@ def main(seed: int = 0) -> dict:
         return results
     os.makedirs(OUT, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 4))
+    styles = {"CS-G-OMP": "-", "CS-G-FR": "--", "G-OMP (cost-blind)": ":"}  # OMP and FR coincide on Pima
     for name, (ev, _) in results.items():
-        ax.step(ev.cost, ev.value, where="post", label=name, marker="o", ms=3)
+        ax.step(ev.cost, ev.value, where="post", label=name, marker="o", ms=3, linestyle=styles[name], lw=2)
     ax.set_xscale("symlog", linthresh=1.0)
     ax.set_xlabel("feature cost (CAD, Turney 1995)")
     ax.set_ylabel("held-out explained variance")
