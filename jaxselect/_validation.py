@@ -54,8 +54,8 @@ def _is_numeric(dtype) -> bool:
 
 
 def is_traced(a) -> bool:
-    """True for values being traced by jit/vmap/grad: value checks cannot run on them."""
-    return isinstance(a, jax.core.Tracer)
+    """True when any leaf of ``a`` is being traced by jit/vmap/grad: value checks cannot run on it."""
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(a))
 
 
 def host_value(fn):

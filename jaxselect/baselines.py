@@ -40,7 +40,7 @@ from jaxselect._validation import check_float, check_int
 from jaxselect.greedy.sequencing import fixed_order_path
 from jaxselect.linalg import gather_groups
 from jaxselect.path import SelectionPath
-from jaxselect.prepare import Problem, to_raw_coef
+from jaxselect.prepare import Problem, check_problem, to_raw_coef
 
 __all__ = ["GroupLassoFit", "group_lasso", "group_lasso_path", "group_lasso_lambda_max"]
 
@@ -75,16 +75,6 @@ class GroupLassoFit(NamedTuple):
     order: jax.Array
 
 
-def _check_problem(problem) -> None:
-    if not isinstance(problem, Problem):
-        raise TypeError(f"expected a Problem from jaxselect.prepare(X, Y, groups); got {type(problem).__name__}")
-    if problem.C is None:
-        raise ValueError(
-            "the group lasso solver works on the Gram matrix; prepare the problem with gram=True "
-            "(gram=False problems keep only the design)"
-        )
-
-
 def _weights(problem: Problem, cost_weighted: bool, weights) -> jax.Array:
     J = problem.n_groups
     dtype = problem.b0.dtype
@@ -115,7 +105,7 @@ def group_lasso_lambda_max(problem: Problem, *, cost_weighted: bool = True, weig
     >>> round(group_lasso_lambda_max(jaxselect.prepare(X, y)), 2)
     1.0
     """
-    _check_problem(problem)
+    check_problem(problem, need_gram=True)
     return float(_lambda_max(problem, _weights(problem, cost_weighted, weights)))
 
 
@@ -241,7 +231,7 @@ def group_lasso(problem: Problem, lambdas, *, cost_weighted: bool = True, weight
     >>> fit.order.tolist()[:2], bool(fit.converged.all())
     ([2, 0], True)
     """
-    _check_problem(problem)
+    check_problem(problem, need_gram=True)
     lam = np.asarray(lambdas, dtype=np.float64)
     if lam.ndim != 1 or lam.size < 1:
         raise ValueError(f"lambdas must be a non-empty 1-D array; got shape {lam.shape}")
@@ -291,7 +281,7 @@ def group_lasso_path(
     >>> group_lasso_path(jaxselect.prepare(X, y), n_lambdas=20).order.tolist()[:2]
     [2, 0]
     """
-    _check_problem(problem)
+    check_problem(problem, need_gram=True)
     if lambdas is None:
         n_lambdas = check_int(n_lambdas, "n_lambdas", low=2)
         ratio = check_float(lambda_min_ratio, "lambda_min_ratio", low=0.0, high=1.0, strict_low=True)

@@ -107,6 +107,17 @@ class Problem(NamedTuple):
         return self.groups.n_groups
 
 
+def check_problem(problem, *, need_gram: bool = False) -> None:
+    """TypeError unless ``problem`` is a :class:`Problem`; with ``need_gram``, ValueError for gram=False."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"expected a Problem from jaxselect.prepare(X, Y, groups); got {type(problem).__name__}")
+    if need_gram and problem.C is None:
+        raise ValueError(
+            "this solver works on the Gram matrix; prepare the problem with gram=True "
+            "(gram=False problems keep only the design)"
+        )
+
+
 def prepare(
     X,
     Y,

@@ -11,18 +11,7 @@ import reference as ref
 L2 = 1e-3
 
 
-def grouped_problem(seed, n=120, T=1, sizes=(1, 3, 2, 4, 1, 2), dtype=np.float64):
-    """Raw data with offsets/scales, correlated columns inside groups, random costs."""
-    rng = np.random.default_rng(seed)
-    ids = np.repeat(np.arange(len(sizes)), sizes)
-    D = len(ids)
-    latent = rng.normal(size=(n, len(sizes)))
-    X = rng.normal(size=(n, D)) + 1.5 * latent[:, ids]
-    X = X * rng.uniform(0.2, 5.0, D) + rng.normal(scale=10.0, size=D)
-    W = rng.normal(size=(D, T)) * (rng.uniform(size=(D, 1)) < 0.5)
-    Y = X @ W + rng.normal(scale=2.0, size=(n, T))
-    costs = rng.uniform(0.5, 4.0, len(sizes))
-    return X.astype(dtype), (Y[:, 0] if T == 1 else Y).astype(dtype), ids, costs
+grouped_problem = ref.grouped_problem
 
 
 def oracle_inputs(X, Y, ids, whiten=True):

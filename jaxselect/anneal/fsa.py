@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import losses as _losses
-from .._validation import as_float_matrix, check_float, check_int, float_dtype_for
+from .._validation import as_float_matrix, check_float, check_int, is_traced
 from .design import Design, LinearDesign, LinearDesignT, PLDesign, matvec, rmatvec, take_columns, take_rows
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_scores, smoothness_penalty
 from .schedule import annealing_schedule, plan_stages
@@ -310,16 +310,8 @@ def _gather_rows(tree, cols, width):
 
 
 # --------------------------------------------------------------------------- validation
-def _is_traced(x) -> bool:
-    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(x))
-
-
 def _as_matrix(X):
-    if _is_traced(X):
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D (n_samples, n_features); got shape {tuple(X.shape)}")
-        return X.astype(float_dtype_for(X.dtype))
-    return as_float_matrix(X, "X")
+    return as_float_matrix(X, "X")  # traced X (inside a user's jit/grad): shape and dtype checks only
 
 
 def _check_regression_target(y, n, dtype):
@@ -331,7 +323,7 @@ def _check_regression_target(y, n, dtype):
             raise TypeError(f"y must be numeric; got dtype {y.dtype}")
     if y.ndim != 1 or y.shape[0] != n:
         raise ValueError(f"y must have shape ({n},) to match X; got {tuple(y.shape)}")
-    if not _is_traced(y) and not bool(jnp.isfinite(jnp.asarray(y, dtype)).all()):
+    if not is_traced(y) and not bool(jnp.isfinite(jnp.asarray(y, dtype)).all()):
         raise ValueError("y contains NaN or Inf")
     return jnp.asarray(y, dtype)
 
@@ -345,7 +337,7 @@ def _check_labels(y, n, dtype, loss):
             raise TypeError(f"y must hold numeric labels in {{0, 1}} or {{-1, +1}}; got dtype {y.dtype}")
     if y.ndim != 1 or y.shape[0] != n:
         raise ValueError(f"y must have shape ({n},) to match X; got {tuple(y.shape)}")
-    if not _is_traced(y):
+    if not is_traced(y):
         vals = set(np.unique(np.asarray(y)).tolist())
         if not (vals <= {0, 1} or vals <= {-1, 1}):
             shown = sorted(vals)[:6]
@@ -368,7 +360,7 @@ def _check_pairs(pairs, n, dtype):
         if arr.ndim != 2 or arr.shape[1] != 3:
             raise ValueError(f"pairs must be a (P, 3) array of rows (i, j, r_ij); got shape {tuple(arr.shape)}")
         ij, r = arr[:, :2], arr[:, 2]
-    if not _is_traced((ij, r)):
+    if not is_traced((ij, r)):
         ij_np, r_np = np.asarray(ij), np.asarray(r, dtype=np.float64)
         if ij_np.ndim != 2 or ij_np.shape[1] != 2 or r_np.shape != (ij_np.shape[0],):
             raise ValueError(f"pairs: ij must be (P, 2) and r (P,); got {ij_np.shape} and {r_np.shape}")
@@ -567,7 +559,7 @@ def fsa(
         bin_width=None if bins is None else jnp.take(grid.bin_width, support),
         basis_mean=basis_mean,
     )
-    if not _is_traced(result.status) and int(result.status) != 0:
+    if not is_traced(result.status) and int(result.status) != 0:
         warnings.warn(f"fsa: {FSA_STATUS[int(result.status)]}", RuntimeWarning, stacklevel=2)
     return result
 
@@ -601,7 +593,7 @@ def fsa_predict(result: FSAResult, X) -> jax.Array:
     True
     """
     Xj = _as_matrix(X)
-    if not _is_traced(result.support) and Xj.shape[1] <= int(jnp.max(result.support)):
+    if not is_traced(result.support) and Xj.shape[1] <= int(jnp.max(result.support)):
         raise ValueError(f"X has {Xj.shape[1]} columns but the model uses feature {int(jnp.max(result.support))}")
     Xs = jnp.take(Xj, result.support, axis=1)
     if result.x_min is None:

@@ -33,7 +33,7 @@ from jax.scipy.linalg import solve_triangular
 from jaxselect._validation import check_choice, check_float, check_int
 from jaxselect.linalg import gather_groups
 from jaxselect.path import SelectionPath
-from jaxselect.prepare import Problem, to_raw_coef
+from jaxselect.prepare import Problem, check_problem, to_raw_coef
 
 __all__ = ["cs_omp", "cs_fr", "doubling", "fixed_order_path", "SequencingState"]
 
@@ -246,11 +246,6 @@ def _sequence(problem: Problem, c_min, forced_order, criterion, cost_sensitive, 
     )
 
 
-def _check_problem(problem) -> None:
-    if not isinstance(problem, Problem):
-        raise TypeError(f"expected a Problem from jaxselect.prepare(X, Y, groups); got {type(problem).__name__}")
-
-
 def _steps(problem: Problem, max_steps) -> int:
     J = problem.n_groups
     if max_steps is None:
@@ -286,7 +281,7 @@ def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool 
     >>> path.order.tolist()[:2]
     [2, 0]
     """
-    _check_problem(problem)
+    check_problem(problem)
     check_choice(criterion, "criterion", OMP_CRITERIA)
     steps = _steps(problem, max_steps)
     return _sequence(
@@ -314,7 +309,7 @@ def cs_fr(problem: Problem, *, cost_sensitive: bool = True, max_steps=None) -> S
     >>> jaxselect.cs_fr(jaxselect.prepare(X, y)).order.tolist()[:2]
     [2, 0]
     """
-    _check_problem(problem)
+    check_problem(problem)
     steps = _steps(problem, max_steps)
     return _sequence(
         problem, jnp.zeros((), problem.b0.dtype), jnp.zeros((steps,), jnp.int32),
@@ -342,7 +337,7 @@ def doubling(problem: Problem, *, c_min=None, max_steps=None) -> SelectionPath:
       c_min: cap of the first pick (default: the cheapest group's cost).
       max_steps: number of groups to sequence (default all J).
     """
-    _check_problem(problem)
+    check_problem(problem)
     steps = _steps(problem, max_steps)
     if c_min is None:
         c_min = jnp.min(problem.groups.costs)
@@ -366,7 +361,7 @@ def fixed_order_path(problem: Problem, order) -> SelectionPath:
       problem: from :func:`jaxselect.prepare`.
       order: (m,) distinct group indices in 0..J−1, optionally followed by −1 entries.
     """
-    _check_problem(problem)
+    check_problem(problem)
     order = np.asarray(order)
     J = problem.n_groups
     if order.ndim != 1 or order.size < 1:
