@@ -17,14 +17,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import platform
 import time
 
 import jax
 import numpy as np
 
-from jaxselect.datasets import load_binary_uci
-from jaxselect.sequential import dwsm_evaluate, dwsm_fit, dwsm_predict
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import l1_logistic  # noqa: E402
+from jaxselect.datasets import load_binary_uci  # noqa: E402
+from jaxselect.sequential import dwsm_evaluate, dwsm_fit, dwsm_predict  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
@@ -44,7 +48,6 @@ def timed_cpu(fn, *args, **kw):
 
 
 def bench_set(name, *, n_iter, states, lam, n_infer, repeats):
-    from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
     from sklearn.tree import DecisionTreeClassifier
 
@@ -62,7 +65,7 @@ def bench_set(name, *, n_iter, states, lam, n_infer, repeats):
     rep = dwsm_evaluate(pol, X, y)
 
     Xs = StandardScaler().fit_transform(ds.X)
-    l1 = LogisticRegression(penalty="l1", C=0.1, solver="liblinear")
+    l1 = l1_logistic(0.1)
     _, t_l1 = timed(lambda: l1.fit(Xs, y))
     cart = DecisionTreeClassifier(max_depth=5, random_state=0)
     _, t_cart = timed(lambda: cart.fit(Xs, y))

@@ -24,12 +24,14 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from scipy.signal import lfilter  # noqa: E402
 
 from jaxselect import losses  # noqa: E402
+from common import device_memory, environment  # noqa: E402
 from jaxselect.anneal import annealing_schedule, fsa, plan_stages, schedule_area  # noqa: E402
 
 _fsa_mod = sys.modules["jaxselect.anneal.fsa"]
@@ -187,7 +189,10 @@ def part2(n, m, k):
     cols_read = sum((2 * s.length * s.width if s.width >= s.length else 2 * s.width) + s.width for s in stages)
     floor = cols_read / m * t_pass
     found = len(set(np.asarray(res.support).tolist()) & set(true.tolist()))
+    dev = device_memory()  # accelerators: the allocator's peak, X included (None on CPU)
     return dict(
+        device_peak_bytes=dev["peak_bytes_in_use"] if dev else None,
+        device_peak_over_x=dev["peak_bytes_in_use"] / x_bytes if dev else None,
         N=n, M=m, k=k, x_bytes=x_bytes, fsa_first_call_s=first, fsa_s=t_warm, one_pass_s=t_pass,
         read_bandwidth_GBs=x_bytes / t_pass / 1e9, bandwidth_floor_s=floor, time_over_floor=t_warm / floor,
         rss_before_fsa=base, peak_rss_first_call=peak_first, peak_rss_warm=peak_warm,
@@ -203,13 +208,15 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small sizes, finishes in well under a minute")
     ap.add_argument("--skip-large", action="store_true", help="skip the N=100 000 x M=10 000 run")
     ap.add_argument("--only-large", action="store_true", help="only the N=100 000 x M=10 000 run (merged into the JSON)")
+    ap.add_argument("--large-rows", type=int, default=100_000,
+                    help="N of the large run (1 000 000 on an accelerator with ≥ 80 GB: X is 40 GB)")
     args = ap.parse_args()
     if args.quick:
         p1 = dict(n=3000, m=300, k=10, seeds=1)
         p2 = dict(n=3000, m=300, k=10)  # same shapes as part 1: a smoke test of the measurement
     else:
         p1 = dict(n=10000, m=1000, k=30, seeds=3)
-        p2 = dict(n=100000, m=10000, k=30)
+        p2 = dict(n=args.large_rows, m=10000, k=30)
     print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({os.cpu_count()} cores, {platform.machine()})")
     path = os.path.join(RESULTS, "bench_fsa_quick.json" if args.quick else "bench_fsa.json")
     if args.only_large:
@@ -224,7 +231,8 @@ def main():
         return
     print(f"[1] N={p1['n']} M={p1['m']} k={p1['k']}: fsa vs masked full-width scan vs abess")
     s1 = part1(**p1)
-    out = dict(part1=s1, quick=args.quick, jax=jax.__version__, platform=jax.devices()[0].platform)
+    out = dict(part1=s1, quick=args.quick, jax=jax.__version__, platform=jax.devices()[0].platform,
+               environment=environment())
     print()
     print(f"{'method':<28}{'time (s)':>10}{'ratio':>10}{'DR %':>8}")
     print(f"{'fsa (compacted, default)':<28}{s1['fsa_s']:>10.3f}{1.0:>10.1f}{s1['fsa_DR']:>8.0f}")
@@ -248,6 +256,8 @@ def print_part2(s2, p2):
     print(f"X = {s2['x_bytes'] / 2**30:.2f} GiB; fsa warm {s2['fsa_s']:.2f}s (first call {s2['fsa_first_call_s']:.1f}s); "
           f"one pass over X {s2['one_pass_s']:.3f}s ({s2['read_bandwidth_GBs']:.1f} GB/s); bandwidth floor "
           f"{s2['bandwidth_floor_s']:.2f}s -> {s2['time_over_floor']:.1f}x the floor")
+    if s2["device_peak_over_x"] is not None:
+        print(f"device memory peak: {s2['device_peak_over_x']:.2f}x X ({s2['device_peak_bytes'] / 2**30:.2f} GiB)")
     if s2["peak_over_x_warm"] is not None:
         print(f"peak RSS: {s2['peak_over_x_first']:.2f}x X (first call), {s2['peak_over_x_warm']:.2f}x X (warm); "
               f"extra over the resident X during fsa: {s2['extra_over_x_warm']:.2f}x X; found {s2['found']}/{p2['k']}")

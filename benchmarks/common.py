@@ -33,6 +33,34 @@ def timeit(fn, *, repeat: int = 3, warmup: int = 1):
     return first, statistics.median(times)
 
 
+def l1_logistic(C: float, **kwargs):
+    """scikit-learn's L1 logistic regression (liblinear), spelled for the installed version.
+
+    scikit-learn 1.8 deprecated ``penalty=`` in favour of ``l1_ratio=`` (removed in 1.10).
+    """
+    import sklearn
+    from sklearn.linear_model import LogisticRegression
+
+    major, minor = (int(v) for v in sklearn.__version__.split(".")[:2])
+    style = {"l1_ratio": 1.0} if (major, minor) >= (1, 8) else {"penalty": "l1"}
+    return LogisticRegression(C=C, solver="liblinear", **style, **kwargs)
+
+
+def device_memory() -> dict | None:
+    """Allocator statistics of the first device (GPU/TPU): bytes in use, peak since start, limit.
+
+    None where the backend keeps none (the CPU). The peak cannot be reset: measure the largest
+    problem last, or read it as "peak so far".
+    """
+    try:
+        stats = jax.devices()[0].memory_stats()
+    except Exception:  # noqa: BLE001 - backends without allocator statistics
+        return None
+    if not stats:
+        return None
+    return {k: int(stats[k]) for k in ("bytes_in_use", "peak_bytes_in_use", "bytes_limit") if k in stats}
+
+
 def environment() -> dict:
     dev = jax.devices()[0]
     return {
@@ -44,6 +72,7 @@ def environment() -> dict:
         "machine": platform.machine(),
         "python": platform.python_version(),
         "x64": bool(jax.config.jax_enable_x64),
+        "device_memory": device_memory(),
     }
 
 

@@ -28,13 +28,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 import jax
 import numpy as np
 
-from jaxselect.datasets import BINARY_UCI_SETS, MULTICLASS_SETS, load_adult, load_binary_uci, load_multiclass, load_pima
-from jaxselect.sequential import dwsm_evaluate, dwsm_fit
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import l1_logistic  # noqa: E402
+from jaxselect.datasets import BINARY_UCI_SETS, MULTICLASS_SETS, load_adult, load_binary_uci, load_multiclass, load_pima  # noqa: E402
+from jaxselect.sequential import dwsm_evaluate, dwsm_fit  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "results", "dwsm")
 LAMBDAS = (0.0, 0.001, 0.01, 0.1, 0.15, 0.2, 0.3)
@@ -56,14 +60,13 @@ def dwsm_point(key, Xtr, ytr, Xte, yte, **kw):
 
 
 def l1_path(Xtr, ytr, Xte, yte, Cs):
-    from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
     sc = StandardScaler().fit(Xtr)
     A, B = sc.transform(Xtr), sc.transform(Xte)
     out = []
     for C in Cs:
-        m = LogisticRegression(penalty="l1", C=C, solver="liblinear", max_iter=2000)
+        m = l1_logistic(C, max_iter=2000)
         if len(np.unique(ytr)) > 2:
             from sklearn.multiclass import OneVsRestClassifier
 

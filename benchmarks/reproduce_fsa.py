@@ -28,6 +28,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import l1_logistic  # noqa: E402
 from jaxselect.anneal import fsa, fsa_predict  # noqa: E402
 from jaxselect.datasets import correlated_design  # noqa: E402
 
@@ -133,7 +136,7 @@ def run_l1(table, Xtr, ytr, Xte, yte, k):
         warnings.simplefilter("ignore")
         for _ in range(14):
             mid = 0.5 * (lo + hi)
-            clf = LogisticRegression(penalty="l1", C=10**mid, solver="liblinear", max_iter=200).fit(Xtr, ytr)
+            clf = l1_logistic(10**mid, max_iter=200).fit(Xtr, ytr)
             nnz = int((clf.coef_ != 0).sum())
             if best is None or abs(nnz - k) < abs(best[0] - k) or (abs(nnz - k) == abs(best[0] - k) and nnz > best[0]):
                 best = (nnz, clf.coef_[0].copy())

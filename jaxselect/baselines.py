@@ -39,7 +39,6 @@ import numpy as np
 from jaxselect._validation import check_float, check_int
 from jaxselect.greedy.sequencing import fixed_order_path
 from jaxselect.linalg import gather_groups
-from jaxselect.path import SelectionPath
 from jaxselect.prepare import Problem, check_problem, to_raw_coef
 
 __all__ = ["GroupLassoFit", "group_lasso", "group_lasso_path", "group_lasso_lambda_max"]

@@ -154,7 +154,7 @@ def prepare(
     >>> problem.C.shape, problem.b0.shape
     ((6, 6), (6, 1))
     """
-    X, groups, rank_tol, nonconstant = _check_design(X, groups, drop_constant, rank_tol)
+    X, groups, rank_tol, summary, raw_gram = _check_design(X, groups, drop_constant, rank_tol)
     n, d = X.shape
     Y, _ = as_targets(Y, n, "Y", dtype=X.dtype)
     l2 = check_float(l2, "l2", low=0.0)
@@ -165,27 +165,59 @@ def prepare(
     if y_constant is not None and y_constant.any():
         raise ValueError(f"target column(s) {np.flatnonzero(y_constant).tolist()} of Y are constant")
     return _prepare(
-        X, Y, groups, jnp.asarray(l2, X.dtype), nonconstant, whiten=bool(whiten), use_gram=use_gram, rank_tol=rank_tol
+        X,
+        Y,
+        groups,
+        jnp.asarray(l2, X.dtype),
+        summary,
+        whiten=bool(whiten),
+        use_gram=use_gram,
+        raw_gram=bool(raw_gram),
+        rank_tol=rank_tol,
     )
 
 
-def _check_design(X, groups, drop_constant: bool, rank_tol):
-    """Validate X (one fused pass: finiteness and constant columns), groups and rank_tol.
+# Largest squared offset-to-spread ratio (mean² / variance, over non-constant columns) for which
+# the Gram path skips the centring copy and forms ``XᵀX − n·μμᵀ``: the rank-one correction costs a
+# relative error of about eps·(1 + μ²/σ²) on the centred moments (≤ ~1e-5 in float32), below the
+# GEMM's own accumulation error; beyond it the centred copy of X is formed.
+RAW_GRAM_MAX_OFFSET_RATIO = 100.0
 
-    Returns ``(X, groups, rank_tol, nonconstant)``; ``nonconstant`` is a (D,) bool array.
+
+class _Summary(NamedTuple):
+    """Per-column statistics of X from one fused pass (all (D,))."""
+
+    col_max: jax.Array
+    col_min: jax.Array
+    col_sum: jax.Array
+    col_sumsq: jax.Array
+
+
+def _check_design(X, groups, drop_constant: bool, rank_tol):
+    """Validate X (one fused pass: finiteness, constant columns, first two moments), groups, rank_tol.
+
+    Returns ``(X, groups, rank_tol, summary, raw_gram)``: ``summary`` is a :class:`_Summary` and
+    ``raw_gram`` says whether the centred Gram may be formed without centring X first (False
+    inside a user's jit/vmap, where the data cannot be inspected).
     """
     X = as_float_matrix(X, "X", min_rows=2, check_finite=False)
     groups = as_groups(groups, X.shape[1], dtype=X.dtype)
     if rank_tol is None:
         rank_tol = float(np.sqrt(np.finfo(X.dtype).eps))
     rank_tol = check_float(rank_tol, "rank_tol", low=0.0, high=1.0)
-    finite, nonconstant = _column_summary(X)
-    ok = host_value(lambda: finite)
-    if ok is None:  # inside a user's jit/vmap: value checks cannot run; constant columns stay inert
-        return X, groups, rank_tol, nonconstant
-    if not bool(ok):
+    summary = _column_summary(X)
+    verdict = host_value(lambda: _verdict(summary, X.shape[0]))
+    if verdict is None:  # inside a user's jit/vmap: value checks cannot run; constant columns stay inert
+        return X, groups, rank_tol, summary, False
+    nonfinite, overflow, offset_ratio = (float(v) for v in verdict)
+    if nonfinite:
         raise ValueError("X contains NaN or Inf; remove or impute those entries first")
-    constant = ~np.asarray(nonconstant)
+    if overflow:
+        raise ValueError(
+            f"X has entries too large for {X.dtype} second moments (sums of squares overflow); "
+            "rescale X (or use float64 with jax_enable_x64)"
+        )
+    constant = ~np.asarray(summary.col_max > summary.col_min)
     if constant.all():
         raise ValueError("every column of X is constant; there is nothing to select")
     if constant.any() and not drop_constant:
@@ -194,14 +226,30 @@ def _check_design(X, groups, drop_constant: bool, rank_tol):
             f"X has constant column(s) {cols[:10].tolist()}: they carry no information; remove them "
             "or pass drop_constant=True to keep them as inert features"
         )
-    return X, groups, rank_tol, nonconstant
+    return X, groups, rank_tol, summary, offset_ratio <= RAW_GRAM_MAX_OFFSET_RATIO
 
 
 @jax.jit
-def _column_summary(X):
-    """(all entries finite, (D,) column is not constant) in one pass over X."""
-    finite = jnp.all(jnp.isfinite(X))
-    return finite, jnp.max(X, axis=0) > jnp.min(X, axis=0)
+def _column_summary(X) -> _Summary:
+    """Column max, min, sum and sum of squares of X in one fused pass."""
+    return _Summary(jnp.max(X, axis=0), jnp.min(X, axis=0), jnp.sum(X, axis=0), jnp.sum(X * X, axis=0))
+
+
+@partial(jax.jit, static_argnums=1)
+def _verdict(summary: _Summary, n: int):
+    """(has NaN/Inf, sums of squares overflow, max mean²/variance over non-constant columns).
+
+    XLA's max/min reductions may skip NaNs, but a NaN always poisons the column sum.
+    """
+    finite_extremes = jnp.isfinite(summary.col_max) & jnp.isfinite(summary.col_min)
+    nonfinite = jnp.any(~finite_extremes | jnp.isnan(summary.col_sum))
+    overflow = jnp.any(~jnp.isfinite(summary.col_sumsq) | ~jnp.isfinite(summary.col_sum))
+    mean = summary.col_sum / n
+    var = jnp.maximum(summary.col_sumsq / n - mean * mean, 0.0)
+    nonconstant = summary.col_max > summary.col_min
+    tiny = jnp.finfo(var.dtype).tiny
+    ratio = jnp.where(nonconstant, mean * mean / jnp.maximum(var, tiny), jnp.zeros_like(var))
+    return jnp.stack([nonfinite.astype(var.dtype), overflow.astype(var.dtype), jnp.max(ratio)])
 
 
 class Design(NamedTuple):
@@ -230,8 +278,8 @@ def whiten_design(X, groups=None, *, whiten: bool = True, drop_constant: bool = 
     Same coordinates and checks as :func:`prepare` (which uses it). Returns ``(design, groups)``
     with ``design`` a :class:`Design` and ``groups`` the validated :class:`Groups`.
     """
-    X, groups, rank_tol, nonconstant = _check_design(X, groups, drop_constant, rank_tol)
-    return _design(X, groups, nonconstant, whiten=bool(whiten), rank_tol=rank_tol), groups
+    X, groups, rank_tol, summary, _ = _check_design(X, groups, drop_constant, rank_tol)
+    return _design(X, groups, summary.col_max > summary.col_min, whiten=bool(whiten), rank_tol=rank_tol), groups
 
 
 class _Bases(NamedTuple):
@@ -303,9 +351,12 @@ def _design(X, groups: Groups, nonconstant, *, whiten: bool, rank_tol: float) ->
     return Design(Z, x_mean, x_scale, bases.basis, bases.metric_white, bases.metric_std, bases.live)
 
 
-@partial(jax.jit, static_argnames=("whiten", "use_gram", "rank_tol"))
-def _prepare(X, Y, groups: Groups, l2, nonconstant, *, whiten: bool, use_gram: bool, rank_tol: float) -> Problem:
+@partial(jax.jit, static_argnames=("whiten", "use_gram", "raw_gram", "rank_tol"))
+def _prepare(
+    X, Y, groups: Groups, l2, summary: _Summary, *, whiten: bool, use_gram: bool, raw_gram: bool, rank_tol: float
+) -> Problem:
     n, d = X.shape
+    nonconstant = summary.col_max > summary.col_min
     dtype = X.dtype
     index, mask = groups.index, groups.mask
     J, s_max = index.shape
@@ -317,17 +368,23 @@ def _prepare(X, Y, groups: Groups, l2, nonconstant, *, whiten: bool, use_gram: b
     pad2 = mask[:, :, None] & mask[:, None, :]
 
     if use_gram:
-        # One pass for the means, one GEMM for the centred Gram, one GEMV-like pass for XᵀY;
+        # The summary pass gave the means; one GEMM gives the centred Gram, one GEMV-like pass XᵀY;
         # scaling, whitening and the diagonal blocks then happen in D×D space.
-        x_mean, Xc = _column_stats(X)
-        G = jax.lax.dot_general(Xc, Xc, (((0,), (0,)), ((), ()))) / nf
+        x_mean = summary.col_sum / nf
+        if raw_gram:  # offsets small against spreads: XᵀX − n·μμᵀ, no centred copy of X
+            G = jax.lax.dot_general(X, X, (((0,), (0,)), ((), ()))) / nf - jnp.outer(x_mean, x_mean)
+            b0t = Ys.T @ X - jnp.sum(Ys, axis=0)[:, None] * x_mean[None, :]
+        else:
+            Xc = X - x_mean[None, :]
+            G = jax.lax.dot_general(Xc, Xc, (((0,), (0,)), ((), ()))) / nf
+            b0t = Ys.T @ Xc
         x_scale, col_w = _scales(jnp.sqrt(jnp.maximum(jnp.diagonal(G), 0.0)), nonconstant)
         G = G * col_w[:, None] * col_w[None, :]
         rows = jnp.take(G, index, axis=0, mode="fill", fill_value=0)  # (J, s, D)
         G_blocks = jnp.take_along_axis(rows, jnp.minimum(index, d - 1)[:, None, :], axis=2)
         bases = _group_bases(G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol)
         live = bases.live
-        b0t = (Ys.T @ Xc) * col_w[None, :] / nf  # (T, D), written as u @ X
+        b0t = b0t * col_w[None, :] / nf  # (T, D), written as u @ X
         if whiten:
             G = apply_block_diag(G, bases.basis, index, mask)
             G = apply_block_diag(G.T, bases.basis, index, mask)

@@ -41,7 +41,7 @@ def naive_glm_omp(Z, y, ids, costs, l2, kind):
     J = int(ids.max()) + 1
     classes = np.unique(y)
     Y = (y[:, None] == classes[None, :]).astype(float) if kind == "softmax" else y[:, None].astype(float)
-    chosen, feats, models = [], [], []
+    chosen, feats = [], []
     for _ in range(J):
         if feats:
             model = fit_sklearn(Z[:, feats], y, l2)

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 import reference_rls as ref
 from jaxselect.greedy.rls import (
-    RLS_STATUS_MESSAGES,
     RLSResult,
     _greedy_rls_run,
     greedy_rls,

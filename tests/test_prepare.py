@@ -79,6 +79,32 @@ def test_prepare_validation():
         js.prepare(X, np.ones(60))
 
 
+def test_prepare_rejects_overflowing_moments():
+    X, y = data()
+    X = X.astype(np.float32)
+    X[5, 2] = 3e20  # finite in float32, but its square is not
+    with pytest.raises(ValueError, match="too large"):
+        js.prepare(X, y.astype(np.float32))
+
+
+@pytest.mark.parametrize("offset", [0.0, 8.0, 1e4], ids=["centred", "moderate-offset", "large-offset"])
+def test_float32_moments_accurate_with_and_without_centring_copy(offset):
+    """float32 C and b0 match float64 whichever Gram branch the offset picks (raw XᵀX − nμμᵀ or centred)."""
+    prepare_mod = __import__("jaxselect.prepare", fromlist=["_check_design"])
+    rng = np.random.default_rng(7)
+    n, d = 4000, 12
+    X = rng.normal(size=(n, d)) * rng.uniform(1.0, 2.0, d) + offset * rng.uniform(0.5, 1.0, d)
+    y = X[:, :3] @ np.array([1.0, -2.0, 0.5]) + rng.normal(size=n)
+    ids = np.repeat(np.arange(4), 3)
+    raw = prepare_mod._check_design(jnp.asarray(X, jnp.float32), ids, False, None)[4]
+    assert raw == (offset < 10)  # mean²/variance ≤ 100 → no centring copy
+    p64 = js.prepare(X, y, ids, l2=1e-4)
+    p32 = js.prepare(X.astype(np.float32), y.astype(np.float32), ids, l2=1e-4)
+    np.testing.assert_allclose(np.asarray(p32.C), np.asarray(p64.C), atol=2e-4)
+    np.testing.assert_allclose(np.asarray(p32.b0), np.asarray(p64.b0), atol=2e-4)
+    assert js.cs_omp(p32).order.tolist() == js.cs_omp(p64).order.tolist()
+
+
 def test_drop_constant_makes_inert_feature():
     X, y = data(1)
     X[:, 1] = 2.5

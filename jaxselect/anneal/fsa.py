@@ -35,7 +35,6 @@ derivative almost everywhere). ``fsa`` can be called inside ``jax.jit``/``jax.gr
 from __future__ import annotations
 
 import functools
-import numbers
 import warnings
 from typing import Any, Callable, NamedTuple
 

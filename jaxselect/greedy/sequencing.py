@@ -94,7 +94,6 @@ def sequencing_init(problem: Problem, capacity: int, *, track_schur: bool) -> Se
 
 def _c_rows(problem: Problem, idx: jax.Array, m: jax.Array) -> jax.Array:
     """Rows C[idx, :] (s, D) of the regularised covariance, zero on padding."""
-    d = problem.n_features
     if problem.C is not None:
         rows = jnp.take(problem.C, idx, axis=0, mode="fill", fill_value=0)
     else:

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._validation import as_labels
 from .mdp import groups_to_ids
-from .policy import DWSMPolicy, dwsm_predict, dwsm_trace
+from .policy import DWSMPolicy, dwsm_trace
 
 __all__ = [
     "accuracy",

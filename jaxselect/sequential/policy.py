@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from .._validation import as_float_matrix, as_labels
-from .mdp import DWSMSpec, acquire_allowed, feature_mask
+from .mdp import DWSMSpec, feature_mask
 
 __all__ = [
     "DWSMPolicy",
