@@ -206,7 +206,7 @@ def _check_design(X, groups, drop_constant: bool, rank_tol):
         rank_tol = float(np.sqrt(np.finfo(X.dtype).eps))
     rank_tol = check_float(rank_tol, "rank_tol", low=0.0, high=1.0)
     summary = _column_summary(X)
-    verdict = host_value(lambda: _verdict(summary, X.shape[0]))
+    verdict = host_value(lambda: _verdict(summary, jnp.asarray(X.shape[0], X.dtype)))
     if verdict is None:  # inside a user's jit/vmap: value checks cannot run; constant columns stay inert
         return X, groups, rank_tol, summary, False
     nonfinite, overflow, offset_ratio = (float(v) for v in verdict)
@@ -235,8 +235,8 @@ def _column_summary(X) -> _Summary:
     return _Summary(jnp.max(X, axis=0), jnp.min(X, axis=0), jnp.sum(X, axis=0), jnp.sum(X * X, axis=0))
 
 
-@partial(jax.jit, static_argnums=1)
-def _verdict(summary: _Summary, n: int):
+@jax.jit
+def _verdict(summary: _Summary, n):
     """(has NaN/Inf, sums of squares overflow, max mean²/variance over non-constant columns).
 
     XLA's max/min reductions may skip NaNs, but a NaN always poisons the column sum.

@@ -40,9 +40,13 @@ def test_shard_rows_places_rows_on_every_device():
         js.shard_rows(np.zeros((8, 3)), js.data_mesh(), axis="model")
 
 
-@pytest.mark.parametrize("gram", [True, False])
-def test_sequencing(gram):
+@pytest.mark.parametrize(
+    "gram, offset", [(True, 0.0), (True, 1e4), (False, 0.0)], ids=["gram-raw", "gram-centred-copy", "gram-free"]
+)
+def test_sequencing(gram, offset):
+    """Both Gram branches of prepare (XᵀX − nμμᵀ for small offsets, the centred copy for large)."""
     X, Y = regression_data()
+    X = X + offset
     groups = js.Groups.from_ids(np.arange(12) // 2, np.linspace(1, 3, 6))
     Xs, Ys = js.shard_rows(X), js.shard_rows(Y)
     for solver in (js.cs_omp, js.cs_fr, js.doubling):
