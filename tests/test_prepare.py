@@ -79,6 +79,20 @@ def test_prepare_validation():
         js.prepare(X, np.ones(60))
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("where", [(0, 0), (59, 4), (31, 2)])
+def test_prepare_finds_any_nonfinite_entry(bad, where):
+    """The fused column pass catches NaN (via the column sums: max/min may skip NaNs) and ±Inf."""
+    X, y = data()
+    for dtype in (np.float64, np.float32):
+        Xb = X.astype(dtype)
+        Xb[where] = bad
+        with pytest.raises(ValueError, match="NaN or Inf"):
+            js.prepare(Xb, y.astype(dtype))
+        with pytest.raises(ValueError, match="NaN or Inf"):
+            js.whiten_design(jnp.asarray(Xb))
+
+
 def test_prepare_rejects_overflowing_moments():
     X, y = data()
     X = X.astype(np.float32)
