@@ -116,11 +116,27 @@ def _metric_fn(metric) -> Callable:
     if metric == "accuracy":
         def accuracy(Y, P):
             if Y.shape[1] == 1:
-                return float(np.mean((P[:, 0] > 0.5) == (Y[:, 0] > 0.5)))
+                cut = _binary_threshold(Y[:, 0])
+                return float(np.mean((P[:, 0] > cut) == (Y[:, 0] > cut)))
             return float(np.mean(np.argmax(P, axis=1) == np.argmax(Y, axis=1)))
         return accuracy
     raise ValueError(
         f"metric must be 'explained_variance', 'r2', 'accuracy' or a callable(Y_true, Y_pred); got {metric!r}"
+    )
+
+
+def _binary_threshold(y: np.ndarray) -> float:
+    """Midpoint between the two label values of a binary target ({0, 1} → 0.5, {−1, +1} → 0)."""
+    values = np.unique(y)
+    for pair in ((0.0, 1.0), (-1.0, 1.0)):
+        if np.all(np.isin(values, pair)):
+            return 0.5 * (pair[0] + pair[1])
+    if values.size == 2:
+        return 0.5 * float(values[0] + values[1])
+    raise ValueError(
+        f"metric='accuracy' with one target column needs binary labels (two values, e.g. {{0, 1}} or "
+        f"{{-1, +1}}); Y has {values.size} distinct values {values[:6].tolist()}. For C classes pass "
+        "one-hot (m, C) targets; for real targets use 'explained_variance' or 'r2'"
     )
 
 
@@ -132,7 +148,8 @@ def objective_curve(path: SelectionPath, X, Y, *, metric="explained_variance") -
     * ``"explained_variance"``: ``1 − ‖Y − Ŷ‖² / ‖Y − ŷ_0‖²`` with ŷ_0 the intercept-only model
       (the training mean) — the held-out counterpart of the paper's F, 0 at cost 0;
     * ``"r2"``: ``1 − ‖Y − Ŷ‖² / ‖Y − Ȳ‖²`` with the held-out mean Ȳ;
-    * ``"accuracy"``: labels in {0, 1} thresholded at 0.5 (T = 1), or argmax over T one-hot columns;
+    * ``"accuracy"``: for one column of binary labels, predictions thresholded halfway between the
+      two label values ({0, 1} at 0.5, {−1, +1} at 0); for T one-hot columns, the argmax;
     * any callable ``metric(Y_true, Y_pred) -> float`` on numpy arrays.
 
     Untaken steps (order −1) are left out.

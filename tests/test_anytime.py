@@ -56,6 +56,13 @@ def test_accuracy_metric():
     acc = js.objective_curve(path, X, y, metric="accuracy").value
     assert acc[0] == pytest.approx(np.mean(y == float(y.mean() > 0.5)))  # intercept-only model
     assert acc[1] > 0.85
+    # the same labels coded ±1 (or any two values) give the same accuracies: the path is linear in y
+    pm = js.cs_omp(js.prepare(X, 2 * y - 1))
+    np.testing.assert_allclose(js.objective_curve(pm, X, 2 * y - 1, metric="accuracy").value, acc)
+    other = js.cs_omp(js.prepare(X, 3 * y + 5))
+    np.testing.assert_allclose(js.objective_curve(other, X, 3 * y + 5, metric="accuracy").value, acc)
+    with pytest.raises(ValueError, match="binary labels"):
+        js.objective_curve(path, X, X[:, 0], metric="accuracy")
 
 
 def test_timeliness_hand_computed():
