@@ -65,13 +65,13 @@ def test_group_lasso_path():
     close(a, b, rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.parametrize("loss", ["logistic", "softmax"])
-def test_glm_omp(loss):
+@pytest.mark.parametrize("loss, solver", [("logistic", "auto"), ("softmax", "cholesky"), ("softmax", "cg")])
+def test_glm_omp(loss, solver):
     X, Y = regression_data(seed=2)
     y = (Y[:, 0] > np.median(Y[:, 0])).astype(int) if loss == "logistic" else np.digitize(Y[:, 0], np.quantile(Y[:, 0], [0.33, 0.66]))
     groups = np.arange(12) // 2
-    a = js.glm_omp(X, y, groups, loss=loss, max_steps=4)
-    b = js.glm_omp(js.shard_rows(X), y, groups, loss=loss, max_steps=4)
+    a = js.glm_omp(X, y, groups, loss=loss, max_steps=4, newton_solver=solver)
+    b = js.glm_omp(js.shard_rows(X), y, groups, loss=loss, max_steps=4, newton_solver=solver)
     assert a.order.tolist() == b.order.tolist()
     close(a, b, rtol=1e-6, atol=1e-8)
 

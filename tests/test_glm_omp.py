@@ -143,6 +143,35 @@ def test_softmax_matches_sklearn_multinomial():
     np.testing.assert_allclose(null, np.bincount(y) / len(y), atol=1e-7)
 
 
+@pytest.mark.parametrize("loss", ["logistic", "softmax", "multilabel", "callable"])
+def test_cg_newton_equals_cholesky_newton(loss):
+    """The Hessian-free (CG) Newton refit reaches the same models as the exact Cholesky one."""
+    kind = "softmax" if loss == "softmax" else ("regression" if loss == "callable" else "logistic")
+    X, y, ids, costs = grouped_data(5, kind=kind)
+    if loss == "multilabel":  # two logistic columns sharing the groups
+        y = np.stack([y, (X[:, 3] > np.median(X[:, 3])).astype(np.int64)], axis=1)
+    fn = _log_cosh if loss == "callable" else ("logistic" if loss == "multilabel" else loss)
+    groups = js.Groups.from_ids(ids, costs)
+    kw = dict(loss=fn, l2=1e-2, return_info=True, tol=1e-9)
+    exact, info_exact = glm_omp(X, y, groups, newton_solver="cholesky", **kw)
+    cg, info_cg = glm_omp(X, y, groups, newton_solver="cg", **kw)
+    assert cg.order.tolist() == exact.order.tolist()
+    assert bool(np.all(info_cg.converged)) and bool(np.all(info_exact.converged))
+    np.testing.assert_allclose(info_cg.loss, info_exact.loss, rtol=1e-10)
+    np.testing.assert_allclose(cg.coef, exact.coef, atol=1e-6)
+    np.testing.assert_allclose(cg.intercept, exact.intercept, atol=1e-6)
+
+
+def test_newton_solver_auto_and_validation():
+    X, y, ids, costs = grouped_data(6, kind="softmax")
+    with pytest.raises(ValueError, match="newton_solver"):
+        glm_omp(X, y, loss="softmax", newton_solver="lbfgs")
+    # (P+1)·T = (9+3+1)·3 here: "auto" is the exact solver and equals it
+    a = glm_omp(X, y, js.Groups.from_ids(ids, costs), loss="softmax")
+    b = glm_omp(X, y, js.Groups.from_ids(ids, costs), loss="softmax", newton_solver="cholesky")
+    np.testing.assert_array_equal(a.coef, b.coef)
+
+
 def _fd_grad(f, x, eps=1e-6):
     g = np.zeros_like(x)
     for i in np.ndindex(x.shape):

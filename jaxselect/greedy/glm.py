@@ -29,7 +29,9 @@ Refit (inside the jitted ``lax.scan``): the selected features occupy a fixed num
 Hessian so shapes stay static. Each refit is Newton's method on (W_S, b) with an Armijo
 backtracking line search, warm-started from the previous step's model, run in a ``lax.while_loop``
 until ``max |∇r| ≤ tol`` (default 1e-7 in float64, 1e-4 in float32) or ``max_iter`` iterations.
-The Hessian ``[Z_S, 1]ᵀ diag(∂²ℓ) [Z_S, 1] / n + λ`` costs O(n·P²·T²) per iteration.
+Forming the Hessian ``[Z_S, 1]ᵀ diag(∂²ℓ) [Z_S, 1] / n + λ`` costs O(n·P²·T²) per iteration, so
+wide multinomial problems ((P+1)·T > 512 unknowns) solve each Newton step by Jacobi-preconditioned
+conjugate gradients on Hessian-vector products instead, O(n·P·T) each (``newton_solver``).
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ __all__ = ["glm_omp", "glm_predict", "glm_accuracy", "GLMInfo", "GLM_LOSSES"]
 
 GLM_LOSSES = ("logistic", "softmax", "squared")
 CRITERIA = ("whiten", "no_whiten", "single")
+NEWTON_SOLVERS = ("auto", "cholesky", "cg")
+# Above this many unknowns (P+1)·T, "auto" solves Newton steps by CG instead of forming the Hessian.
+CG_MIN_UNKNOWNS = 512
 
 
 class GLMInfo(NamedTuple):
@@ -166,8 +171,15 @@ class _Newton(NamedTuple):
     it: jax.Array
 
 
-def _newton(Zs, Y, V, b, active, l2, parts, *, softmax, tol, max_iter):
-    """Damped Newton for r restricted to the active slots, warm-started at (V, b)."""
+def _newton(Zs, Y, V, b, active, l2, parts, *, softmax, tol, max_iter, solver="cholesky"):
+    """Damped Newton for r restricted to the active slots, warm-started at (V, b).
+
+    ``solver`` (static): "cholesky" forms the (m, m) Hessian, m = (P+1)·T, in O(n·m²) and solves
+    exactly; "cg" never forms it — a Jacobi-preconditioned conjugate-gradient solve with
+    Hessian-vector products ``Aᵀ (h ⊙ (A v)) / n`` in O(n·m) each, stopped at the inexact-Newton
+    forcing tolerance ``‖H s + g‖ ≤ min(0.1, √‖g‖)·‖g‖`` (superlinear convergence; PCG from 0 on
+    an SPD H always gives a descent direction, so the line search below is unchanged).
+    """
     value, grad, hess = parts
     n, P = Zs.shape
     T = Y.shape[1]
@@ -194,18 +206,47 @@ def _newton(Zs, Y, V, b, active, l2, parts, *, softmax, tol, max_iter):
     def cond(st: _Newton):
         return (st.it < max_iter) & (st.gmax > tol)
 
+    # Diagonal added to the data Hessian: λ on penalised entries, 1 on entries that may not move.
+    extra_diag = jnp.where(pen_mask, l2, jnp.zeros((), dtype)) + jnp.where(free, 0, 1).astype(dtype)
+    zero_m = jnp.zeros((m,), dtype)
+
+    def cholesky_step(g, h):
+        Ah = jnp.einsum("ia,ikl->iakl", A, h)
+        H = jnp.einsum("iakl,ic->akcl", Ah, A).reshape(m, m) / nf
+        H = jnp.where(free[:, None] & free[None, :], H, jnp.zeros_like(H))
+        H = H + jnp.diag(extra_diag)
+        H = 0.5 * (H + H.T) + null_fix
+        jitter = 10 * jnp.finfo(dtype).eps * jnp.maximum(1.0, jnp.max(jnp.diagonal(H)))
+        L = jnp.linalg.cholesky(H + jitter * eye)
+        return -jax.scipy.linalg.cho_solve((L, True), g)
+
+    def cg_step(g, h):
+        def hvp(v):
+            vf = jnp.where(free, v, zero_m)
+            Sv = Zs @ vf[: P * T].reshape(P, T) + vf[P * T :][None, :]  # (n, T) = A v
+            Q = jnp.einsum("ikl,il->ik", h, Sv)  # per-example Hessian times scores
+            hv = jnp.concatenate([((Q.T @ Zs).T / nf).reshape(-1), jnp.sum(Q, axis=0) / nf])
+            out = jnp.where(free, hv, zero_m) + extra_diag * v
+            return jnp.where(softmax, out + u * jnp.dot(u, v), out)
+
+        hdiag = jnp.diagonal(h, axis1=1, axis2=2)  # (n, T)
+        dg = jnp.concatenate([((hdiag.T @ (Zs * Zs)).T / nf).reshape(-1), jnp.sum(hdiag, axis=0) / nf])
+        dg = jnp.where(free, dg, zero_m) + extra_diag + jnp.where(softmax, u * u, zero_m)
+        inv_dg = 1.0 / jnp.maximum(dg, jnp.finfo(dtype).tiny)
+        gnorm = jnp.linalg.norm(g)
+        forcing = jnp.minimum(0.1, jnp.sqrt(gnorm))
+        step, _ = jax.scipy.sparse.linalg.cg(
+            hvp, -g, M=lambda r: inv_dg * r, tol=forcing, atol=0.1 * tol, maxiter=max(m, 20)
+        )
+        # softmax: drop the component along the null direction u (preconditioned CG need not keep
+        # the iterate orthogonal to it), so the intercepts stay centred as with the exact solve.
+        return jnp.where(softmax, step - u * jnp.dot(u, step), step)
+
     def body(st: _Newton):
         g = g_of(st.V, st.b)
         S = Zs @ st.V + st.b[None, :]
         h = hess(S, Y)  # (n, T, T)
-        Ah = jnp.einsum("ia,ikl->iakl", A, h)
-        H = jnp.einsum("iakl,ic->akcl", Ah, A).reshape(m, m) / nf
-        H = jnp.where(free[:, None] & free[None, :], H, jnp.zeros_like(H))
-        H = H + jnp.diag(jnp.where(pen_mask, l2, jnp.zeros((), dtype)) + jnp.where(free, 0, 1).astype(dtype))
-        H = 0.5 * (H + H.T) + null_fix
-        jitter = 10 * jnp.finfo(dtype).eps * jnp.maximum(1.0, jnp.max(jnp.diagonal(H)))
-        L = jnp.linalg.cholesky(H + jitter * eye)
-        step = -jax.scipy.linalg.cho_solve((L, True), g)
+        step = cholesky_step(g, h) if solver == "cholesky" else cg_step(g, h)
         step = jnp.where(free, step, jnp.zeros_like(step))
         slope = jnp.dot(g, step)
         dV, db = step[: P * T].reshape(P, T), step[P * T :]
@@ -269,9 +310,9 @@ def _select_scores(grad_full, index, mask, metric_white, metric_std, criterion):
     return jnp.where(criterion == 0, whiten, jnp.where(criterion == 1, no_whiten, single))
 
 
-@partial(jax.jit, static_argnames=("loss", "max_steps", "capacity"))
+@partial(jax.jit, static_argnames=("loss", "max_steps", "capacity", "solver"))
 def _glm_run(Z, Y, live, metric_white, metric_std, groups: Groups, l2, tol, criterion, cost_sensitive,
-             max_iter, softmax, *, loss, max_steps, capacity):
+             max_iter, softmax, *, loss, max_steps, capacity, solver="cholesky"):
     """Scan of max_steps + 1 iterations: iteration 0 fits the intercept-only model, iteration j ≥ 1
     selects and adds group g_j and refits (one traced Newton solver serves both)."""
     parts = _loss_parts(loss)
@@ -282,7 +323,7 @@ def _glm_run(Z, Y, live, metric_white, metric_std, groups: Groups, l2, tol, crit
     J = index.shape[0]
     P = capacity
     denom = jnp.where(cost_sensitive, costs, jnp.ones_like(costs))
-    newton = partial(_newton, l2=l2, parts=parts, softmax=softmax, tol=tol, max_iter=max_iter)
+    newton = partial(_newton, l2=l2, parts=parts, softmax=softmax, tol=tol, max_iter=max_iter, solver=solver)
 
     def slots_design(slot_feature):
         Zs = jnp.take(Z, slot_feature, axis=1, mode="fill", fill_value=0)
@@ -395,6 +436,7 @@ def glm_omp(
     drop_constant: bool = False,
     rank_tol=None,
     return_info: bool = False,
+    newton_solver: str = "auto",
 ):
     """Cost-sensitive group OMP for GLMs (Hu et al., Algorithm 3): an anytime classifier.
 
@@ -421,6 +463,11 @@ def glm_omp(
       n_classes: softmax only: number of classes C (default max label + 1).
       drop_constant, rank_tol: as in :func:`jaxselect.prepare`.
       return_info: also return a :class:`GLMInfo`.
+      newton_solver: how each Newton step is solved. "cholesky" forms the ((P+1)·T)² Hessian
+        (O(n·P²·T²) per iteration, exact); "cg" uses preconditioned conjugate gradients on
+        Hessian-vector products (O(n·P·T) each, inexact-Newton tolerance); "auto" picks "cg"
+        when (P+1)·T > 512 (wide multinomial problems), else "cholesky". P is the number of
+        feature slots (the features of the ``max_steps`` largest groups).
 
     Returns:
       A :class:`SelectionPath` of m = min(max_steps, J) prefixes: raw-space ``coef`` (m, D, T) and
@@ -458,11 +505,15 @@ def glm_omp(
     J = groups.n_groups
     steps = J if max_steps is None else min(check_int(max_steps, "max_steps", low=1), J)
     capacity = _capacity(np.asarray(groups.mask), steps)
+    check_choice(newton_solver, "newton_solver", NEWTON_SOLVERS)
+    solver = newton_solver
+    if solver == "auto":
+        solver = "cg" if (capacity + 1) * T > CG_MIN_UNKNOWNS else "cholesky"
     out, null_f, null_b = _glm_run(
         Z, Yt, design.live, design.metric_white, design.metric_std, groups,
         jnp.asarray(l2, dtype), jnp.asarray(tol, dtype), jnp.asarray(CRITERIA.index(criterion), jnp.int32),
         jnp.asarray(bool(cost_sensitive)), jnp.asarray(max_iter, jnp.int32), jnp.asarray(loss == "softmax"),
-        loss=loss, max_steps=steps, capacity=capacity,
+        loss=loss, max_steps=steps, capacity=capacity, solver=solver,
     )
     path, info = _to_path(design, groups, out, null_f, null_b, tol)
     return (path, info) if return_info else path
