@@ -30,7 +30,7 @@ Hessian so shapes stay static. Each refit is Newton's method on (W_S, b) with an
 backtracking line search, warm-started from the previous step's model, run in a ``lax.while_loop``
 until ``max |∇r| ≤ tol`` (default 1e-7 in float64, 1e-4 in float32) or ``max_iter`` iterations.
 Forming the Hessian ``[Z_S, 1]ᵀ diag(∂²ℓ) [Z_S, 1] / n + λ`` costs O(n·P²·T²) per iteration, so
-wide multinomial problems ((P+1)·T > 512 unknowns) solve each Newton step by Jacobi-preconditioned
+wide problems ((P+1)·T > 256 unknowns) solve each Newton step by Jacobi-preconditioned
 conjugate gradients on Hessian-vector products instead, O(n·P·T) each (``newton_solver``).
 """
 
@@ -56,7 +56,7 @@ GLM_LOSSES = ("logistic", "softmax", "squared")
 CRITERIA = ("whiten", "no_whiten", "single")
 NEWTON_SOLVERS = ("auto", "cholesky", "cg")
 # Above this many unknowns (P+1)·T, "auto" solves Newton steps by CG instead of forming the Hessian.
-CG_MIN_UNKNOWNS = 512
+CG_MIN_UNKNOWNS = 256
 
 
 class GLMInfo(NamedTuple):
@@ -466,7 +466,7 @@ def glm_omp(
       newton_solver: how each Newton step is solved. "cholesky" forms the ((P+1)·T)² Hessian
         (O(n·P²·T²) per iteration, exact); "cg" uses preconditioned conjugate gradients on
         Hessian-vector products (O(n·P·T) each, inexact-Newton tolerance); "auto" picks "cg"
-        when (P+1)·T > 512 (wide multinomial problems), else "cholesky". P is the number of
+        when (P+1)·T > 256 (wide problems), else "cholesky". P is the number of
         feature slots (the features of the ``max_steps`` largest groups).
 
     Returns:
