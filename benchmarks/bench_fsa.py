@@ -88,20 +88,21 @@ def masked_full_width(X, y, k, lr, n_iter=500, mu=300.0):
     return call
 
 
-def peak_rss_bytes() -> int:
+def _proc_status_bytes(field: str) -> int:
+    """A memory field of /proc/self/status in bytes (-1 where there is none)."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     return -1
+
+
+def peak_rss_bytes() -> int:
+    return _proc_status_bytes("VmHWM")
 
 
 def current_rss_bytes() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return -1
+    return _proc_status_bytes("VmRSS")
 
 
 def reset_peak_rss() -> bool:

@@ -279,7 +279,7 @@ def whiten_design(X, groups=None, *, whiten: bool = True, drop_constant: bool = 
     with ``design`` a :class:`Design` and ``groups`` the validated :class:`Groups`.
     """
     X, groups, rank_tol, summary, _ = _check_design(X, groups, drop_constant, rank_tol)
-    return _design(X, groups, summary.col_max > summary.col_min, whiten=bool(whiten), rank_tol=rank_tol), groups
+    return _design(X, groups, summary, whiten=bool(whiten), rank_tol=rank_tol), groups
 
 
 class _Bases(NamedTuple):
@@ -287,12 +287,6 @@ class _Bases(NamedTuple):
     metric_white: jax.Array
     metric_std: jax.Array
     live: jax.Array
-
-
-def _column_stats(X):
-    """Column means and the centred copy of X."""
-    x_mean = jnp.mean(X, axis=0)
-    return x_mean, X - x_mean[None, :]
 
 
 def _scales(x_sd, nonconstant):
@@ -337,10 +331,12 @@ def _group_bases(G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_to
 
 
 @partial(jax.jit, static_argnames=("whiten", "rank_tol"))
-def _design(X, groups: Groups, nonconstant, *, whiten: bool, rank_tol: float) -> Design:
+def _design(X, groups: Groups, summary: _Summary, *, whiten: bool, rank_tol: float) -> Design:
     n = X.shape[0]
     nf = jnp.asarray(n, X.dtype)
-    x_mean, Xc = _column_stats(X)
+    nonconstant = summary.col_max > summary.col_min
+    x_mean = summary.col_sum / nf  # the means come from the validation pass
+    Xc = X - x_mean[None, :]
     x_scale, col_w = _scales(jnp.sqrt(jnp.mean(Xc * Xc, axis=0)), nonconstant)
     Xs = Xc * col_w[None, :]  # standardised; constant columns are exactly zero
     # Per-group second moments of the standardised features (J, s, s): O(n·D·s).
@@ -398,7 +394,7 @@ def _prepare(
         diag_blocks = jnp.take_along_axis(rows, jnp.minimum(index, d - 1)[:, None, :], axis=2)
         Z_out = None
     else:
-        design = _design(X, groups, nonconstant, whiten=whiten, rank_tol=rank_tol)
+        design = _design(X, groups, summary, whiten=whiten, rank_tol=rank_tol)
         x_mean, x_scale, live = design.x_mean, design.x_scale, design.live
         bases = _Bases(design.basis, design.metric_white, design.metric_std, live)
         Z_out = design.Z

@@ -313,29 +313,32 @@ def _as_matrix(X):
     return as_float_matrix(X, "X")  # traced X (inside a user's jit/grad): shape and dtype checks only
 
 
-def _check_regression_target(y, n, dtype):
+def _as_vector(y, n, missing: str, non_numeric: str):
+    """y as a numeric (n,) array (numpy or jax); ``missing`` / ``non_numeric`` are the error texts."""
     if y is None:
-        raise ValueError("loss='squared' needs targets y of shape (n,)")
+        raise ValueError(missing)
     if not isinstance(y, jax.Array):
         y = np.asarray(y)
         if y.dtype == object or y.dtype.kind not in "biuf":
-            raise TypeError(f"y must be numeric; got dtype {y.dtype}")
+            raise TypeError(f"{non_numeric}; got dtype {y.dtype}")
     if y.ndim != 1 or y.shape[0] != n:
         raise ValueError(f"y must have shape ({n},) to match X; got {tuple(y.shape)}")
+    return y
+
+
+def _check_regression_target(y, n, dtype):
+    y = _as_vector(y, n, "loss='squared' needs targets y of shape (n,)", "y must be numeric")
     if not is_traced(y) and not bool(jnp.isfinite(jnp.asarray(y, dtype)).all()):
         raise ValueError("y contains NaN or Inf")
     return jnp.asarray(y, dtype)
 
 
 def _check_labels(y, n, dtype, loss):
-    if y is None:
-        raise ValueError(f"loss={loss!r} needs class labels y of shape (n,) in {{0, 1}} or {{-1, +1}}")
-    if not isinstance(y, jax.Array):
-        y = np.asarray(y)
-        if y.dtype == object or y.dtype.kind not in "biuf":
-            raise TypeError(f"y must hold numeric labels in {{0, 1}} or {{-1, +1}}; got dtype {y.dtype}")
-    if y.ndim != 1 or y.shape[0] != n:
-        raise ValueError(f"y must have shape ({n},) to match X; got {tuple(y.shape)}")
+    y = _as_vector(
+        y, n,
+        f"loss={loss!r} needs class labels y of shape (n,) in {{0, 1}} or {{-1, +1}}",
+        "y must hold numeric labels in {0, 1} or {-1, +1}",
+    )
     if not is_traced(y):
         vals = set(np.unique(np.asarray(y)).tolist())
         if not (vals <= {0, 1} or vals <= {-1, 1}):

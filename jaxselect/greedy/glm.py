@@ -189,12 +189,10 @@ def _newton(Zs, Y, V, b, active, l2, parts, *, softmax, tol, max_iter, solver="c
     pen_mask = jnp.concatenate([jnp.repeat(active, T), jnp.zeros((T,), bool)])  # penalised entries
     free = jnp.concatenate([jnp.repeat(active, T), jnp.ones((T,), bool)])  # entries that may move
     A = jnp.concatenate([Zs, jnp.ones((n, 1), dtype)], axis=1)  # (n, P+1)
-    eye = jnp.eye(m, dtype=dtype)
     # softmax: shifting every intercept by the same constant leaves the risk unchanged; that one
     # null direction u of the Hessian gets curvature 1 (the gradient is orthogonal to u, so the
     # Newton step is the pseudo-inverse step). ``softmax`` is a traced bool.
     u = jnp.concatenate([jnp.zeros((P * T,), dtype), jnp.ones((T,), dtype) / jnp.sqrt(jnp.asarray(T, dtype))])
-    null_fix = jnp.where(softmax, u[:, None] * u[None, :], jnp.zeros((m, m), dtype))
 
     def f_of(V, b):
         return _risk(Zs, Y, V, b, active, l2, value)
@@ -211,13 +209,14 @@ def _newton(Zs, Y, V, b, active, l2, parts, *, softmax, tol, max_iter, solver="c
     zero_m = jnp.zeros((m,), dtype)
 
     def cholesky_step(g, h):
+        null_fix = jnp.where(softmax, u[:, None] * u[None, :], jnp.zeros((m, m), dtype))
         Ah = jnp.einsum("ia,ikl->iakl", A, h)
         H = jnp.einsum("iakl,ic->akcl", Ah, A).reshape(m, m) / nf
         H = jnp.where(free[:, None] & free[None, :], H, jnp.zeros_like(H))
         H = H + jnp.diag(extra_diag)
         H = 0.5 * (H + H.T) + null_fix
         jitter = 10 * jnp.finfo(dtype).eps * jnp.maximum(1.0, jnp.max(jnp.diagonal(H)))
-        L = jnp.linalg.cholesky(H + jitter * eye)
+        L = jnp.linalg.cholesky(H + jitter * jnp.eye(m, dtype=dtype))
         return -jax.scipy.linalg.cho_solve((L, True), g)
 
     def cg_step(g, h):
