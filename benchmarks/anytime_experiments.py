@@ -139,14 +139,14 @@ def sequence_all(problem):
         "CS-G-FR": js.cs_fr(problem),
         "Doubling": js.doubling(problem),
         # only the order of entry matters here: a 40-point path to 1e-3·λ_max, KKT ≤ 1e-4·λ_max
-        "Sparse": group_lasso_path(problem, n_lambdas=40, lambda_min_ratio=1e-3, tol=1e-4, max_sweeps=400),
+        "Sparse": group_lasso_path(problem, n_lambdas=40, lambda_min_ratio=1e-3, tol=1e-4, max_iter=400),
     }
     return paths
 
 
 def run_split(X, Y, ids, costs, train, test):
     groups = js.Groups.from_ids(ids, costs)
-    problem = js.prepare(X[train], Y[train], groups, l2=L2, drop_constant=True)
+    problem = js.prepare(X[train], Y[train], groups, l2=L2)
     paths = sequence_all(problem)
     curves = {name: js.objective_curve(p, X[test], Y[test]) for name, p in paths.items()}
     curves["FR Oracle"] = js.oracle_curve(curves["CS-G-FR"])
@@ -193,11 +193,11 @@ def accuracy_experiment(name, X, Y, y, ids, costs, loss, train, test, png):
 
     groups = js.Groups.from_ids(ids, costs)
     t0 = time.perf_counter()
-    glm = glm_omp(X[train], y[train], groups, loss=loss, l2=1e-3, drop_constant=True)
+    glm = glm_omp(X[train], y[train], groups, loss=loss, l2=1e-3)
     jax.block_until_ready(glm.coef)
     t_glm = time.perf_counter() - t0
-    glm_blind = glm_omp(X[train], y[train], groups, loss=loss, l2=1e-3, drop_constant=True, cost_sensitive=False)
-    reg = js.cs_omp(js.prepare(X[train], Y[train], groups, l2=L2, drop_constant=True))
+    glm_blind = glm_omp(X[train], y[train], groups, loss=loss, l2=1e-3, cost_sensitive=False)
+    reg = js.cs_omp(js.prepare(X[train], Y[train], groups, l2=L2))
     curves = {
         "GLM CS-G-OMP": glm_accuracy(glm, X[test], y[test], loss=loss),
         "GLM G-OMP (cost-blind)": glm_accuracy(glm_blind, X[test], y[test], loss=loss),
@@ -230,20 +230,20 @@ def train_time_experiment(X, Y, ids, costs, png, steps_grid):
     import matplotlib.pyplot as plt
 
     groups = js.Groups.from_ids(ids, costs)
-    problem = js.prepare(X, Y, groups, l2=L2, drop_constant=True)
+    problem = js.prepare(X, Y, groups, l2=L2)
     jax.block_until_ready(problem.C)
     t0 = time.perf_counter()
-    problem = js.prepare(X, Y, groups, l2=L2, drop_constant=True)
+    problem = js.prepare(X, Y, groups, l2=L2)
     jax.block_until_ready(problem.C)
     t_prepare = time.perf_counter() - t0
     out = {"prepare_s": t_prepare, "steps": list(steps_grid), "CS-G-OMP": [], "CS-G-FR": []}
     for k in steps_grid:
         for name, fn in (("CS-G-OMP", js.cs_omp), ("CS-G-FR", js.cs_fr)):
-            jax.block_until_ready(fn(problem, max_steps=k).coef)  # compile
+            jax.block_until_ready(fn(problem, k=k).coef)  # compile
             best = np.inf
             for _ in range(3):
                 t0 = time.perf_counter()
-                jax.block_until_ready(fn(problem, max_steps=k).coef)
+                jax.block_until_ready(fn(problem, k=k).coef)
                 best = min(best, time.perf_counter() - t0)
             out[name].append(best)
     fig, ax = plt.subplots(figsize=(5.6, 3.8))

@@ -89,7 +89,7 @@ def main():
         "problem": {"n": n, "D": D, "group_size": size, "n_lambdas": n_lambdas, "lambda_min_ratio": ratio},
         "jaxselect": {
             "path_s": t_jax, "solve_only_s": t_solve, "first_call_with_compile_s": t_first,
-            "sweeps": np.asarray(fit.n_sweeps).tolist(), "all_converged": bool(fit.converged.all()),
+            "sweeps": np.asarray(fit.n_iter).tolist(), "all_converged": bool(fit.converged.all()),
         },
     }
     try:

@@ -72,17 +72,17 @@ def main(argv=None):
         Xj, yj = jnp.asarray(X), jnp.asarray(y)
         prep = lambda: js.prepare(Xj, yj, l2=1e-6)  # noqa: E731
         problem = prep()
-        first_omp, t_omp_only = timeit(lambda: js.cs_omp(problem, max_steps=k))
-        first_fr, t_fr_only = timeit(lambda: js.cs_fr(problem, max_steps=k))
+        first_omp, t_omp_only = timeit(lambda: js.cs_omp(problem, k=k))
+        first_fr, t_fr_only = timeit(lambda: js.cs_fr(problem, k=k))
         _, t_prep = timeit(prep)
         _, t_gram = timeit(lambda: gram_fn(Xj))
         _, t_raw = timeit(lambda: raw_fn(Xj))
-        _, t_total = timeit(lambda: js.cs_omp(prep(), max_steps=k))
+        _, t_total = timeit(lambda: js.cs_omp(prep(), k=k))
         omp = OrthogonalMatchingPursuit(n_nonzero_coefs=k, precompute=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _, t_sk = timeit(lambda: omp.fit(X, y), warmup=1)
-        ours = set(np.asarray(js.cs_omp(problem, max_steps=k).order).tolist())
+        ours = set(np.asarray(js.cs_omp(problem, k=k).order).tolist())
         theirs = set(np.flatnonzero(omp.coef_).tolist())
         rows.append(
             {
@@ -107,8 +107,8 @@ def main(argv=None):
     sfs = SequentialFeatureSelector(LinearRegression(), n_features_to_select=k, direction="forward", cv=2)
     _, t_sfs = timeit(lambda: sfs.fit(X, y), repeat=1, warmup=1)
     Xj, yj = jnp.asarray(X), jnp.asarray(y)
-    _, t_fr = timeit(lambda: js.cs_fr(js.prepare(Xj, yj, l2=1e-6), max_steps=k))
-    fr_set = set(np.asarray(js.cs_fr(js.prepare(Xj, yj, l2=1e-6), max_steps=k).order).tolist())
+    _, t_fr = timeit(lambda: js.cs_fr(js.prepare(Xj, yj, l2=1e-6), k=k))
+    fr_set = set(np.asarray(js.cs_fr(js.prepare(Xj, yj, l2=1e-6), k=k).order).tolist())
     sfs_row = {
         "n": n, "D": d, "k": k, "cs_fr s": t_fr, "sklearn SFS s": t_sfs, "speed-up": t_sfs / t_fr,
         "same picks": len(fr_set & set(np.flatnonzero(sfs.get_support()).tolist())) / k,

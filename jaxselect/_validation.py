@@ -30,7 +30,20 @@ __all__ = [
     "check_int",
     "check_float",
     "check_choice",
+    "MIN_ROWS",
+    "CONSTANT_MODES",
+    "as_vector_target",
+    "as_binary_labels",
+    "check_constant_mode",
+    "column_standardization",
+    "raise_on_constant",
+    "as_hyper",
 ]
+
+#: Every solver needs at least this many training rows (centring and scaling need two).
+MIN_ROWS = 2
+#: What a solver does with constant columns: "inert" (default: never selected, coefficient 0) or "raise".
+CONSTANT_MODES = ("inert", "raise")
 
 
 def default_float():
@@ -96,7 +109,11 @@ def as_float_matrix(X, name: str = "X", *, dtype=None, min_rows: int = 1, min_co
     if X.ndim != 2:
         raise ValueError(
             f"{name} must be 2-D (n_samples, n_features); got shape {tuple(X.shape)}"
-            + (" — use X.reshape(-1, 1) for a single feature" if X.ndim == 1 else "")
+            + (
+                " — use X.reshape(-1, 1) for a single feature, or X.reshape(1, -1) for a single sample"
+                if X.ndim == 1
+                else ""
+            )
         )
     if X.shape[0] < min_rows:
         raise ValueError(f"{name} needs at least {min_rows} rows; got {X.shape[0]}")
@@ -135,19 +152,40 @@ def as_targets(Y, n: int, name: str = "Y", *, dtype=None):
     return Y, was_1d
 
 
-def as_labels(y, n: int, name: str = "y", *, n_classes: int | None = None):
-    """Validate integer class labels 0..C-1 of shape (n,).
+def _squeeze_column(y, name: str):
+    """(n,) as is; (n, 1) → (n,); anything else is left for the caller's shape check."""
+    if getattr(y, "ndim", 0) == 2 and y.shape[1] == 1:
+        return y[:, 0]
+    return y
 
-    Float arrays whose values are whole numbers are accepted. Returns ``(labels, C)`` with labels a
-    numpy int32 array and C the number of classes (``max + 1``, or ``n_classes`` when given).
+
+def as_labels(y, n: int, name: str = "y", *, n_classes: int | None = None):
+    """Validate class labels 0..C-1 of shape (n,) (or (n, 1)); bool labels are classes 0/1.
+
+    Float arrays whose values are whole numbers are accepted. Returns ``(labels, C)``: a numpy
+    int32 array and C = ``max + 1`` (or ``n_classes`` when given). Inside a user's ``jit``/``vmap``
+    (traced ``y``) the values cannot be read: ``n_classes`` is then required and ``labels`` is the
+    traced int32 array, unchecked.
     """
-    y = np.asarray(y)
+    if not isinstance(y, jax.Array):
+        y = np.asarray(y)
+    y = _squeeze_column(y, name)
     if y.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (n,); got shape {y.shape}")
+        raise ValueError(f"{name} must be 1-D (n,) class labels; got shape {tuple(y.shape)}")
     if y.shape[0] != n:
         raise ValueError(f"{name} has {y.shape[0]} entries but X has {n} rows; they must match")
     if not _is_numeric(y.dtype):
         raise TypeError(f"{name} must hold integer class labels 0..C-1; got dtype {y.dtype}")
+    if is_traced(y):
+        if n_classes is None:
+            raise ValueError(
+                f"{name} is traced (inside jax.jit/vmap), so the number of classes cannot be read "
+                "from it: pass n_classes=C"
+            )
+        return jnp.asarray(y).astype(jnp.int32), int(n_classes)
+    y = np.asarray(y)
+    if y.dtype == bool:
+        y = y.astype(np.int64)
     if y.dtype.kind == "f":
         if not np.isfinite(y).all():
             raise ValueError(f"{name} contains NaN or Inf")
@@ -162,6 +200,109 @@ def as_labels(y, n: int, name: str = "y", *, n_classes: int | None = None):
             raise ValueError(f"{name} has label {C - 1} but n_classes={n_classes}")
         C = n_classes
     return labels.astype(np.int32), C
+
+
+def as_binary_labels(y, n: int, name: str = "y", *, dtype=None):
+    """Validate binary labels and return them as a float (n,) array of 0/1 (1 = positive class).
+
+    Accepted codings (the library's one rule for binary solvers): {0, 1}, {−1, +1} and bool, of
+    shape (n,) or (n, 1). Both classes must occur. Traced labels (inside a user's ``jit``) are
+    mapped by ``y > 0`` without value checks.
+    """
+    if not isinstance(y, jax.Array):
+        y = np.asarray(y)
+    y = _squeeze_column(y, name)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"{name} must have shape ({n},) (binary labels, one per row of X); got {tuple(y.shape)}")
+    if y.dtype == object or not _is_numeric(y.dtype):
+        raise TypeError(f"{name} must hold binary labels in {{0, 1}}, {{-1, +1}} or bool; got dtype {y.dtype}")
+    dtype = default_float() if dtype is None else dtype
+    if not is_traced(y):
+        values = np.unique(np.asarray(y).astype(np.float64))
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"{name} contains NaN or Inf")
+        if not (set(values.tolist()) <= {0.0, 1.0} or set(values.tolist()) <= {-1.0, 1.0}):
+            shown = values[:6].tolist()
+            extra = (
+                " — for more than two classes use a multiclass solver (labels 0..C-1)"
+                if values.size > 2 and np.all(values == np.round(values))
+                else ""
+            )
+            raise ValueError(f"{name} must hold binary labels in {{0, 1}}, {{-1, +1}} or bool; got values {shown}{extra}")
+        if values.size < 2:
+            raise ValueError(f"{name} has a single class {values.tolist()}; a binary solver needs both classes")
+    one = jnp.ones((), dtype)
+    return jnp.where(jnp.asarray(y) > 0, one, jnp.zeros((), dtype))
+
+
+def as_vector_target(y, n: int, name: str = "y", *, dtype=None):
+    """Validate a single real target: shape (n,) or (n, 1), numeric, finite. Returns (n,) float."""
+    if not isinstance(y, jax.Array):
+        y = np.asarray(y)
+    y = _squeeze_column(y, name)
+    Y, _ = as_targets(y, n, name, dtype=dtype)
+    if Y.shape[1] != 1:
+        raise ValueError(f"{name} must be a single target of shape ({n},) or ({n}, 1); got {tuple(y.shape)}")
+    return Y[:, 0]
+
+
+def check_constant_mode(value) -> str:
+    """Validate the ``constant_columns`` option ("inert" or "raise")."""
+    if value not in CONSTANT_MODES:
+        raise ValueError(f"constant_columns must be one of {CONSTANT_MODES}; got {value!r}")
+    return value
+
+
+@jax.jit
+def column_standardization(X):
+    """The library's one standardisation rule for the columns of X (n, D).
+
+    Returns ``(mean, scale, live)``, all (D,): column means, standard deviations (1 on inert
+    columns) and ``live`` = not constant. A column is *constant* (inert) when its maximum equals
+    its minimum — exactly, so no rounding-level tolerance decides it; inert columns are never
+    selected and get coefficient 0 in every solver.
+    """
+    n = X.shape[0]
+    mean = jnp.sum(X, axis=0) / jnp.asarray(n, X.dtype)
+    centred = X - mean[None, :]
+    sd = jnp.sqrt(jnp.sum(centred * centred, axis=0) / jnp.asarray(n, X.dtype))
+    live = (jnp.max(X, axis=0) > jnp.min(X, axis=0)) & (sd > 0)
+    scale = jnp.where(live, sd, jnp.ones_like(sd))
+    return mean, scale, live
+
+
+def raise_on_constant(live, mode: str, name: str = "X") -> None:
+    """With ``mode="raise"``, ValueError naming the constant columns (no-op when traced or "inert")."""
+    if mode != "raise":
+        return
+    values = host_value(lambda: live)
+    if values is None:
+        return
+    cols = np.flatnonzero(~values)
+    if cols.size:
+        raise ValueError(
+            f"{name} has constant column(s) {cols[:10].tolist()} and constant_columns='raise'; remove "
+            "them, or use the default constant_columns='inert' (they are then never selected)"
+        )
+
+
+def as_hyper(value, name: str, dtype, *, low: float | None = None, strict_low: bool = False):
+    """A real hyper-parameter that may be traced (``l2``, a cost): checked when concrete, cast to ``dtype``.
+
+    Concrete values are checked for finiteness and range here; a traced value (inside a user's
+    ``jit``/``vmap``/``grad``) is passed through unchecked. Returns a 0-d array of ``dtype``.
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a real number; got {value!r}")
+    if not is_traced(value):
+        arr = np.asarray(value)
+        if arr.shape != () or arr.dtype == object or not _is_numeric(arr.dtype):
+            raise TypeError(f"{name} must be a real scalar; got {value!r}")
+        check_float(float(arr), name, low=low, strict_low=strict_low)
+    else:
+        if jnp.shape(value) != ():
+            raise TypeError(f"{name} must be a scalar; got shape {jnp.shape(value)}")
+    return jnp.asarray(value, dtype)
 
 
 def check_rows(n_expected: int, n_got: int, what: str) -> None:

@@ -12,6 +12,10 @@
   per unit cost, the marginal gains held fixed.
 
 Curves are small host-side summaries, returned as numpy arrays in a :class:`Curve`.
+
+Every function takes a :class:`SelectionPath` or any anytime result that :func:`as_path` converts
+(the :class:`~jaxselect.RLSResult` of :func:`~jaxselect.greedy_rls`: its features are unit-cost
+groups, so a budget B is the model with ⌊B⌋ features).
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxselect._validation import as_float_matrix, as_targets, check_float
+from jaxselect._repr import short_repr
+from jaxselect._validation import as_float_matrix, as_targets, check_float, is_traced
 from jaxselect.path import SelectionPath
 
 __all__ = [
     "Curve",
+    "as_path",
     "predict",
     "objective_curve",
     "alpha_stopping_cost",
@@ -49,24 +55,43 @@ class Curve(NamedTuple):
     value: np.ndarray
     order: np.ndarray
 
+    __repr__ = short_repr
 
-def _check_path(path) -> None:
-    if not isinstance(path, SelectionPath):
-        raise TypeError(f"expected a SelectionPath (from cs_omp, cs_fr, doubling, ...); got {type(path).__name__}")
+
+def as_path(result) -> SelectionPath:
+    """The :class:`SelectionPath` of an anytime result.
+
+    A :class:`SelectionPath` (``cs_omp``, ``cs_fr``, ``doubling``, ``glm_omp``,
+    ``group_lasso_path``, ``fixed_order_path``) is returned as it is; an
+    :class:`~jaxselect.RLSResult` (``greedy_rls``) becomes the path of its prefixes, each feature a
+    unit-cost group (the same predictions as :func:`~jaxselect.rls_predict`).
+    """
+    if isinstance(result, SelectionPath):
+        return result
+    from jaxselect.greedy import rls  # noqa: PLC0415 - avoids an import cycle
+
+    if isinstance(result, rls.RLSResult):
+        return rls.rls_to_path(result)
+    raise TypeError(
+        "expected an anytime result: a SelectionPath (from cs_omp, cs_fr, doubling, glm_omp, "
+        f"group_lasso_path, ...) or an RLSResult (from greedy_rls); got {type(result).__name__}"
+    )
 
 
 def _squeeze(pred: jax.Array) -> jax.Array:
     return pred[..., 0] if pred.shape[-1] == 1 else pred
 
 
-def predict(path: SelectionPath, X, budget=None) -> jax.Array:
+def predict(path, X, budget=None) -> jax.Array:
     """Anytime linear predictions from raw features.
 
     Args:
-      path: a :class:`SelectionPath`.
+      path: a :class:`SelectionPath` or an :class:`~jaxselect.RLSResult` (see :func:`as_path`).
       X: (m, D) raw features (same columns as at training time).
-      budget: feature budget B. With a budget, the model of the longest prefix with
-        ``cum_cost ≤ B`` is used (the intercept-only model if even the first group costs more).
+      budget: a cumulative cost B (a scalar; may be traced). With a budget, the model of the
+        longest prefix with ``cum_cost ≤ B`` is used (the intercept-only model if even the first
+        group costs more); the comparison allows a relative tolerance of 8 machine epsilons, so a
+        budget equal to a prefix's cost in decimal (e.g. 24.31) selects that prefix in float32.
         Without one, predictions of every prefix are returned.
 
     Returns:
@@ -79,7 +104,7 @@ def predict(path: SelectionPath, X, budget=None) -> jax.Array:
     >>> bool(np.allclose(jaxselect.predict(path, X, budget=1.0), y, atol=1e-3))
     True
     """
-    _check_path(path)
+    path = as_path(path)
     d = path.coef.shape[-2]
     X = as_float_matrix(X, "X", dtype=path.coef.dtype)
     if X.shape[1] != d:
@@ -87,14 +112,25 @@ def predict(path: SelectionPath, X, budget=None) -> jax.Array:
     if budget is None:
         pred = jnp.einsum("md,jdt->jmt", X, path.coef) + path.intercept[:, None, :]
         return _squeeze(pred)
-    if not isinstance(budget, jax.Array):
+    if is_traced(budget) or isinstance(budget, jax.Array):
+        if jnp.shape(budget) != ():
+            raise ValueError(f"budget must be a scalar cost; got shape {jnp.shape(budget)} (call predict once per budget)")
+    else:
+        if np.ndim(budget) != 0:
+            raise ValueError(f"budget must be a scalar cost; got shape {np.shape(budget)} (call predict once per budget)")
         budget = check_float(budget, "budget")
     return _squeeze(_predict_at(path, X, jnp.asarray(budget, path.coef.dtype)))
 
 
+def budget_steps(cum_cost: jax.Array, budget: jax.Array) -> jax.Array:
+    """Number of prefixes within ``budget``: ``#{j : cum_cost_j ≤ B (1 + 8ε)}`` (cum_cost non-decreasing)."""
+    slack = 8 * jnp.finfo(cum_cost.dtype).eps * jnp.abs(budget)
+    return jnp.sum(cum_cost <= budget + slack)
+
+
 @jax.jit
 def _predict_at(path: SelectionPath, X, budget):
-    j = jnp.sum(path.cum_cost <= budget)  # cum_cost is non-decreasing (+inf where untaken)
+    j = budget_steps(path.cum_cost, budget)  # cum_cost is non-decreasing (+inf where untaken)
     use = j > 0
     k = jnp.maximum(j - 1, 0)
     coef = jnp.where(use, path.coef[k], jnp.zeros_like(path.coef[0]))
@@ -140,7 +176,7 @@ def _binary_threshold(y: np.ndarray) -> float:
     )
 
 
-def objective_curve(path: SelectionPath, X, Y, *, metric="explained_variance") -> Curve:
+def objective_curve(path, X, Y, *, metric="explained_variance") -> Curve:
     """Held-out objective of every prefix against its cumulative cost.
 
     Metrics (Y_true and predictions as (m, T) arrays):
@@ -155,20 +191,23 @@ def objective_curve(path: SelectionPath, X, Y, *, metric="explained_variance") -
     Untaken steps (order −1) are left out.
 
     Args:
-      path: a :class:`SelectionPath`.
+      path: a :class:`SelectionPath` or an :class:`~jaxselect.RLSResult` (see :func:`as_path`).
       X: (m, D) raw features.
       Y: (m,) or (m, T) raw targets.
 
     Returns:
       A :class:`Curve` whose first point is the intercept-only model at cost 0.
     """
-    _check_path(path)
+    path = as_path(path)
     preds = predict(path, X)
     X = as_float_matrix(X, "X", dtype=path.coef.dtype)
-    Yt, _ = as_targets(Y, X.shape[0], "Y", dtype=path.coef.dtype)
-    Yt = np.asarray(Yt)
-    preds = np.asarray(preds).reshape((path.n_steps, X.shape[0], -1))
-    null = np.broadcast_to(np.asarray(path.null_intercept), Yt.shape)
+    as_targets(Y, X.shape[0], "Y", dtype=path.coef.dtype)  # validation only
+    # Metrics are host-side sums over the held-out rows: evaluated in float64 whatever the path's dtype.
+    Yt = np.asarray(Y, np.float64).reshape((X.shape[0], -1))
+    if Yt.shape[1] != path.coef.shape[-1]:
+        raise ValueError(f"Y has {Yt.shape[1]} target column(s) but the path predicts {path.coef.shape[-1]}")
+    preds = np.asarray(preds, np.float64).reshape((path.n_steps, X.shape[0], -1))
+    null = np.broadcast_to(np.asarray(path.null_intercept, np.float64), Yt.shape)
     fn = _metric_fn(metric)
     if fn is None:
         base = np.sum((Yt - null) ** 2)
@@ -182,9 +221,9 @@ def objective_curve(path: SelectionPath, X, Y, *, metric="explained_variance") -
     return Curve(cost, np.asarray(values, np.float64), np.asarray(path.order)[taken])
 
 
-def train_curve(path: SelectionPath) -> Curve:
-    """The training objective curve stored in the path (cost 0 ↦ 0)."""
-    _check_path(path)
+def train_curve(path) -> Curve:
+    """The training objective curve stored in the path (cost 0 ↦ 0); any result :func:`as_path` takes."""
+    path = as_path(path)
     taken = np.asarray(path.order) >= 0
     cost = np.concatenate([[0.0], np.asarray(path.cum_cost, np.float64)[taken]])
     value = np.concatenate([[0.0], np.asarray(path.objective, np.float64)[taken]])
@@ -192,11 +231,14 @@ def train_curve(path: SelectionPath) -> Curve:
 
 
 def _as_curve(curve) -> Curve:
-    if isinstance(curve, SelectionPath):
+    if isinstance(curve, Curve):
+        return curve
+    try:
         return train_curve(curve)
-    if not isinstance(curve, Curve):
-        raise TypeError(f"expected a Curve (from objective_curve) or a SelectionPath; got {type(curve).__name__}")
-    return curve
+    except TypeError:
+        raise TypeError(
+            f"expected a Curve (from objective_curve), a SelectionPath or an RLSResult; got {type(curve).__name__}"
+        ) from None
 
 
 def alpha_stopping_cost(curve, alpha: float) -> float:
@@ -205,7 +247,7 @@ def alpha_stopping_cost(curve, alpha: float) -> float:
     Hu et al. §5.2 compute it on the training curve of CS-G-OMP and cut every method's curve there.
 
     Args:
-      curve: a :class:`Curve` or a :class:`SelectionPath` (its training curve).
+      curve: a :class:`Curve`, or a result :func:`as_path` takes (its training curve).
       alpha: in [0, 1].
     """
     curve = _as_curve(curve)
@@ -254,7 +296,7 @@ def timeliness(curve, *, stop_cost=None, reference=None, interpolation: str = "l
     interpolates at the stopping cost), or is the anytime step function with ``interpolation="step"``.
 
     Args:
-      curve: a :class:`Curve` or a :class:`SelectionPath` (training curve).
+      curve: a :class:`Curve`, or a result :func:`as_path` takes (its training curve).
       stop_cost: B_stop (default: the curve's last cost, i.e. 1-timeliness). Beyond the last point
         the curve is held at its final value.
       reference: F_ref.
@@ -286,7 +328,7 @@ def oracle_curve(curve) -> Curve:
     cumulative sums — an approximation of the best achievable anytime curve.
 
     Args:
-      curve: a :class:`Curve` (typically CS-G-FR's) or a :class:`SelectionPath` (training curve).
+      curve: a :class:`Curve` (typically CS-G-FR's), or a result :func:`as_path` takes (training curve).
     """
     curve = _as_curve(curve)
     gains = np.diff(curve.value)

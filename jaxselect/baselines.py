@@ -36,10 +36,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect._repr import short_repr
 from jaxselect._validation import check_float, check_int
 from jaxselect.greedy.sequencing import fixed_order_path
 from jaxselect.linalg import gather_groups
 from jaxselect.prepare import Problem, check_problem, to_raw_coef
+from jaxselect.status import NONFINITE, NOT_CONVERGED
 
 __all__ = ["GroupLassoFit", "group_lasso", "group_lasso_path", "group_lasso_lambda_max"]
 
@@ -55,11 +57,12 @@ class GroupLassoFit(NamedTuple):
       coef: (L, D, T) solutions in problem coordinates (what the KKT conditions are stated in).
       raw_coef: (L, D, T) the same models in raw feature space.
       raw_intercept: (L, T) their raw-space intercepts.
-      n_sweeps: (L,) int32 BCD sweeps used at each λ.
+      n_iter: (L,) int32 BCD sweeps used at each λ.
       kkt: (L,) final max KKT violation at each λ (see the module docstring).
       converged: (L,) bool, ``kkt ≤ tol · λ_max``.
       entry: (J,) int32 index of the first λ at which the group is non-zero (L if never).
       order: (J,) int32 groups by order of entry, −1 for groups that never enter.
+      status: () int32, NOT_CONVERGED when some λ hit ``max_iter`` sweeps, NONFINITE on NaN/Inf.
     """
 
     lambdas: jax.Array
@@ -67,11 +70,14 @@ class GroupLassoFit(NamedTuple):
     coef: jax.Array
     raw_coef: jax.Array
     raw_intercept: jax.Array
-    n_sweeps: jax.Array
+    n_iter: jax.Array
     kkt: jax.Array
     converged: jax.Array
     entry: jax.Array
     order: jax.Array
+    status: jax.Array
+
+    __repr__ = short_repr
 
 
 def _weights(problem: Problem, cost_weighted: bool, weights) -> jax.Array:
@@ -127,8 +133,8 @@ def _kkt(r, w, lam, weights, index, mask):
     return jnp.where(nw > 0, v_active, v_zero)
 
 
-@partial(jax.jit, static_argnames=("max_sweeps",))
-def _solve_path(problem: Problem, lambdas, weights, tol, *, max_sweeps: int):
+@partial(jax.jit, static_argnames=("max_iter",))
+def _solve_path(problem: Problem, lambdas, weights, tol, *, max_iter: int):
     C, b0 = problem.C, problem.b0
     index, mask = problem.groups.index, problem.groups.mask
     J, s = index.shape
@@ -162,7 +168,7 @@ def _solve_path(problem: Problem, lambdas, weights, tol, *, max_sweeps: int):
 
     def solve(w, lam):
         def cond(st: _BCD):
-            return (st.sweeps < max_sweeps) & (st.viol > tol * lam_max)
+            return (st.sweeps < max_iter) & (st.viol > tol * lam_max)
 
         def body(st: _BCD):
             # CHECK_EVERY sweeps with the incrementally updated gradient, then a fresh r and the KKT check.
@@ -196,9 +202,12 @@ def _solve_path(problem: Problem, lambdas, weights, tol, *, max_sweeps: int):
     key = entry.astype(dtype) - at_entry / (1.0 + jnp.max(at_entry))  # entry first, then size
     perm = jnp.argsort(key).astype(jnp.int32)
     order = jnp.where(entry[perm] < L, perm, -1)
+    converged = res.viol <= tol * lam_max
+    finite = jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(res.viol))
+    status = jnp.where(jnp.all(converged), 0, NOT_CONVERGED) | jnp.where(finite, 0, NONFINITE)
     return GroupLassoFit(
         lambdas, weights, coef, raw_coef, raw_intercept, res.sweeps, res.viol,
-        res.viol <= tol * lam_max, entry, order,
+        converged, entry, order, status.astype(jnp.int32),
     )
 
 
@@ -207,7 +216,7 @@ def _default_tol(problem: Problem) -> float:
 
 
 def group_lasso(problem: Problem, lambdas, *, cost_weighted: bool = True, weights=None, tol=None,
-                max_sweeps: int = 2000) -> GroupLassoFit:
+                max_iter: int = 2000) -> GroupLassoFit:
     """Solve the (cost-)weighted group lasso at each λ of a decreasing grid, with warm starts.
 
     Minimises ``(1/2n)‖Y − Zw‖² + (l2/2)‖w‖² + λ Σ_g a_g ‖w_g‖`` (module docstring) by block
@@ -219,7 +228,7 @@ def group_lasso(problem: Problem, lambdas, *, cost_weighted: bool = True, weight
       cost_weighted: a_g = c(g) (the paper's Sparse); False: a_g = 1.
       weights: (J,) explicit weights a_g > 0 (overrides ``cost_weighted``).
       tol: stop when the max KKT violation is ≤ tol·λ_max (default 1e-8 float64, 1e-5 float32).
-      max_sweeps: cap on BCD sweeps per λ.
+      max_iter: cap on BCD sweeps per λ (hitting it sets the NOT_CONVERGED status flag).
 
     Returns:
       A :class:`GroupLassoFit`.
@@ -240,9 +249,9 @@ def group_lasso(problem: Problem, lambdas, *, cost_weighted: bool = True, weight
         raise ValueError("lambdas must be strictly decreasing (warm starts run from large to small λ)")
     a = _weights(problem, cost_weighted, weights)
     tol = _default_tol(problem) if tol is None else check_float(tol, "tol", low=0.0, strict_low=True)
-    max_sweeps = check_int(max_sweeps, "max_sweeps", low=1)
+    max_iter = check_int(max_iter, "max_iter", low=1)
     dtype = problem.b0.dtype
-    return _solve_path(problem, jnp.asarray(lam, dtype), a, jnp.asarray(tol, dtype), max_sweeps=max_sweeps)
+    return _solve_path(problem, jnp.asarray(lam, dtype), a, jnp.asarray(tol, dtype), max_iter=max_iter)
 
 
 def group_lasso_path(
@@ -254,7 +263,7 @@ def group_lasso_path(
     cost_weighted: bool = True,
     weights=None,
     tol=None,
-    max_sweeps: int = 2000,
+    max_iter: int = 2000,
     return_fit: bool = False,
 ):
     """The "Sparse" anytime baseline: groups in order of entry on the group-lasso path, refitted.
@@ -269,11 +278,12 @@ def group_lasso_path(
       n_lambdas: grid size L ≥ 2 (ignored when ``lambdas`` is given).
       lambda_min_ratio: smallest λ as a fraction of λ_max, in (0, 1).
       lambdas: an explicit strictly decreasing grid.
-      cost_weighted, weights, tol, max_sweeps: as in :func:`group_lasso`.
+      cost_weighted, weights, tol, max_iter: as in :func:`group_lasso`.
       return_fit: also return the :class:`GroupLassoFit` (the per-λ coefficients).
 
     Returns:
-      A :class:`SelectionPath` of J steps, or ``(path, fit)``.
+      A :class:`SelectionPath` of J steps (its ``status`` also carries the fit's
+      NOT_CONVERGED flag), or ``(path, fit)``.
 
     >>> import numpy as np, jaxselect
     >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
@@ -290,9 +300,10 @@ def group_lasso_path(
         if lmax <= 0:
             raise ValueError("b0 = ZᵀY/n is zero: no group is correlated with Y, the path is empty")
         lambdas = lmax * np.geomspace(1.0, ratio, n_lambdas)
-    fit = group_lasso(problem, lambdas, cost_weighted=cost_weighted, weights=weights, tol=tol, max_sweeps=max_sweeps)
+    fit = group_lasso(problem, lambdas, cost_weighted=cost_weighted, weights=weights, tol=tol, max_iter=max_iter)
     order = np.asarray(fit.order)
     if order[0] < 0:
         raise ValueError("no group entered the path; lower lambda_min_ratio or the smallest λ")
     path = fixed_order_path(problem, order)
+    path = path._replace(status=path.status | fit.status)
     return (path, fit) if return_fit else path

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect._repr import short_repr
 from jaxselect._validation import default_float
 
 __all__ = ["Groups", "as_groups"]
@@ -32,6 +33,8 @@ class Groups(NamedTuple):
     costs: jax.Array
     index: jax.Array
     mask: jax.Array
+
+    __repr__ = short_repr
 
     @property
     def n_groups(self) -> int:

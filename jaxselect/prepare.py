@@ -29,7 +29,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxselect._validation import as_float_matrix, as_targets, check_float, host_value
+from jaxselect._repr import short_repr
+from jaxselect._validation import (
+    MIN_ROWS,
+    as_float_matrix,
+    as_hyper,
+    as_targets,
+    check_constant_mode,
+    check_float,
+    host_value,
+)
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
 
@@ -60,6 +69,8 @@ class Transform(NamedTuple):
     basis: jax.Array
     index: jax.Array
     mask: jax.Array
+
+    __repr__ = short_repr
 
 
 class Problem(NamedTuple):
@@ -94,6 +105,8 @@ class Problem(NamedTuple):
     l2: jax.Array
     n_samples: jax.Array
 
+    __repr__ = short_repr
+
     @property
     def n_features(self) -> int:
         return self.b0.shape[0]
@@ -126,7 +139,7 @@ def prepare(
     l2: float = 1e-5,
     whiten: bool = True,
     gram: bool | str = "auto",
-    drop_constant: bool = False,
+    constant_columns: str = "inert",
     rank_tol: float | None = None,
 ) -> Problem:
     """Standardise (and group-whiten) X, standardise Y and form the moments C and b0.
@@ -136,13 +149,17 @@ def prepare(
       Y: (n,) or (n, T) raw targets.
       groups: None (every feature its own group, unit costs), a (D,) array of group ids, or a
         :class:`Groups` carrying costs.
-      l2: ridge constant λ ≥ 0 in ``C = XᵀX/n + λI`` (the paper's regularisation).
+      l2: ridge constant λ ≥ 0 in ``C = XᵀX/n + λI`` — the library's one ``l2``: the mean
+        squared loss ``(1/2n)‖Y − Zw‖² + (λ/2)‖w‖²`` on standardised, group-whitened coordinates
+        (sklearn ``Ridge(alpha)`` on standardised columns is λ = alpha/n). A Python float or a
+        traced scalar: ``jax.vmap`` / ``jax.grad`` over ``l2`` work.
       whiten: group-whiten (Hu et al. Alg. 1 assumes whitened groups); False only standardises.
       gram: form the D×D Gram matrix (True), or keep the design and compute the rows a solver needs
         on the fly, O(n·D) per selected feature (False, for D too large for D×D). "auto" forms it
         when D ≤ 4096.
-      drop_constant: constant columns raise a ValueError by default; with True they become inert
-        features that no model uses.
+      constant_columns: "inert" (default): constant columns (max == min) become inert features
+        that are never selected and get coefficient 0; "raise": a ValueError names them. A group
+        made only of constant columns is never selected. X with every column constant raises.
       rank_tol: relative eigenvalue threshold of the whitening (default sqrt(machine epsilon)).
 
     Returns:
@@ -154,10 +171,10 @@ def prepare(
     >>> problem.C.shape, problem.b0.shape
     ((6, 6), (6, 1))
     """
-    X, groups, rank_tol, summary, raw_gram = _check_design(X, groups, drop_constant, rank_tol)
+    X, groups, rank_tol, summary, raw_gram = _check_design(X, groups, constant_columns, rank_tol)
     n, d = X.shape
     Y, _ = as_targets(Y, n, "Y", dtype=X.dtype)
-    l2 = check_float(l2, "l2", low=0.0)
+    l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
     if gram not in (True, False, "auto"):
         raise ValueError(f"gram must be True, False or 'auto'; got {gram!r}")
     use_gram = d <= GRAM_AUTO_MAX_FEATURES if gram == "auto" else bool(gram)
@@ -168,7 +185,7 @@ def prepare(
         X,
         Y,
         groups,
-        jnp.asarray(l2, X.dtype),
+        l2,
         summary,
         whiten=bool(whiten),
         use_gram=use_gram,
@@ -193,14 +210,15 @@ class _Summary(NamedTuple):
     col_sumsq: jax.Array
 
 
-def _check_design(X, groups, drop_constant: bool, rank_tol):
+def _check_design(X, groups, constant_columns: str, rank_tol):
     """Validate X (one fused pass: finiteness, constant columns, first two moments), groups, rank_tol.
 
     Returns ``(X, groups, rank_tol, summary, raw_gram)``: ``summary`` is a :class:`_Summary` and
     ``raw_gram`` says whether the centred Gram may be formed without centring X first (False
     inside a user's jit/vmap, where the data cannot be inspected).
     """
-    X = as_float_matrix(X, "X", min_rows=2, check_finite=False)
+    check_constant_mode(constant_columns)
+    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, check_finite=False)
     groups = as_groups(groups, X.shape[1], dtype=X.dtype)
     if rank_tol is None:
         rank_tol = float(np.sqrt(np.finfo(X.dtype).eps))
@@ -220,11 +238,11 @@ def _check_design(X, groups, drop_constant: bool, rank_tol):
     constant = ~np.asarray(summary.col_max > summary.col_min)
     if constant.all():
         raise ValueError("every column of X is constant; there is nothing to select")
-    if constant.any() and not drop_constant:
+    if constant.any() and constant_columns == "raise":
         cols = np.flatnonzero(constant)
         raise ValueError(
-            f"X has constant column(s) {cols[:10].tolist()}: they carry no information; remove them "
-            "or pass drop_constant=True to keep them as inert features"
+            f"X has constant column(s) {cols[:10].tolist()} and constant_columns='raise'; remove them, "
+            "or use the default constant_columns='inert' (they are then never selected)"
         )
     return X, groups, rank_tol, summary, offset_ratio <= RAW_GRAM_MAX_OFFSET_RATIO
 
@@ -263,6 +281,8 @@ class Design(NamedTuple):
       live: (D,) bool, False on inert coordinates.
     """
 
+    __repr__ = short_repr
+
     Z: jax.Array
     x_mean: jax.Array
     x_scale: jax.Array
@@ -272,13 +292,13 @@ class Design(NamedTuple):
     live: jax.Array
 
 
-def whiten_design(X, groups=None, *, whiten: bool = True, drop_constant: bool = False, rank_tol=None):
+def whiten_design(X, groups=None, *, whiten: bool = True, constant_columns: str = "inert", rank_tol=None):
     """Standardise X and group-whiten it, for solvers that work on the design rather than moments.
 
     Same coordinates and checks as :func:`prepare` (which uses it). Returns ``(design, groups)``
     with ``design`` a :class:`Design` and ``groups`` the validated :class:`Groups`.
     """
-    X, groups, rank_tol, summary, _ = _check_design(X, groups, drop_constant, rank_tol)
+    X, groups, rank_tol, summary, _ = _check_design(X, groups, constant_columns, rank_tol)
     return _design(X, groups, summary, whiten=bool(whiten), rank_tol=rank_tol), groups
 
 

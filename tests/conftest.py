@@ -1,11 +1,32 @@
 """Test configuration shared by every test module.
 
-float64 is enabled so that float64 cases exist; float32 inputs stay float32 (the library keeps the
-input's precision). Strict promotion catches accidental dtype/rank mixing inside the library.
+The suite runs as users run: x64 OFF, float32 the default. float64 cases switch x64 on locally
+(``jax.enable_x64()`` via the ``x64`` fixture, or their own process). Strict promotion and rank
+promotion catch accidental dtype/rank mixing inside the library.
 """
 
 import jax
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 jax.config.update("jax_numpy_rank_promotion", "raise")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def x64():
+    """Run the test body with float64 enabled (``jax.enable_x64()``); float32 stays the default elsewhere."""
+    with jax.enable_x64():
+        yield
+
+
+@pytest.fixture(params=["float32", "float64"])
+def dtype(request):
+    """Parametrise a test over float32 (the default path) and float64 (inside ``jax.enable_x64()``)."""
+    if request.param == "float64":
+        with jax.enable_x64():
+            yield np.float64
+    else:
+        yield np.float32
+

@@ -150,3 +150,8 @@ def best_subset_value(Z, Y, ids, costs, l2, budget):
                 feats = [f for g in A for f in np.flatnonzero(ids == g)]
                 best = max(best, explained_variance(Z, Y, feats, l2))
     return best
+
+
+def rtol_for(dtype, f64: float = 1e-6, f32: float = 2e-3) -> float:
+    """A tolerance realistic for the dtype a test computes in."""
+    return f64 if np.dtype(dtype) == np.float64 else f32

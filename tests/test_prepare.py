@@ -1,5 +1,6 @@
 """Groups and prepare: validation at the boundary, whitening, transforms back to raw space."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -21,8 +22,11 @@ def test_groups_from_ids_table():
     np.testing.assert_array_equal(g.sizes, [2, 1, 3])
     np.testing.assert_array_equal(g.index, [[1, 2, 6], [3, 6, 6], [0, 4, 5]])
     np.testing.assert_array_equal(g.mask, g.index < 6)
-    assert g.costs.dtype == jnp.float64  # x64 enabled in the tests
-    assert js.Groups.from_ids([0, 1], dtype=np.float32).costs.dtype == jnp.float32
+    assert g.costs.dtype == jnp.float32  # the default float (x64 off, as users run)
+    with jax.enable_x64():
+        assert js.Groups.from_ids([0, 1]).costs.dtype == jnp.float64
+        assert js.Groups.from_ids([0, 1], dtype=np.float32).costs.dtype == jnp.float32
+    assert "Groups(ids=int32[6], costs=float32[3]" in repr(g)
     np.testing.assert_array_equal(js.Groups.from_ids([0, 1, 1]).costs, [1.0, 1.0])
 
 
@@ -73,18 +77,24 @@ def test_prepare_validation():
         js.prepare(X.astype(str), y)
     Xc = X.copy()
     Xc[:, 3] = 4.0
-    with pytest.raises(ValueError, match=r"constant column\(s\) \[3\].*drop_constant=True"):
-        js.prepare(Xc, y)
+    with pytest.raises(ValueError, match=r"constant column\(s\) \[3\].*constant_columns='raise'"):
+        js.prepare(Xc, y, constant_columns="raise")
+    with pytest.raises(ValueError, match="constant_columns must be one of"):
+        js.prepare(X, y, constant_columns=True)
+    with pytest.raises(ValueError, match=r"reshape\(1, -1\) for a single sample"):
+        js.prepare(X[0], y[:1])
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        js.prepare(X[:1], y[:1])
     with pytest.raises(ValueError, match="target column"):
         js.prepare(X, np.ones(60))
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 @pytest.mark.parametrize("where", [(0, 0), (59, 4), (31, 2)])
-def test_prepare_finds_any_nonfinite_entry(bad, where):
+def test_prepare_finds_any_nonfinite_entry(bad, where, dtype):
     """The fused column pass catches NaN (via the column sums: max/min may skip NaNs) and ±Inf."""
     X, y = data()
-    for dtype in (np.float64, np.float32):
+    if True:
         Xb = X.astype(dtype)
         Xb[where] = bad
         with pytest.raises(ValueError, match="NaN or Inf"):
@@ -102,7 +112,7 @@ def test_prepare_rejects_overflowing_moments():
 
 
 @pytest.mark.parametrize("offset", [0.0, 8.0, 1e4], ids=["centred", "moderate-offset", "large-offset"])
-def test_float32_moments_accurate_with_and_without_centring_copy(offset):
+def test_float32_moments_accurate_with_and_without_centring_copy(offset, x64):
     """float32 C and b0 match float64 whichever Gram branch the offset picks (raw XᵀX − nμμᵀ or centred)."""
     prepare_mod = __import__("jaxselect.prepare", fromlist=["_check_design"])
     rng = np.random.default_rng(7)
@@ -110,7 +120,7 @@ def test_float32_moments_accurate_with_and_without_centring_copy(offset):
     X = rng.normal(size=(n, d)) * rng.uniform(1.0, 2.0, d) + offset * rng.uniform(0.5, 1.0, d)
     y = X[:, :3] @ np.array([1.0, -2.0, 0.5]) + rng.normal(size=n)
     ids = np.repeat(np.arange(4), 3)
-    raw = prepare_mod._check_design(jnp.asarray(X, jnp.float32), ids, False, None)[4]
+    raw = prepare_mod._check_design(jnp.asarray(X, jnp.float32), ids, "inert", None)[4]
     assert raw == (offset < 10)  # mean²/variance ≤ 100 → no centring copy
     p64 = js.prepare(X, y, ids, l2=1e-4)
     p32 = js.prepare(X.astype(np.float32), y.astype(np.float32), ids, l2=1e-4)
@@ -119,17 +129,18 @@ def test_float32_moments_accurate_with_and_without_centring_copy(offset):
     assert js.cs_omp(p32).order.tolist() == js.cs_omp(p64).order.tolist()
 
 
-def test_drop_constant_makes_inert_feature():
+def test_constant_column_is_inert_by_default(dtype):
     X, y = data(1)
+    X = X.astype(dtype)
     X[:, 1] = 2.5
-    problem = js.prepare(X, y, drop_constant=True)
+    problem = js.prepare(X, y.astype(dtype))
     assert not bool(problem.live[1])
     path = js.cs_fr(problem)
-    assert path.order.tolist()[-1] == 1  # the constant column adds nothing and comes last
+    assert 1 not in path.order.tolist() and path.order.tolist()[-1] == -1  # never selected
     np.testing.assert_array_equal(np.asarray(path.coef)[:, 1, :], 0.0)
 
 
-def test_whitened_moments_match_numpy():
+def test_whitened_moments_match_numpy(x64):
     rng = np.random.default_rng(2)
     X = rng.normal(size=(80, 6)) @ rng.normal(size=(6, 6)) + 3.0
     y = rng.normal(size=80)
@@ -149,7 +160,7 @@ def test_whitened_moments_match_numpy():
     )
 
 
-def test_design_matches_prepare_coordinates():
+def test_design_matches_prepare_coordinates(x64):
     X, y = data(3, d=6)
     ids = np.array([0, 0, 1, 1, 1, 2])
     design, groups = js.whiten_design(X, ids)
@@ -158,7 +169,7 @@ def test_design_matches_prepare_coordinates():
     assert groups.n_groups == 3
 
 
-def test_budget_prediction_equals_raw_least_squares_refit():
+def test_budget_prediction_equals_raw_least_squares_refit(x64):
     """Prediction at budget B = OLS with intercept on the raw columns of the groups within B."""
     rng = np.random.default_rng(4)
     n, ids = 90, np.array([0, 0, 1, 2, 2, 2, 3])

@@ -18,26 +18,50 @@ group h appends ``Q = L_h⁻¹ (C_{h,:} − K_hᵀK)`` (L_h the Cholesky factor 
 ``β_h = L_h⁻¹ b_h``: O(P·D·s) per step, independent of n once C is formed. In ``gram=False`` mode
 the row block ``C_{h,:}`` is computed from the design, O(n·D·s) per step. A fixed-length
 ``lax.scan`` runs the steps; candidates are scored for all groups at once over the padded table.
+
+Advanced API (blackjax style): :class:`SequencingState`, :func:`sequencing_init`,
+:func:`sequencing_step` and :func:`sequencing_run` take a *selection rule* — :func:`omp_rule`,
+:func:`fr_rule`, :func:`doubling_rule` or :func:`fixed_order_rule`, or a function of your own with
+the signature ``rule(problem, state, params) -> (group, take)`` — and its :class:`RuleParams`.
+Groups made only of inert coordinates (constant columns, dropped whitening directions) are never
+selected; once no selectable group is left the remaining steps are empty (order −1).
 """
 
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import solve_triangular
 
-from jaxselect._validation import check_choice, check_float, check_int
+from jaxselect._repr import short_repr
+from jaxselect._validation import as_hyper, check_choice, check_int
+from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores, slot_capacity
 from jaxselect.linalg import gather_groups
-from jaxselect.path import SelectionPath
+from jaxselect.path import SelectionPath, link_code
 from jaxselect.prepare import Problem, check_problem, to_raw_coef
+from jaxselect.status import ILL_CONDITIONED, NONFINITE
 
-__all__ = ["cs_omp", "cs_fr", "doubling", "fixed_order_path", "SequencingState"]
-
-OMP_CRITERIA = ("whiten", "no_whiten", "single")
+__all__ = [
+    "cs_omp",
+    "cs_fr",
+    "doubling",
+    "fixed_order_path",
+    "SequencingState",
+    "StepInfo",
+    "RuleParams",
+    "rule_params",
+    "sequencing_init",
+    "sequencing_step",
+    "sequencing_run",
+    "omp_rule",
+    "fr_rule",
+    "doubling_rule",
+    "fixed_order_rule",
+]
 
 
 class SequencingState(NamedTuple):
@@ -46,38 +70,73 @@ class SequencingState(NamedTuple):
     K: jax.Array  # (P, D) rows of the partial Cholesky factor, L⁻¹ C_{S,:}
     beta: jax.Array  # (P, T) L⁻¹ b0_S
     b: jax.Array  # (D, T) gradient b0 − C_{:,S} w(S)
-    schur: jax.Array  # (J, s, s) M_g = C_gg − C_gS C_S⁻¹ C_Sg (FR / Doubling)
+    schur: jax.Array  # (J, s, s) M_g = C_gg − C_gS C_S⁻¹ C_Sg (FR / Doubling; (0, s, s) otherwise)
     U: jax.Array  # (P, P) = K[:, S] = Lᵀ, the upper Cholesky factor of C_S in slot order, identity-padded
     slot_feature: jax.Array  # (P,) int32 feature of each slot, D when empty
     selected: jax.Array  # (J,) bool
     count: jax.Array  # () int32 number of filled slots
-    cum_cost: jax.Array  # () cost of the selected groups
+    cum_cost: jax.Array  # () cost of the selected groups (compensated sum)
+    cost_carry: jax.Array  # () Kahan compensation of cum_cost
     F: jax.Array  # () explained variance F(S)
+    step: jax.Array  # () int32 steps taken so far (taken or empty)
+    status: jax.Array  # () int32 status flags (jaxselect.status)
+
+    __repr__ = short_repr
 
 
 class StepInfo(NamedTuple):
-    group: jax.Array
-    cum_cost: jax.Array
-    objective: jax.Array
+    """Per-step output of :func:`sequencing_step`."""
+
+    group: jax.Array  # () int32, −1 for an empty step
+    cum_cost: jax.Array  # () (+inf for an empty step)
+    objective: jax.Array  # () 2·F/T
     w: jax.Array  # (D, T) problem-space model after the step
 
+    __repr__ = short_repr
 
-def _slot_capacity(problem: Problem, max_steps: int) -> int:
-    """Static number of factor rows: the features of the max_steps largest groups + one pad block."""
-    mask = problem.groups.mask
-    s_max = mask.shape[1]
-    try:
-        sizes = np.sort(np.asarray(mask).sum(axis=1))[::-1]
-        used = int(sizes[:max_steps].sum())
-    except jax.errors.TracerArrayConversionError:  # traced groups (vmap over problems)
-        used = min(problem.n_features, max_steps * s_max)
-    return used + s_max
+
+class RuleParams(NamedTuple):
+    """Traced parameters of the selection rules (one compiled solver serves every setting).
+
+    Attributes:
+      criterion: () int32 index into ``OMP_CRITERIA`` (:func:`omp_rule`).
+      cost_sensitive: () bool, divide scores by c(g).
+      c_min: () cap of Doubling's first pick (:func:`doubling_rule`).
+      order: (m,) int32 forced group order, −1 to stop (:func:`fixed_order_rule`).
+    """
+
+    criterion: jax.Array
+    cost_sensitive: jax.Array
+    c_min: jax.Array
+    order: jax.Array
+
+    __repr__ = short_repr
+
+
+def rule_params(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool = True, c_min=None,
+                order=None) -> RuleParams:
+    """Build :class:`RuleParams` (defaults: whitened criterion, cost-sensitive, c_min = cheapest cost)."""
+    check_choice(criterion, "criterion", OMP_CRITERIA)
+    dtype = problem.b0.dtype
+    c_min = jnp.min(problem.groups.costs).astype(dtype) if c_min is None else jnp.asarray(c_min, dtype)
+    order = jnp.zeros((1,), jnp.int32) if order is None else jnp.asarray(order, jnp.int32)
+    return RuleParams(
+        jnp.asarray(OMP_CRITERIA.index(criterion), jnp.int32), jnp.asarray(bool(cost_sensitive)), c_min, order
+    )
 
 
 def sequencing_init(problem: Problem, capacity: int, *, track_schur: bool) -> SequencingState:
+    """The empty selection: ``b = b0``, no factor rows, identity-padded U.
+
+    Args:
+      problem: a :class:`~jaxselect.Problem`.
+      capacity: static number of feature slots P (:func:`jaxselect.greedy.criteria.slot_capacity`).
+      track_schur: keep the per-group Schur complements (needed by FR and Doubling).
+    """
     d, t = problem.b0.shape
     dtype = problem.b0.dtype
     J, s = problem.groups.index.shape
+    zero = jnp.zeros((), dtype)
     return SequencingState(
         K=jnp.zeros((capacity, d), dtype),
         beta=jnp.zeros((capacity, t), dtype),
@@ -87,8 +146,11 @@ def sequencing_init(problem: Problem, capacity: int, *, track_schur: bool) -> Se
         slot_feature=jnp.full((capacity,), d, jnp.int32),
         selected=jnp.zeros((J,), bool),
         count=jnp.zeros((), jnp.int32),
-        cum_cost=jnp.zeros((), dtype),
-        F=jnp.zeros((), dtype),
+        cum_cost=zero,
+        cost_carry=zero,
+        F=zero,
+        step=jnp.zeros((), jnp.int32),
+        status=jnp.zeros((), jnp.int32),
     )
 
 
@@ -106,18 +168,33 @@ def _c_rows(problem: Problem, idx: jax.Array, m: jax.Array) -> jax.Array:
     return rows * m[:, None].astype(rows.dtype)
 
 
+def _pivot_floor(S: jax.Array) -> jax.Array:
+    """The pivot floor of :func:`_safe_cholesky`: machine epsilon relative to the block's scale."""
+    return jnp.finfo(S.dtype).eps * jnp.maximum(1.0, jnp.max(jnp.abs(jnp.diagonal(S))))
+
+
 def _safe_cholesky(S: jax.Array, m: jax.Array) -> jax.Array:
     """Cholesky of a (s, s) block whose padded rows/columns are replaced by the identity."""
     eye = jnp.eye(S.shape[-1], dtype=S.dtype)
     pad = m[:, None] & m[None, :]
     S = jnp.where(pad, S, eye)
     # Floor the pivots at the relative rounding level so round-off never yields NaN.
-    tiny = jnp.finfo(S.dtype).eps * jnp.maximum(1.0, jnp.max(jnp.abs(jnp.diagonal(S))))
-    return jnp.linalg.cholesky(S + tiny * eye)
+    return jnp.linalg.cholesky(S + _pivot_floor(S) * eye)
+
+
+def _kahan_add(total, carry, value):
+    """Compensated summation: ``total + value`` with the rounding error kept in ``carry``."""
+    y = value - carry
+    t = total + y
+    return t, (t - total) - y
 
 
 def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array) -> SequencingState:
-    """Append group h to the selection: block Cholesky append + gradient and Schur downdates."""
+    """Append group h to the selection: block Cholesky append + gradient and Schur downdates.
+
+    Sets the ILL_CONDITIONED status flag when a pivot of the new block falls to the floor (the
+    group is numerically dependent on the selection).
+    """
     index, mask = problem.groups.index, problem.groups.mask
     idx, m = index[h], mask[h]
     P = state.K.shape[0]
@@ -130,6 +207,8 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array) -> Se
     S = jnp.take(R, idx, axis=1, mode="fill", fill_value=0)  # M_h = C_hh - Kh^T Kh
     S = 0.5 * (S + S.T)
     Lh = _safe_cholesky(S, m)
+    floor = _pivot_floor(jnp.where(m[:, None] & m[None, :], S, jnp.eye(s, dtype=dtype)))
+    floored = jnp.any(m & (jnp.diagonal(Lh) ** 2 <= 4 * floor))
     Q = solve_triangular(Lh, R, lower=True) * m[:, None].astype(dtype)  # (s, D)
     bh = jnp.take(state.b, idx, axis=0, mode="fill", fill_value=0) * m[:, None].astype(dtype)
     beta_h = solve_triangular(Lh, bh, lower=True)  # (s, T)
@@ -150,6 +229,7 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array) -> Se
     if schur.shape[0]:
         Qg = gather_groups(Q, index, mask, axis=1)  # (s, J, s)
         schur = schur - jnp.einsum("rja,rjb->jab", Qg, Qg)
+    cum_cost, cost_carry = _kahan_add(state.cum_cost, state.cost_carry, problem.groups.costs[h].astype(dtype))
     return SequencingState(
         K=K,
         beta=beta,
@@ -159,8 +239,11 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array) -> Se
         slot_feature=slot_feature,
         selected=state.selected.at[h].set(True),
         count=count + m.sum(dtype=jnp.int32),
-        cum_cost=state.cum_cost + problem.groups.costs[h],
+        cum_cost=cum_cost,
+        cost_carry=cost_carry,
         F=state.F + 0.5 * jnp.sum(beta_h * beta_h),
+        step=state.step,
+        status=state.status | jnp.where(floored, ILL_CONDITIONED, 0).astype(jnp.int32),
     )
 
 
@@ -172,18 +255,24 @@ def sequencing_coef(problem: Problem, state: SequencingState) -> jax.Array:
 
 
 # ---------------------------------------------------------------------------------------------
-# Selection criteria: (J,) scores, larger is better; selected groups are masked afterwards.
+# Selection rules: rule(problem, state, params) -> (group h, take). A step with take=False
+# leaves the state unchanged (an empty step, order −1).
 
 
-def _omp_scores(problem: Problem, state: SequencingState, criterion: jax.Array) -> jax.Array:
-    """(J,) OMP scores for criterion 0 = whiten, 1 = no_whiten, 2 = single (a traced index, so the
-    three variants share one compiled solver)."""
-    bg = gather_groups(state.b, problem.groups.index, problem.groups.mask, axis=0)  # (J, s, T)
-    white = jnp.einsum("jab,jbt->jat", problem.metric_white, bg)
-    std = jnp.einsum("jab,jbt->jat", problem.metric_std, bg)
-    per_feature = jnp.sum(std * std, axis=2)
-    scores = jnp.stack([jnp.sum(white * white, axis=(1, 2)), jnp.sum(per_feature, axis=1), jnp.max(per_feature, axis=1)])
-    return scores[criterion]
+def selectable_groups(problem: Problem) -> jax.Array:
+    """(J,) bool: groups with at least one live coordinate (all others are inert: never selected)."""
+    index, mask = problem.groups.index, problem.groups.mask
+    return jnp.any(jnp.take(problem.live, index, mode="fill", fill_value=False) & mask, axis=1)
+
+
+def _pick(scores: jax.Array, allowed: jax.Array):
+    h = jnp.argmax(jnp.where(allowed, scores, -jnp.inf)).astype(jnp.int32)
+    return h, jnp.any(allowed)
+
+
+def _denominator(problem: Problem, params: RuleParams) -> jax.Array:
+    costs = problem.groups.costs
+    return jnp.where(params.cost_sensitive, costs, jnp.ones_like(costs))
 
 
 def _fr_gains(problem: Problem, state: SequencingState) -> jax.Array:
@@ -198,43 +287,64 @@ def _fr_gains(problem: Problem, state: SequencingState) -> jax.Array:
     return jnp.where(jnp.isfinite(gains), gains, jnp.zeros_like(gains))
 
 
-def _pick(scores: jax.Array, allowed: jax.Array) -> jax.Array:
-    return jnp.argmax(jnp.where(allowed, scores, -jnp.inf)).astype(jnp.int32)
+def omp_rule(problem: Problem, state: SequencingState, params: RuleParams):
+    """CS-G-OMP: ``argmax_g score_g(b) / c(g)`` (criterion ``params.criterion``, Alg. 1)."""
+    groups = problem.groups
+    scores = omp_scores(state.b, problem.metric_white, problem.metric_std, groups.index, groups.mask, params.criterion)
+    return _pick(scores / _denominator(problem, params), ~state.selected & selectable_groups(problem))
 
 
-@partial(jax.jit, static_argnames=("method", "max_steps", "capacity"))
-def _sequence(problem: Problem, c_min, forced_order, criterion, cost_sensitive, *, method, max_steps, capacity):
+def fr_rule(problem: Problem, state: SequencingState, params: RuleParams):
+    """CS-G-FR: ``argmax_g [F(S ∪ g) − F(S)] / c(g)``."""
+    gains = _fr_gains(problem, state)
+    return _pick(gains / _denominator(problem, params), ~state.selected & selectable_groups(problem))
+
+
+def doubling_rule(problem: Problem, state: SequencingState, params: RuleParams):
+    """Doubling (Alg. 2): FR among groups with ``c(g) ≤ c(G_{j−1})`` (first pick ``c(g) ≤ c_min``)."""
     costs = problem.groups.costs
-    denom = jnp.where(cost_sensitive, costs, jnp.ones_like(costs))
-    track_schur = method in ("fr", "doubling")
-    t = problem.n_targets
+    remaining = ~state.selected & selectable_groups(problem)
+    cap = jnp.where(state.step == 0, params.c_min, state.cum_cost)
+    # No remaining group under the cap: relax the cap to the cheapest remaining group.
+    cheapest = jnp.min(jnp.where(remaining, costs, jnp.inf))
+    cap = jnp.maximum(cap, cheapest) * (1 + 8 * jnp.finfo(costs.dtype).eps)
+    return _pick(_fr_gains(problem, state) / _denominator(problem, params), remaining & (costs <= cap))
 
-    def step(state: SequencingState, j):
-        remaining = ~state.selected
-        if method == "omp":
-            h = _pick(_omp_scores(problem, state, criterion) / denom, remaining)
-        elif method == "fr":
-            h = _pick(_fr_gains(problem, state) / denom, remaining)
-        elif method == "doubling":
-            cap = jnp.where(j == 0, c_min, state.cum_cost)
-            # No remaining group under the cap: relax the cap to the cheapest remaining group.
-            cheapest = jnp.min(jnp.where(remaining, costs, jnp.inf))
-            cap = jnp.maximum(cap, cheapest) * (1 + 8 * jnp.finfo(costs.dtype).eps)
-            h = _pick(_fr_gains(problem, state) / denom, remaining & (costs <= cap))
-        else:  # forced order; −1 stops the path
-            h = jnp.maximum(forced_order[j], 0).astype(jnp.int32)
-        new = sequencing_add(problem, state, h)
-        if method == "forced":
-            take = forced_order[j] >= 0
-            new = jax.tree.map(partial(jnp.where, take), new, state)
-            h = jnp.where(take, h, -1)
-        w = sequencing_coef(problem, new)
-        cum = new.cum_cost if method != "forced" else jnp.where(h >= 0, new.cum_cost, jnp.inf)
-        return new, StepInfo(h, cum, 2.0 * new.F / t, w)
 
-    state0 = sequencing_init(problem, capacity, track_schur=track_schur)
-    _, info = jax.lax.scan(step, state0, jnp.arange(max_steps))
+def fixed_order_rule(problem: Problem, state: SequencingState, params: RuleParams):
+    """The group ``params.order[step]`` (−1 ends the path)."""
+    g = params.order[jnp.minimum(state.step, params.order.shape[0] - 1)]
+    return jnp.maximum(g, 0).astype(jnp.int32), g >= 0
+
+
+fr_rule.needs_schur = True
+doubling_rule.needs_schur = True
+
+
+def sequencing_step(problem: Problem, state: SequencingState, rule: Callable, params: RuleParams):
+    """One step: ``rule`` picks a group, which is appended (or nothing, when ``take`` is False).
+
+    Returns ``(state, StepInfo)``; pure and jit-able (``rule`` is a static Python function).
+    """
+    h, take = rule(problem, state, params)
+    new = sequencing_add(problem, state, h)
+    new = jax.tree.map(partial(jnp.where, take), new, state)._replace(step=state.step + 1)
+    w = sequencing_coef(problem, new)
+    inf = jnp.full((), jnp.inf, new.cum_cost.dtype)
+    info = StepInfo(jnp.where(take, h, -1), jnp.where(take, new.cum_cost, inf), 2.0 * new.F / problem.n_targets, w)
+    return new, info
+
+
+@partial(jax.jit, static_argnames=("rule", "k", "capacity"))
+def _sequence(problem: Problem, params: RuleParams, *, rule, k, capacity):
+    state0 = sequencing_init(problem, capacity, track_schur=getattr(rule, "needs_schur", False))
+
+    def body(state, _):
+        return sequencing_step(problem, state, rule, params)
+
+    state, info = jax.lax.scan(body, state0, length=k)
     coef, intercept = to_raw_coef(problem.transform, info.w)
+    finite = jnp.all(jnp.isfinite(info.objective)) & jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(intercept))
     return SelectionPath(
         order=info.group,
         cum_cost=info.cum_cost,
@@ -242,17 +352,42 @@ def _sequence(problem: Problem, c_min, forced_order, criterion, cost_sensitive, 
         coef=coef,
         intercept=intercept,
         null_intercept=problem.transform.y_mean,
+        status=state.status | jnp.where(finite, 0, NONFINITE).astype(jnp.int32),
+        link=link_code("identity"),
     )
 
 
-def _steps(problem: Problem, max_steps) -> int:
+def _steps(problem: Problem, k) -> int:
     J = problem.n_groups
-    if max_steps is None:
+    if k is None:
         return J
-    return min(check_int(max_steps, "max_steps", low=1), J)
+    return min(check_int(k, "k", low=1), J)
 
 
-def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool = True, max_steps=None) -> SelectionPath:
+def sequencing_run(problem: Problem, rule: Callable, params: RuleParams | None = None, *, k=None) -> SelectionPath:
+    """Run ``k`` steps of a selection rule in one jitted ``lax.scan`` and return the anytime path.
+
+    ``cs_omp``, ``cs_fr``, ``doubling`` and ``fixed_order_path`` are this driver with their rules.
+    A custom ``rule(problem, state, params) -> (group, take)`` may be passed (a module-level function,
+    so the compiled solver is reused; set ``rule.needs_schur = True`` if it reads ``state.schur``).
+
+    >>> import numpy as np, jaxselect as js
+    >>> from jaxselect.greedy import sequencing_run, omp_rule, rule_params
+    >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
+    >>> problem = js.prepare(X, y)
+    >>> sequencing_run(problem, omp_rule, rule_params(problem), k=2).order.tolist()
+    [2, 0]
+    """
+    check_problem(problem)
+    if not callable(rule):
+        raise TypeError(f"rule must be a selection rule function (e.g. omp_rule); got {rule!r}")
+    params = rule_params(problem) if params is None else params
+    steps = _steps(problem, k)
+    capacity = slot_capacity(problem.groups.mask, steps, problem.n_features)
+    return _sequence(problem, params, rule=rule, k=steps, capacity=capacity)
+
+
+def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool = True, k=None) -> SelectionPath:
     """Cost-sensitive group orthogonal matching pursuit (Hu et al., Algorithm 1).
 
     At step j, with the ridge model w(G_{j−1}) refitted on the selected groups, every remaining
@@ -269,29 +404,23 @@ def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool 
       problem: from :func:`jaxselect.prepare`.
       criterion: one of "whiten", "no_whiten", "single".
       cost_sensitive: divide the criterion by c(g).
-      max_steps: number of groups to sequence (default all J; values above J are clipped to J).
+      k: number of groups to sequence (default all J; values above J are clipped to J).
 
     Returns:
-      A :class:`SelectionPath` of ``max_steps`` prefixes.
+      A :class:`SelectionPath` of ``k`` prefixes (``status`` flags a floored pivot or NaN).
 
-    >>> import numpy as np, jaxselect
+    >>> import numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
-    >>> path = jaxselect.cs_omp(jaxselect.prepare(X, y, jaxselect.Groups.from_ids([0, 1, 2, 3], [1.0, 1.0, 1.0, 1.0])))
+    >>> path = js.cs_omp(js.prepare(X, y, js.Groups.from_ids([0, 1, 2, 3], [1.0, 1.0, 1.0, 1.0])))
     >>> path.order.tolist()[:2]
     [2, 0]
     """
     check_problem(problem)
-    check_choice(criterion, "criterion", OMP_CRITERIA)
-    steps = _steps(problem, max_steps)
-    return _sequence(
-        problem, jnp.zeros((), problem.b0.dtype), jnp.zeros((steps,), jnp.int32),
-        jnp.asarray(OMP_CRITERIA.index(criterion), jnp.int32), jnp.asarray(bool(cost_sensitive)),
-        method="omp",
-        max_steps=steps, capacity=_slot_capacity(problem, steps),
-    )
+    params = rule_params(problem, criterion=criterion, cost_sensitive=cost_sensitive)
+    return sequencing_run(problem, omp_rule, params, k=k)
 
 
-def cs_fr(problem: Problem, *, cost_sensitive: bool = True, max_steps=None) -> SelectionPath:
+def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None) -> SelectionPath:
     """Cost-sensitive group forward regression (CS-G-FR, Hu et al. §2).
 
     Picks ``argmax_g [F(G_{j−1} ⊕ g) − F(G_{j−1})] / c(g)``, evaluated exactly and without refits as
@@ -301,24 +430,18 @@ def cs_fr(problem: Problem, *, cost_sensitive: bool = True, max_steps=None) -> S
     Args:
       problem: from :func:`jaxselect.prepare`.
       cost_sensitive: divide the gain by c(g) (False: plain group forward regression).
-      max_steps: number of groups to sequence (default all J).
+      k: number of groups to sequence (default all J).
 
-    >>> import numpy as np, jaxselect
+    >>> import numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
-    >>> jaxselect.cs_fr(jaxselect.prepare(X, y)).order.tolist()[:2]
+    >>> js.cs_fr(js.prepare(X, y)).order.tolist()[:2]
     [2, 0]
     """
     check_problem(problem)
-    steps = _steps(problem, max_steps)
-    return _sequence(
-        problem, jnp.zeros((), problem.b0.dtype), jnp.zeros((steps,), jnp.int32),
-        jnp.zeros((), jnp.int32), jnp.asarray(bool(cost_sensitive)),
-        method="fr",
-        max_steps=steps, capacity=_slot_capacity(problem, steps),
-    )
+    return sequencing_run(problem, fr_rule, rule_params(problem, cost_sensitive=cost_sensitive), k=k)
 
 
-def doubling(problem: Problem, *, c_min=None, max_steps=None) -> SelectionPath:
+def doubling(problem: Problem, *, c_min=None, k=None) -> SelectionPath:
     """The Doubling algorithm (Hu et al., Algorithm 2): FR whose total cost at most doubles per step.
 
     Step 1 picks the best gain per cost among groups with ``c(g) ≤ c_min``; step j among the
@@ -334,20 +457,12 @@ def doubling(problem: Problem, *, c_min=None, max_steps=None) -> SelectionPath:
     Args:
       problem: from :func:`jaxselect.prepare`.
       c_min: cap of the first pick (default: the cheapest group's cost).
-      max_steps: number of groups to sequence (default all J).
+      k: number of groups to sequence (default all J).
     """
     check_problem(problem)
-    steps = _steps(problem, max_steps)
-    if c_min is None:
-        c_min = jnp.min(problem.groups.costs)
-    else:
-        c_min = check_float(c_min, "c_min", low=0.0, strict_low=True)
-    return _sequence(
-        problem, jnp.asarray(c_min, problem.b0.dtype), jnp.zeros((steps,), jnp.int32),
-        jnp.zeros((), jnp.int32), jnp.asarray(True),
-        method="doubling",
-        max_steps=steps, capacity=_slot_capacity(problem, steps),
-    )
+    if c_min is not None:
+        c_min = as_hyper(c_min, "c_min", problem.b0.dtype, low=0.0, strict_low=True)
+    return sequencing_run(problem, doubling_rule, rule_params(problem, c_min=c_min), k=k)
 
 
 def fixed_order_path(problem: Problem, order) -> SelectionPath:
@@ -376,10 +491,6 @@ def fixed_order_path(problem: Problem, order) -> SelectionPath:
         raise ValueError("order must not repeat a group")
     if order.size > J:
         raise ValueError(f"order has {order.size} entries but there are only {J} groups")
-    steps = int(order.size)
-    return _sequence(
-        problem, jnp.zeros((), problem.b0.dtype), jnp.asarray(order, jnp.int32),
-        jnp.zeros((), jnp.int32), jnp.asarray(True),
-        method="forced",
-        max_steps=steps, capacity=_slot_capacity(problem, steps),
-    )
+    params = rule_params(problem, order=order)
+    capacity = slot_capacity(problem.groups.mask, int(order.size), problem.n_features)
+    return _sequence(problem, params, rule=fixed_order_rule, k=int(order.size), capacity=capacity)

@@ -1,0 +1,90 @@
+"""One status convention for every result of the library.
+
+Every result type (:class:`~jaxselect.SelectionPath`, :class:`~jaxselect.GroupLassoFit`,
+:class:`~jaxselect.RLSResult`, :class:`~jaxselect.FSAResult`, :class:`~jaxselect.DWSMPolicy`)
+carries an ``int32`` field ``status``: 0 when the solve went fine, otherwise the bitwise OR of the
+flags below (several conditions can hold at once). Value-dependent failures inside a jitted solve
+cannot raise, so they are reported here; :func:`raise_for_status` raises for eager callers.
+
+==========  =============================================================================
+flag        meaning
+==========  =============================================================================
+1           non-finite values (NaN/Inf) appeared in the solve
+2           ill-conditioned: a pivot was floored (a selected unit is numerically dependent
+            on the ones before it, or a rank-one update lost positivity)
+4           an iterative solve stopped at its iteration cap before reaching its tolerance
+==========  =============================================================================
+
+>>> import jaxselect as js
+>>> js.status_message(0), js.status_message(4)[:27]
+('ok', 'an iterative solve stopped')
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["OK", "NONFINITE", "ILL_CONDITIONED", "NOT_CONVERGED", "STATUS_MESSAGES", "SolverError",
+           "status_message", "raise_for_status"]
+
+OK = 0
+NONFINITE = 1
+ILL_CONDITIONED = 2
+NOT_CONVERGED = 4
+
+#: Message of every status flag (``status`` is the bitwise OR of these keys; 0 is "ok").
+STATUS_MESSAGES = {
+    NONFINITE: (
+        "non-finite values (NaN/Inf) appeared in the solve: rescale the data, raise l2, lower the "
+        "step size, or run in float64 (jax.config.update('jax_enable_x64', True) with float64 input)"
+    ),
+    ILL_CONDITIONED: (
+        "ill-conditioned: a pivot was floored because a selected unit is numerically dependent on "
+        "the ones before it (the results stay finite but that step's gain is unreliable); raise l2 "
+        "or run in float64"
+    ),
+    NOT_CONVERGED: (
+        "an iterative solve stopped at its iteration cap (max_iter) before reaching its tolerance; "
+        "raise max_iter, loosen tol, or raise l2"
+    ),
+}
+
+
+class SolverError(RuntimeError):
+    """Raised by :func:`raise_for_status` for a result whose ``status`` is not 0."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+def status_message(status) -> str:
+    """Human-readable text of a status code (the messages of its flags joined by "; ")."""
+    code = int(np.bitwise_or.reduce(np.asarray(status, np.int64).reshape(-1))) if np.size(status) else 0
+    if code == 0:
+        return "ok"
+    parts = [msg for flag, msg in STATUS_MESSAGES.items() if code & flag]
+    unknown = code & ~sum(STATUS_MESSAGES)
+    if unknown:
+        parts.append(f"unknown status flag(s) {unknown}")
+    return "; ".join(parts)
+
+
+def raise_for_status(result):
+    """Raise :class:`SolverError` if ``result.status`` is not 0; return ``result`` unchanged otherwise.
+
+    Works on every result type of the library (anything with a ``status`` field), including
+    batched results from ``jax.vmap`` (any non-zero entry raises). Call it outside ``jax.jit``.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(50, 3)); y = X[:, 0]
+    >>> path = js.raise_for_status(js.cs_omp(js.prepare(X, y)))
+    """
+    status = getattr(result, "status", None)
+    if status is None:
+        raise TypeError(f"raise_for_status needs a jaxselect result with a `status` field; got {type(result).__name__}")
+    values = np.asarray(status)
+    if values.size and np.any(values != 0):
+        code = int(np.bitwise_or.reduce(values.astype(np.int64).reshape(-1)))
+        raise SolverError(f"{type(result).__name__}: {status_message(code)}", code)
+    return result
