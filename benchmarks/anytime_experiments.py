@@ -199,8 +199,8 @@ def accuracy_experiment(name, X, Y, y, ids, costs, loss, train, test, png):
     glm_blind = glm_omp(X[train], y[train], groups, loss=loss, l2=1e-3, cost_sensitive=False)
     reg = js.cs_omp(js.prepare(X[train], Y[train], groups, l2=L2))
     curves = {
-        "GLM CS-G-OMP": glm_accuracy(glm, X[test], y[test], loss=loss),
-        "GLM G-OMP (cost-blind)": glm_accuracy(glm_blind, X[test], y[test], loss=loss),
+        "GLM CS-G-OMP": glm_accuracy(glm, X[test], y[test]),
+        "GLM G-OMP (cost-blind)": glm_accuracy(glm_blind, X[test], y[test]),
         "CS-G-OMP (regression)": js.objective_curve(reg, X[test], Y[test], metric="accuracy"),
     }
     fig, ax = plt.subplots(figsize=(6.4, 4.2))

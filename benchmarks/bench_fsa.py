@@ -30,9 +30,16 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from scipy.signal import lfilter  # noqa: E402
 
-from jaxselect import losses  # noqa: E402
 from common import device_memory, environment  # noqa: E402
-from jaxselect.anneal import annealing_schedule, fsa, plan_stages, schedule_area  # noqa: E402
+from jaxselect.anneal import (  # noqa: E402
+    annealing_schedule,
+    fsa,
+    fsa_init,
+    fsa_prepare,
+    fsa_step,
+    plan_stages,
+    schedule_area,
+)
 
 _fsa_mod = sys.modules["jaxselect.anneal.fsa"]
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -69,21 +76,21 @@ def timed(fn, repeat=3):
 
 
 def masked_full_width(X, y, k, lr, n_iter=500, mu=300.0):
-    """Algorithm 1 as one masked lax.scan over all M columns (the baseline compaction replaces)."""
+    """Algorithm 1 as one masked lax.scan of ``fsa_step`` over all M columns (what compaction replaces)."""
     m = X.shape[1]
-    design = _fsa_mod._prepare_linear(X)
+    problem = fsa_prepare(X, y)
     kept = jnp.asarray(annealing_schedule(m, k, n_iter, mu), jnp.int32)
-    params = _fsa_mod._Params(jnp.zeros((m, 1), X.dtype), jnp.zeros((), X.dtype))
-    zero = jnp.zeros((), X.dtype)
 
     @jax.jit
-    def run(design, y, params, kept, lr):
-        oracle = _fsa_mod._direct_oracle(design, y, losses.squared_loss)
-        return _fsa_mod._scan_stage(oracle, params, None, jnp.ones((m,), bool), kept, lr, zero, zero, None)
+    def run(problem, kept, lr):
+        def body(state, m_e):
+            return fsa_step(problem, state, m_e, lr=lr)
+
+        state, _ = jax.lax.scan(body, fsa_init(problem), kept)
+        return state.active
 
     def call():
-        p, _, active, _ = run(design, y, params, kept, jnp.asarray(lr, X.dtype))
-        return active
+        return run(problem, kept, jnp.asarray(lr, X.dtype))
 
     return call
 

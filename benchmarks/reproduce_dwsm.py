@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import l1_logistic  # noqa: E402
 from jaxselect.datasets import BINARY_UCI_SETS, MULTICLASS_SETS, load_adult, load_binary_uci, load_multiclass, load_pima  # noqa: E402
+from jaxselect import Groups  # noqa: E402
 from jaxselect.sequential import dwsm_evaluate, dwsm_fit  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "results", "dwsm")
@@ -227,7 +228,7 @@ def part_cost(args, fit_kw, summary, penalties=(400.0, 800.0), folds=5):
             te = parts[f]
             tr = np.concatenate([parts[g] for g in range(folds) if g != f])
             rep, _ = dwsm_point(
-                jax.random.key(f), X[tr], y[tr], X[te], y[te], lam=1.0, feature_costs=ds.costs, groups=ds.groups,
+                jax.random.key(f), X[tr], y[tr], X[te], y[te], lam=1.0, groups=Groups.from_ids(ds.groups, costs=ds.costs),
                 cost_matrix=P * (1.0 - np.eye(2)), **fit_kw,
             )
             costs.append(float(rep.average_cost))

@@ -4,8 +4,8 @@ DEXTER (UCI / NIPS 2003 feature selection challenge): text classification, 20 00
 features of which many are probes. The bundled data is the 300-example training part
 (``jaxselect.datasets.load_dexter``), so we report 5-fold cross-validated test error for a few
 budgets k, next to an L2-penalised logistic regression on all 20 000 features (scikit-learn).
-Constant (all-zero) columns are handled by the solver (they get coefficient 0 and are never
-preferred). The paper reports a test error of 8.55 % for its best k when training on
+Constant (all-zero) columns are handled by the solver (``constant_columns="inert"``, the default:
+they are never selected). The paper reports a test error of 8.55 % for its best k when training on
 train + validation (600 examples) and testing on the 2000 test examples, which are not bundled.
 
 Run: ``python examples/fsa_dexter.py`` (about a minute on 2 CPU cores).

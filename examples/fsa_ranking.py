@@ -53,7 +53,7 @@ def main(k=4, bins=8):
 
     models = {
         f"PL FSA (B={bins}, k={k}, smoothness)": fsa(Xtr, None, k, loss="ranking", pairs=pairs, bins=bins,
-                                                   l2=1e-3, smoothness=1e-2, n_iter=300),
+                                                   l2=2e-3, smoothness=1e-2, n_iter=300),
         f"linear FSA (k={k})": fsa(Xtr, None, k, loss="ranking", pairs=pairs, n_iter=300),
         "linear, all 10 variables": fsa(Xtr, None, X.shape[1], loss="ranking", pairs=pairs, n_iter=300),
     }

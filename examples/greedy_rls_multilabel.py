@@ -8,8 +8,8 @@ Run:  python examples/greedy_rls_multilabel.py      (a few seconds)
 
 import numpy as np
 
+import jaxselect as js
 from jaxselect.datasets import load_mulan
-from jaxselect.greedy.rls import greedy_rls, rls_predict, rls_predict_path
 
 
 def micro_auc(labels, scores):
@@ -31,14 +31,19 @@ Xtr = ((train.X - mu) / sd).astype(np.float32)
 Xte = ((test.X - mu) / sd).astype(np.float32)
 Ytr = (2.0 * train.y - 1.0).astype(np.float32)  # labels {0, 1} -> targets {-1, +1}
 
-res = greedy_rls(Xtr, Ytr, 20, l2=10.0, bias=1.0)  # bias=1: regularised intercept (RLScore's)
+# l2 is the penalty on the mean loss: RLScore's regparam 10 on n training rows is l2 = 10 / n.
+# bias=1: a regularised intercept (RLScore's).
+res = js.raise_for_status(js.greedy_rls(Xtr, Ytr, 20, l2=10.0 / len(Xtr), bias=1.0))
 print("selected features (in order):", np.asarray(res.selected).tolist())
 
-P = np.asarray(rls_predict_path(res, Xte))  # (20, n_test, 6): the model after each addition
+P = np.asarray(js.rls_predict_path(res, Xte))  # (20, n_test, 6): the model after each addition
 print(f"{'features':>8} {'LOO MSE (train)':>16} {'test micro-AUC':>15}")
 for t in (0, 1, 2, 4, 9, 19):
     print(f"{t + 1:>8} {float(res.loo_error[t]):>16.4f} {micro_auc(test.y, P[t]):>15.4f}")
 
-# The final model, or any prefix, as an ordinary linear predictor.
-five = np.asarray(rls_predict(res, Xte, step=5))
+# The final model, or any prefix, as an ordinary linear predictor; as an anytime SelectionPath
+# (unit feature costs) the same 5-feature model is the prediction at budget 5.
+five = np.asarray(js.rls_predict(res, Xte, step=5))
+path = js.rls_to_path(res)
+assert np.allclose(np.asarray(js.predict(path, Xte, budget=5)), five, atol=1e-5)
 print("5-feature model, first test sample, label scores:", np.round(five[0], 3))

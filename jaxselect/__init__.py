@@ -5,12 +5,14 @@ Data model → solvers → evaluation:
 * :class:`Groups`, :func:`prepare` → :class:`Problem` (standardised, group-whitened moments);
 * sequencing solvers :func:`cs_omp`, :func:`cs_fr`, :func:`doubling` → :class:`SelectionPath`;
 * anytime evaluation: :func:`predict`, :func:`objective_curve`, :func:`timeliness`,
-  :func:`oracle_curve`, :func:`alpha_stopping_cost`, :func:`plateau_alpha`.
+  :func:`oracle_curve`, :func:`alpha_stopping_cost`, :func:`plateau_alpha`;
+* one status convention: every result has ``status`` (0 = fine), :func:`raise_for_status`.
 """
 
 from jaxselect import datasets, losses
 from jaxselect.anytime import (
     Curve,
+    as_path,
     alpha_stopping_cost,
     objective_curve,
     oracle_curve,
@@ -23,7 +25,6 @@ from jaxselect.anneal import FSAResult, annealing_schedule, fsa, fsa_predict
 from jaxselect.baselines import GroupLassoFit, group_lasso, group_lasso_lambda_max, group_lasso_path
 from jaxselect.greedy import (
     GLMInfo,
-    RLS_STATUS_MESSAGES,
     RLSResult,
     cs_fr,
     cs_omp,
@@ -35,7 +36,7 @@ from jaxselect.greedy import (
     greedy_rls,
     rls_predict,
     rls_predict_path,
-    rls_raise_for_status,
+    rls_to_path,
 )
 from jaxselect.groups import Groups
 from jaxselect.path import SelectionPath
@@ -51,10 +52,26 @@ from jaxselect.sequential import (
     dwsm_trace,
 )
 from jaxselect.sharding import data_mesh, row_sharding, shard_rows
+from jaxselect.status import (
+    ILL_CONDITIONED,
+    NONFINITE,
+    NOT_CONVERGED,
+    STATUS_MESSAGES,
+    SolverError,
+    raise_for_status,
+    status_message,
+)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
+    "raise_for_status",
+    "status_message",
+    "STATUS_MESSAGES",
+    "NONFINITE",
+    "ILL_CONDITIONED",
+    "NOT_CONVERGED",
+    "SolverError",
     "Groups",
     "Problem",
     "Transform",
@@ -81,8 +98,7 @@ __all__ = [
     "RLSResult",
     "rls_predict",
     "rls_predict_path",
-    "rls_raise_for_status",
-    "RLS_STATUS_MESSAGES",
+    "rls_to_path",
     "fsa",
     "fsa_predict",
     "FSAResult",
@@ -95,6 +111,7 @@ __all__ = [
     "DWSMTrace",
     "DWSMReport",
     "Curve",
+    "as_path",
     "predict",
     "objective_curve",
     "train_curve",

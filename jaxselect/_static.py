@@ -5,8 +5,9 @@ itself: ``optax.sgd(0.1)`` built afresh on every call, or a ``lambda`` loss defi
 loop, is a new object each time and would trigger a new trace and XLA compilation. :func:`canonical`
 maps such an object to the first *structurally equal* one seen before: two functions are equal when
 they share their code object, globals, defaults and (recursively) the values in their closures;
-tuples, NamedTuples (optax's ``GradientTransformation``), dicts and ``functools.partial`` compare
-by their contents; small concrete arrays by value; everything else by identity. Objects that
+tuples, NamedTuples (optax's ``GradientTransformation``) and ``functools.partial`` compare by
+their contents; small concrete arrays by value; everything else — mutable containers included, so a
+closure keeps its own list — by identity. Objects that
 cannot be fingerprinted (a closure over a traced value, a very large array) are returned as they
 are, which only costs the recompilation this module avoids.
 """
@@ -47,14 +48,11 @@ def _fp(obj, depth: int, stack: tuple):
             return ("id", id(obj))
         a = np.asarray(obj)
         return ("array", a.dtype.str, a.shape, a.tobytes())
-    if isinstance(obj, (tuple, list)):
+    if isinstance(obj, tuple):  # immutable: compared by contents (optax's GradientTransformation)
         return (type(obj), tuple(_fp(v, depth + 1, stack) for v in obj))
-    if isinstance(obj, dict):
-        try:
-            items = sorted(obj.items(), key=lambda kv: repr(kv[0]))
-        except Exception as exc:  # noqa: BLE001
-            raise _Unhashable from exc
-        return (type(obj), tuple((repr(k), _fp(v, depth + 1, stack)) for k, v in items))
+    if isinstance(obj, (list, dict, set, bytearray)):
+        # mutable: a fresh closure over a new list (e.g. a callback appending to it) must keep its own
+        return ("id", id(obj))
     if isinstance(obj, functools.partial):
         return ("partial", _fp(obj.func, depth + 1, stack), _fp(obj.args, depth + 1, stack),
                 _fp(obj.keywords, depth + 1, stack))

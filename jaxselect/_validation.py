@@ -231,8 +231,9 @@ def as_binary_labels(y, n: int, name: str = "y", *, dtype=None):
             raise ValueError(f"{name} must hold binary labels in {{0, 1}}, {{-1, +1}} or bool; got values {shown}{extra}")
         if values.size < 2:
             raise ValueError(f"{name} has a single class {values.tolist()}; a binary solver needs both classes")
-    one = jnp.ones((), dtype)
-    return jnp.where(jnp.asarray(y) > 0, one, jnp.zeros((), dtype))
+    yj = jnp.asarray(y)
+    positive = yj if yj.dtype == bool else yj > jnp.zeros((), yj.dtype)
+    return jnp.where(positive, jnp.ones((), dtype), jnp.zeros((), dtype))
 
 
 def as_vector_target(y, n: int, name: str = "y", *, dtype=None):
@@ -265,9 +266,10 @@ def column_standardization(X):
     n = X.shape[0]
     mean = jnp.sum(X, axis=0) / jnp.asarray(n, X.dtype)
     centred = X - mean[None, :]
-    sd = jnp.sqrt(jnp.sum(centred * centred, axis=0) / jnp.asarray(n, X.dtype))
-    live = (jnp.max(X, axis=0) > jnp.min(X, axis=0)) & (sd > 0)
-    scale = jnp.where(live, sd, jnp.ones_like(sd))
+    var = jnp.sum(centred * centred, axis=0) / jnp.asarray(n, X.dtype)
+    live = (jnp.max(X, axis=0) > jnp.min(X, axis=0)) & (var > 0)
+    # sqrt only of positive variances: a constant column must not give a NaN gradient (d√v at 0)
+    scale = jnp.sqrt(jnp.where(live, var, jnp.ones_like(var)))
     return mean, scale, live
 
 

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect._budget import within_budget
 from jaxselect._repr import short_repr
 from jaxselect._validation import as_float_matrix, as_targets, check_float, is_traced
 from jaxselect.path import SelectionPath
@@ -90,7 +91,7 @@ def predict(path, X, budget=None) -> jax.Array:
       X: (m, D) raw features (same columns as at training time).
       budget: a cumulative cost B (a scalar; may be traced). With a budget, the model of the
         longest prefix with ``cum_cost ≤ B`` is used (the intercept-only model if even the first
-        group costs more); the comparison allows a relative tolerance of 8 machine epsilons, so a
+        group costs more); the comparison allows a relative tolerance of 32 machine epsilons, so a
         budget equal to a prefix's cost in decimal (e.g. 24.31) selects that prefix in float32.
         Without one, predictions of every prefix are returned.
 
@@ -123,9 +124,8 @@ def predict(path, X, budget=None) -> jax.Array:
 
 
 def budget_steps(cum_cost: jax.Array, budget: jax.Array) -> jax.Array:
-    """Number of prefixes within ``budget``: ``#{j : cum_cost_j ≤ B (1 + 8ε)}`` (cum_cost non-decreasing)."""
-    slack = 8 * jnp.finfo(cum_cost.dtype).eps * jnp.abs(budget)
-    return jnp.sum(cum_cost <= budget + slack)
+    """Number of prefixes within ``budget`` (:func:`jaxselect._budget.within_budget`; cum_cost non-decreasing)."""
+    return jnp.sum(within_budget(cum_cost, budget))
 
 
 @jax.jit

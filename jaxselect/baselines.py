@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxselect._repr import short_repr
-from jaxselect._validation import check_float, check_int
+from jaxselect._validation import check_float, check_int, host_value, is_traced
 from jaxselect.greedy.sequencing import fixed_order_path
 from jaxselect.linalg import gather_groups
 from jaxselect.prepare import Problem, check_problem, to_raw_coef
@@ -240,13 +240,18 @@ def group_lasso(problem: Problem, lambdas, *, cost_weighted: bool = True, weight
     ([2, 0], True)
     """
     check_problem(problem, need_gram=True)
-    lam = np.asarray(lambdas, dtype=np.float64)
-    if lam.ndim != 1 or lam.size < 1:
-        raise ValueError(f"lambdas must be a non-empty 1-D array; got shape {lam.shape}")
-    if not np.all(np.isfinite(lam)) or np.any(lam <= 0):
-        raise ValueError("lambdas must be finite and > 0")
-    if lam.size > 1 and np.any(np.diff(lam) >= 0):
-        raise ValueError("lambdas must be strictly decreasing (warm starts run from large to small λ)")
+    if is_traced(lambdas):  # inside a user's jit (e.g. group_lasso_path): shape checks only
+        lam = lambdas
+        if jnp.ndim(lam) != 1 or jnp.shape(lam)[0] < 1:
+            raise ValueError(f"lambdas must be a non-empty 1-D array; got shape {jnp.shape(lam)}")
+    else:
+        lam = np.asarray(lambdas, dtype=np.float64)
+        if lam.ndim != 1 or lam.size < 1:
+            raise ValueError(f"lambdas must be a non-empty 1-D array; got shape {lam.shape}")
+        if not np.all(np.isfinite(lam)) or np.any(lam <= 0):
+            raise ValueError("lambdas must be finite and > 0")
+        if lam.size > 1 and np.any(np.diff(lam) >= 0):
+            raise ValueError("lambdas must be strictly decreasing (warm starts run from large to small λ)")
     a = _weights(problem, cost_weighted, weights)
     tol = _default_tol(problem) if tol is None else check_float(tol, "tol", low=0.0, strict_low=True)
     max_iter = check_int(max_iter, "max_iter", low=1)
@@ -281,6 +286,9 @@ def group_lasso_path(
       cost_weighted, weights, tol, max_iter: as in :func:`group_lasso`.
       return_fit: also return the :class:`GroupLassoFit` (the per-λ coefficients).
 
+    Runs inside a user's ``jax.jit`` (the λ grid and the entry order are then traced; the value
+    checks on them are skipped).
+
     Returns:
       A :class:`SelectionPath` of J steps (its ``status`` also carries the fit's
       NOT_CONVERGED flag), or ``(path, fit)``.
@@ -296,13 +304,17 @@ def group_lasso_path(
         ratio = check_float(lambda_min_ratio, "lambda_min_ratio", low=0.0, high=1.0, strict_low=True)
         if ratio >= 1.0:
             raise ValueError("lambda_min_ratio must be < 1")
-        lmax = group_lasso_lambda_max(problem, cost_weighted=cost_weighted, weights=weights)
-        if lmax <= 0:
+        check_problem(problem, need_gram=True)
+        lmax = _lambda_max(problem, _weights(problem, cost_weighted, weights))
+        if (host_value(lambda: lmax) if not is_traced(problem) else None) is not None and float(lmax) <= 0:
             raise ValueError("b0 = ZᵀY/n is zero: no group is correlated with Y, the path is empty")
-        lambdas = lmax * np.geomspace(1.0, ratio, n_lambdas)
+        lambdas = lmax * jnp.asarray(np.geomspace(1.0, ratio, n_lambdas), lmax.dtype)
+        if not is_traced(lambdas):
+            lambdas = np.asarray(lambdas, np.float64)
     fit = group_lasso(problem, lambdas, cost_weighted=cost_weighted, weights=weights, tol=tol, max_iter=max_iter)
-    order = np.asarray(fit.order)
-    if order[0] < 0:
+    order = fit.order
+    first = host_value(lambda: order[0])
+    if first is not None and int(first) < 0:
         raise ValueError("no group entered the path; lower lambda_min_ratio or the smallest λ")
     path = fixed_order_path(problem, order)
     path = path._replace(status=path.status | fit.status)

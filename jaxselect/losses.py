@@ -11,6 +11,17 @@ Computer Vision and Big Data Learning" (FSA paper):
 * Lorenz, eq. (8):                       ``mean_i ℓ(y_i s_i)``, ``ℓ(x) = ln(1 + (x − 1)²)`` for x ≤ 1, else 0
 * pairwise ranking, eq. (9):             ``mean_(i,j) ln(1 + exp(s_i − s_j)) − r_ij (s_i − s_j)``
 
+GLM losses (Hu et al., Appendix B, eq. 21) work on (n, T) scores ``S`` and targets ``Y`` example by
+example: :func:`glm_loss` returns a :class:`GLMLoss` with the per-example value ``ℓ(s_i, y_i)``
+(n,), its score gradient ``∂ℓ/∂s_i`` (n, T) and per-example Hessian ``∂²ℓ/∂s_i²`` (n, T, T), for
+
+* ``"logistic"``: ``Σ_k softplus(s_k) − y_k s_k`` with y ∈ {0, 1}^T (T independent binary outputs;
+  with T = 1 its mean is :func:`logistic_loss`);
+* ``"softmax"``: ``logsumexp(s) − yᵀs`` with one-hot y (multinomial);
+* ``"squared"``: ``½ ‖s − y‖²`` (its mean is :func:`squared_loss` for T = 1);
+* a callable ``loss(S, Y)`` returning the (n,) per-example losses (or their scalar mean): the
+  derivatives come from ``jax.grad`` and forward-over-reverse ``jax.jvp``.
+
 Classification losses accept labels in {0, 1} or {−1, +1}: a label ``y > 0`` is the positive
 class (+1), any other label the negative class (−1). The per-margin functions
 (:func:`logistic_margin`, :func:`huber_hinge_margin`, :func:`lorenz_margin`) are exposed too, for
@@ -21,6 +32,8 @@ second derivatives in the score are bounded by :func:`curvature` (used for scale
 """
 
 from __future__ import annotations
+
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +49,9 @@ __all__ = [
     "lorenz_margin",
     "signed_labels",
     "curvature",
+    "GLM_LOSSES",
+    "GLMLoss",
+    "glm_loss",
 ]
 
 
@@ -195,3 +211,114 @@ def curvature(name: str, h: float = 0.1) -> float:
     if name == "huber_hinge":
         return 1.0 / (2.0 * h)
     return table[name]
+
+
+# --------------------------------------------------------------------------- per-example GLM losses
+#: Names of the built-in per-example GLM losses of :func:`glm_loss`.
+GLM_LOSSES = ("logistic", "softmax", "squared")
+
+
+class GLMLoss(NamedTuple):
+    """A per-example loss of (n, T) scores and its score derivatives (see :func:`glm_loss`).
+
+    Attributes:
+      value: ``value(S, Y) -> (n,)`` per-example losses ``ℓ(s_i, y_i)``.
+      grad: ``grad(S, Y) -> (n, T)`` score gradients ``∂ℓ/∂s_i``.
+      hess: ``hess(S, Y) -> (n, T, T)`` per-example score Hessians ``∂²ℓ/∂s_i²``.
+    """
+
+    value: Callable
+    grad: Callable
+    hess: Callable
+
+
+def _eye_like(S):
+    return jnp.eye(S.shape[1], dtype=S.dtype)[None, :, :]
+
+
+def _squared_value(S, Y):
+    return 0.5 * jnp.sum((S - Y) ** 2, axis=1)
+
+
+def _squared_grad(S, Y):
+    return S - Y
+
+
+def _squared_hess(S, Y):
+    n, t = S.shape
+    return jnp.broadcast_to(_eye_like(S), (n, t, t))
+
+
+def _logistic_value(S, Y):
+    return jnp.sum(jax.nn.softplus(S) - Y * S, axis=1)
+
+
+def _logistic_grad(S, Y):
+    return jax.nn.sigmoid(S) - Y
+
+
+def _logistic_hess(S, Y):
+    p = jax.nn.sigmoid(S)
+    return (p * (1 - p))[:, :, None] * _eye_like(S)
+
+
+def _softmax_value(S, Y):
+    return jax.nn.logsumexp(S, axis=1) - jnp.sum(Y * S, axis=1)
+
+
+def _softmax_grad(S, Y):
+    return jax.nn.softmax(S, axis=1) - Y
+
+
+def _softmax_hess(S, Y):
+    p = jax.nn.softmax(S, axis=1)
+    return p[:, :, None] * _eye_like(S) - p[:, :, None] * p[:, None, :]
+
+
+_BUILTIN = {
+    "squared": GLMLoss(_squared_value, _squared_grad, _squared_hess),
+    "logistic": GLMLoss(_logistic_value, _logistic_grad, _logistic_hess),
+    "softmax": GLMLoss(_softmax_value, _softmax_grad, _softmax_hess),
+}
+
+
+def _callable_loss(fn: Callable) -> GLMLoss:
+    def value(S, Y):
+        out = jnp.asarray(fn(S, Y))
+        # A scalar mean m is spread as m on every example (same sum n·m, same derivatives).
+        return out if out.ndim == 1 else out * jnp.ones((S.shape[0],), S.dtype)
+
+    def grad(S, Y):
+        return jax.grad(lambda s: jnp.sum(value(s, Y)))(S)
+
+    def hess(S, Y):
+        # Column k of every per-example Hessian: a forward-over-reverse product with e_k (the loss
+        # is separable over examples, so one product per score column gives all n Hessians).
+        t = S.shape[1]
+        cols = [jax.jvp(lambda s: grad(s, Y), (S,), (jnp.zeros_like(S).at[:, k].set(1),))[1] for k in range(t)]
+        return jnp.stack(cols, axis=2)
+
+    return GLMLoss(value, grad, hess)
+
+
+def glm_loss(loss) -> GLMLoss:
+    """The per-example value, score gradient and score Hessian of a GLM loss.
+
+    Args:
+      loss: "logistic", "softmax", "squared", or a callable ``loss(S (n, T), Y (n, T))`` returning
+        (n,) per-example losses or their scalar mean; it must be smooth and separable over examples
+        (convex for a unique fit).
+
+    Returns:
+      A :class:`GLMLoss`.
+
+    >>> parts = glm_loss("logistic")
+    >>> S, Y = jnp.zeros((2, 1)), jnp.array([[0.0], [1.0]])
+    >>> parts.value(S, Y).tolist(), parts.grad(S, Y)[:, 0].tolist(), parts.hess(S, Y)[:, 0, 0].tolist()
+    ([0.6931..., 0.6931...], [0.5, -0.5], [0.25, 0.25])
+    """
+    if callable(loss):
+        return _callable_loss(loss)
+    if loss not in _BUILTIN:
+        raise ValueError(f"loss must be one of {GLM_LOSSES} or a callable(scores, Y); got {loss!r}")
+    return _BUILTIN[loss]

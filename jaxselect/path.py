@@ -37,7 +37,8 @@ class SelectionPath(NamedTuple):
       objective: (m,) training objective after step j: the explained-variance fraction
         ``2·F(G_j)/T`` with ``F(S) = ½ tr(b0_Sᵀ C_S⁻¹ b0_S)`` on standardised targets (the
         regularised training R², summed over the T targets and divided by T). GLM paths store the
-        fraction of the null model's loss removed instead.
+        fraction of the null model's loss removed instead; greedy-RLS paths (:func:`jaxselect.rls_to_path`)
+        ``1 − LOO error / LOO error of the feature-less model``.
       coef: (m, D, T) raw-space coefficients of the model after each prefix.
       intercept: (m, T) raw-space intercept after each prefix.
       null_intercept: (T,) the intercept-only model used below the cheapest prefix.

@@ -19,7 +19,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxselect._validation import as_float_matrix, as_targets, host_value
+from jaxselect._validation import (
+    MIN_ROWS,
+    as_float_matrix,
+    as_hyper,
+    as_labels,
+    as_targets,
+    check_choice,
+    check_float,
+    check_int,
+    column_standardization,
+    host_value,
+)
+from jaxselect.losses import glm_loss
+from jaxselect.newton import default_tol, glm_newton, glm_risk
 
 __all__ = ["ridge_refit", "rls_refit", "glm_refit"]
 
@@ -32,8 +45,12 @@ def ridge_refit(X, Y, support=None, *, l2=1e-5):
       Y: (n,) or (n, T) targets.
       support: (D,) bool mask of the columns to use (default all). May be a traced array (e.g.
         ``path.coef[k] != 0``), so one compiled function serves every support.
-      l2: ridge constant λ > 0 on standardised coefficients (a Python float or a traced scalar —
-        differentiate with respect to it to tune it).
+      l2: ridge constant λ > 0 on standardised coefficients — the library's one ``l2``: the mean
+        squared loss ``(1/2n)‖Y − Xs w‖² + (λ/2)‖w‖²`` (sklearn ``Ridge(alpha)`` on standardised
+        columns is λ = alpha/n). A Python float or a traced scalar — differentiate with respect to
+        it to tune it.
+
+    Constant columns (max == min) are inert: coefficient 0 even inside the support.
 
     Returns:
       ``(coef, intercept)``: (D,) and () for 1-D Y, or (D, T) and (T,); zero outside the support.
@@ -44,34 +61,38 @@ def ridge_refit(X, Y, support=None, *, l2=1e-5):
     >>> np.round(np.asarray(coef), 4).tolist(), round(float(b), 4)
     ([1.0, 0.0, 0.0], 2.0)
     """
-    X = as_float_matrix(X, "X", min_rows=2)
+    X = as_float_matrix(X, "X", min_rows=MIN_ROWS)
     Y, was_1d = as_targets(Y, X.shape[0], "Y", dtype=X.dtype)
-    d = X.shape[1]
-    if support is None:
-        support = jnp.ones((d,), bool)
-    support = jnp.asarray(support)
-    if support.shape != (d,):
-        raise ValueError(f"support must be a (D,) = ({d},) boolean mask; got shape {support.shape}")
-    if support.dtype != bool:
-        raise TypeError(f"support must be boolean; got dtype {support.dtype}")
-    l2_value = host_value(lambda: l2)
-    if l2_value is not None and not (float(l2_value) > 0):
-        raise ValueError(f"l2 must be > 0 for a well-posed refit; got {l2}")
-    coef, intercept = _ridge_refit(X, Y, support, jnp.asarray(l2, X.dtype))
+    support = _check_support(support, X.shape[1])
+    l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
+    coef, intercept = _ridge_refit(X, Y, support, l2)
     if was_1d:
         return coef[:, 0], intercept[0]
     return coef, intercept
 
 
+def _check_support(support, d: int):
+    """A (D,) bool support mask (default all columns); may be traced."""
+    if support is None:
+        return jnp.ones((d,), bool)
+    support = jnp.asarray(support)
+    if support.shape != (d,):
+        raise ValueError(f"support must be a (D,) = ({d},) boolean mask; got shape {support.shape}")
+    if support.dtype != bool:
+        raise TypeError(f"support must be boolean; got dtype {support.dtype}")
+    return support
+
+
 def _standardize_support(X, support):
     """Column means, the standardised design restricted to ``support`` (zero columns elsewhere),
-    the per-column factors 1/sd (0 off the support or for constant columns) and the used mask."""
-    x_mean = jnp.mean(X, axis=0)
-    Xc = X - x_mean[None, :]
-    x_sd = jnp.sqrt(jnp.mean(Xc * Xc, axis=0))
-    use = support & (x_sd > 0)
-    w_col = jnp.where(use, 1.0 / jnp.where(use, x_sd, jnp.ones_like(x_sd)), jnp.zeros_like(x_sd))
-    return x_mean, Xc * w_col[None, :], w_col, use
+    the per-column factors 1/sd (0 off the support or for constant columns) and the used mask.
+
+    The library's one standardisation rule (:func:`jaxselect._validation.column_standardization`):
+    a column is constant (inert) iff its maximum equals its minimum."""
+    x_mean, x_scale, live = column_standardization(X)
+    use = support & live
+    w_col = jnp.where(use, 1.0 / x_scale, jnp.zeros_like(x_scale))
+    return x_mean, (X - x_mean[None, :]) * w_col[None, :], w_col, use
 
 
 @jax.jit
@@ -104,31 +125,43 @@ def _spd_solve(A, rhs):
     return jax.lax.custom_linear_solve(matvec, rhs, solve, symmetric=True)
 
 
-def rls_refit(X, Y, selected, *, l2=1.0, bias=0.0):
+def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0):
     """The greedy-RLS model on fixed features, differentiable in X, Y, l2 and bias.
 
-    Regularised least squares exactly as :func:`jaxselect.greedy_rls` fits it (no centring or
-    scaling): with ``X_S`` the selected columns plus, when ``bias > 0``, a constant column √bias,
-    ``w = (X_SᵀX_S + λI)⁻¹ X_SᵀY`` and intercept ``√bias · w_bias``.
+    Regularised least squares exactly as :func:`jaxselect.greedy_rls` fits it, on the features as
+    given (no centring or scaling): with ``X_S`` the selected columns plus, when ``bias > 0``, a
+    constant column √bias, ``w = (X_SᵀX_S + n·l2·I)⁻¹ X_SᵀY`` — the minimiser of
+    ``(1/2n)‖Y − X_S w‖² + (l2/2)‖w‖²`` (RLScore's ``regparam = n·l2``) — and intercept
+    ``√bias · w_bias``.
 
     Args:
-      X: (n, d) features; Y: (n,) or (n, T) targets.
-      selected: (k,) feature indices (e.g. ``greedy_rls(...).selected``).
-      l2: λ > 0 (Python float or traced scalar); bias: ≥ 0.
+      X: (n, d) features, ``n >= 2``; Y: (n,) or (n, T) targets.
+      selected: (k,) integer feature indices (e.g. ``greedy_rls(...).selected``); ``-1`` entries
+        (a greedy step that selected nothing) are ignored. May be traced.
+      l2: > 0, the penalty on the mean loss (Python float or traced scalar; default 1e-3 as in
+        :func:`jaxselect.greedy_rls`); bias: ≥ 0 (may be traced).
 
     Returns:
       ``(coef (d,) or (d, T), intercept () or (T,))``; zero coefficients off ``selected``.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(30, 4)); y = X[:, 2]
+    >>> coef, b = js.rls_refit(X, y, np.array([2]), l2=1e-6)
+    >>> np.round(np.asarray(coef), 3).tolist(), float(b)
+    ([0.0, 0.0, 1.0, 0.0], 0.0)
     """
-    X = as_float_matrix(X, "X")
+    X = as_float_matrix(X, "X", min_rows=MIN_ROWS)
     Y, was_1d = as_targets(Y, X.shape[0], "Y", dtype=X.dtype)
+    d = X.shape[1]
     selected = jnp.asarray(selected)
     if selected.ndim != 1 or not jnp.issubdtype(selected.dtype, jnp.integer):
         raise ValueError("selected must be a 1-D integer array of feature indices")
-    for name, value, strict in (("l2", l2, True), ("bias", bias, False)):
-        v = host_value(lambda value=value: value)
-        if v is not None and not (float(v) > 0 if strict else float(v) >= 0):
-            raise ValueError(f"{name} must be {'> 0' if strict else '>= 0'}; got {float(v)}")
-    coef, intercept = _rls_refit(X, Y, selected.astype(jnp.int32), jnp.asarray(l2, X.dtype), jnp.asarray(bias, X.dtype))
+    values = host_value(lambda: selected)
+    if values is not None and values.size and (values.min() < -1 or values.max() >= d):
+        raise ValueError(f"selected must hold feature indices in [0, {d}) (or -1 for none); got {values.tolist()}")
+    l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
+    bias = as_hyper(bias, "bias", X.dtype, low=0.0)
+    coef, intercept = _rls_refit(X, Y, selected.astype(jnp.int32), l2, bias)
     if was_1d:
         return coef[:, 0], intercept[0]
     return coef, intercept
@@ -138,83 +171,115 @@ def rls_refit(X, Y, selected, *, l2=1.0, bias=0.0):
 def _rls_refit(X, Y, selected, l2, bias):
     n, d = X.shape
     root = jnp.sqrt(bias)
-    XS = jnp.concatenate([jnp.take(X, selected, axis=1), jnp.full((n, 1), 1.0, X.dtype) * root], axis=1)
+    used = (selected >= 0).astype(X.dtype)
+    cols = jnp.take(X, jnp.maximum(selected, 0), axis=1) * used[None, :]  # −1: a zero column, w = 0
+    XS = jnp.concatenate([cols, jnp.full((n, 1), 1.0, X.dtype) * root], axis=1)
     k1 = XS.shape[1]
-    # An unused bias column (bias = 0) is all zeros; λ keeps the system definite either way.
-    A = jax.lax.dot_general(XS, XS, (((0,), (0,)), ((), ()))) + l2 * jnp.eye(k1, dtype=X.dtype)
+    # An unused column (bias = 0, or index −1) is all zeros; n·l2 keeps the system definite.
+    A = jax.lax.dot_general(XS, XS, (((0,), (0,)), ((), ()))) + (n * l2) * jnp.eye(k1, dtype=X.dtype)
     w = _spd_solve(A, (Y.T @ XS).T)
-    coef = jnp.zeros((d, Y.shape[1]), X.dtype).at[selected].set(w[:-1])
+    index = jnp.where(selected >= 0, selected, d)
+    coef = jnp.zeros((d, Y.shape[1]), X.dtype).at[index].set(w[:-1], mode="drop")
     return coef, root * w[-1]
 
 
-def glm_refit(X, y, support=None, *, loss: str = "logistic", l2=1e-3, n_classes=None, max_iter: int = 50):
+def glm_refit(X, y, support=None, *, loss: str = "logistic", l2=1e-3, n_classes=None, max_iter: int = 50,
+              tol=None, return_info: bool = False):
     """Logistic / softmax fit with intercept at a fixed support; differentiable in X, y and l2.
 
     Minimises ``r(W, b) = (1/n) Σ_i ℓ(Xs_i W + b, y_i) + (λ/2)‖W‖²`` over the standardised columns in
-    ``support`` (W = 0 elsewhere; intercept unpenalised) by Newton's method inside
-    ``jax.lax.custom_root``: gradients come from the implicit function theorem at the optimum
-    (``∂W* = −H⁻¹ ∂∇r``, one linear solve with the Hessian), not by unrolling the iterations.
-    For softmax the intercepts are centred (Σ_c b_c = 0), which fixes the one flat direction.
+    ``support`` (W = 0 elsewhere and on constant columns; intercept unpenalised) — the library's one
+    ``l2`` (sklearn ``LogisticRegression(C)`` on the standardised columns is λ = 1/(C·n)). The
+    forward solve is the library's damped Newton solver (:func:`jaxselect.newton.glm_newton`, the
+    one ``glm_omp`` uses) inside ``jax.lax.custom_root``: gradients come from the implicit function
+    theorem at the optimum (``∂W* = −H⁻¹ ∂∇r``, one linear solve with the Hessian), not by
+    unrolling the iterations. For softmax the intercepts are centred (Σ_c b_c = 0), which fixes the
+    one flat direction.
 
     Args:
-      X: (n, D) raw features.
-      y: (n,) labels in {0, 1} for ``loss="logistic"`` (floats in [0, 1] are accepted as soft
-        labels), or classes 0..C−1 for ``loss="softmax"``.
-      support: (D,) bool mask (default all columns).
+      X: (n, D) raw features, n ≥ 2.
+      y: ``loss="logistic"``: (n,) or (n, 1) labels in {0, 1}, {−1, +1} or bool, or probabilities
+        in [0, 1] (soft labels; differentiable); traced labels are used as ``max(y, 0)``.
+        ``loss="softmax"``: classes 0..C−1 (bool = 0/1; traced labels need ``n_classes``).
+      support: (D,) bool mask (default all columns); may be traced.
       loss: "logistic" or "softmax".
       l2: λ > 0 (Python float or traced scalar).
       n_classes: C for softmax (default max(y) + 1).
-      max_iter: Newton iterations (it stops earlier at machine precision).
+      max_iter: Newton iterations; stopping there before ``tol`` sets NOT_CONVERGED in the info's
+        status (``return_info=True``).
+      tol: Newton tolerance ``max|∇r| ≤ tol`` (labels give σ = 1, see :mod:`jaxselect.newton`);
+        default 1e-7 in float64, 1e-4 in float32.
+      return_info: also return the solve's :class:`jaxselect.newton.NewtonInfo` (iterations,
+        gradient norm, risk, status — :func:`jaxselect.raise_for_status` works on it).
 
     Returns:
       ``(coef, intercept)``: (D,), () for logistic; (D, C), (C,) for softmax — raw-space scores.
-      The dense Newton system has (D + 1)·T unknowns, so this is meant for the small supports a
-      selection produces.
+      With ``return_info``: ``(coef, intercept, info)``. The dense Newton system has (D + 1)·T
+      unknowns, so this is meant for the small supports a selection produces.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(200, 3)); y = X[:, 0] + X[:, 1] > 0
+    >>> coef, b, info = js.glm_refit(X, y, np.array([True, True, False]), l2=1e-2, return_info=True)
+    >>> bool(coef[0] > 1 and coef[2] == 0), int(info.status)
+    (True, 0)
     """
-    X = as_float_matrix(X, "X", min_rows=2)
+    X = as_float_matrix(X, "X", min_rows=MIN_ROWS)
     n, d = X.shape
-    if loss not in ("logistic", "softmax"):
-        raise ValueError(f"loss must be 'logistic' or 'softmax'; got {loss!r}")
-    y_arr = y if isinstance(y, jax.Array) else jnp.asarray(y)
-    if y_arr.ndim != 1 or y_arr.shape[0] != n:
-        raise ValueError(f"y must be 1-D with one label per row of X ({n}); got shape {tuple(y_arr.shape)}")
+    check_choice(loss, "loss", ("logistic", "softmax"))
     if loss == "logistic":
-        values = host_value(lambda: y_arr)
-        if values is not None and (np.any(values < 0) or np.any(values > 1) or not np.all(np.isfinite(values))):
-            raise ValueError("logistic labels must lie in [0, 1] (use 0/1 classes)")
-        Yt = y_arr.astype(X.dtype)[:, None]
+        Yt = _refit_binary_labels(y, n, X.dtype)[:, None]
     else:
-        values = host_value(lambda: y_arr)
-        if values is None:
-            if n_classes is None:
-                raise ValueError("pass n_classes when y is traced")
-            C = int(n_classes)
-        else:
-            if np.any(values < 0) or np.any(values != np.round(values)):
-                raise ValueError("softmax labels must be integer classes 0..C-1")
-            C = int(n_classes) if n_classes is not None else int(values.max()) + 1
-            if values.max() >= C:
-                raise ValueError(f"label {int(values.max())} is out of range for n_classes={C}")
-        Yt = jax.nn.one_hot(y_arr.astype(jnp.int32), C, dtype=X.dtype)
-    if support is None:
-        support = jnp.ones((d,), bool)
-    support = jnp.asarray(support)
-    if support.shape != (d,) or support.dtype != bool:
-        raise ValueError(f"support must be a (D,) = ({d},) boolean mask")
-    l2_value = host_value(lambda: l2)
-    if l2_value is not None and not (float(l2_value) > 0):
-        raise ValueError(f"l2 must be > 0; got {l2}")
-    coef, intercept = _glm_refit(X, Yt, support, jnp.asarray(l2, X.dtype), softmax=loss == "softmax", max_iter=int(max_iter))
+        if n_classes is not None:
+            n_classes = check_int(n_classes, "n_classes", low=2)
+        labels, C = as_labels(y, n, "y", n_classes=n_classes)
+        if C < 2:
+            raise ValueError("softmax needs at least 2 classes; y has only class 0")
+        Yt = jax.nn.one_hot(jnp.asarray(labels), C, dtype=X.dtype)
+    support = _check_support(support, d)
+    l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
+    max_iter = check_int(max_iter, "max_iter", low=1)
+    tol = check_float(default_tol(X.dtype) if tol is None else tol, "tol", low=0.0, strict_low=True)
+    coef, intercept, info = _glm_refit(
+        X, Yt, support, l2, jnp.asarray(tol, X.dtype), jnp.asarray(max_iter, jnp.int32), loss=loss
+    )
     if loss == "logistic":
-        return coef[:, 0], intercept[0]
-    return coef, intercept
+        coef, intercept = coef[:, 0], intercept[0]
+    return (coef, intercept, info) if return_info else (coef, intercept)
 
 
-@partial(jax.jit, static_argnames=("softmax", "max_iter"))
-def _glm_refit(X, Yt, support, l2, *, softmax: bool, max_iter: int):
-    n, d = X.shape
+def _refit_binary_labels(y, n: int, dtype):
+    """Logistic labels of glm_refit: {0, 1}, {−1, +1}, bool or probabilities in [0, 1] → (n,) in [0, 1]."""
+    if not isinstance(y, jax.Array):
+        y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y must have shape ({n},) or ({n}, 1) (one label per row of X); got {tuple(y.shape)}")
+    if y.dtype == object or np.dtype(y.dtype).kind not in "biuf":
+        raise TypeError(f"y must hold binary labels or probabilities; got dtype {y.dtype}")
+    values = host_value(lambda: y)
+    if values is not None:
+        v = np.unique(values.astype(np.float64))
+        if not np.all(np.isfinite(v)):
+            raise ValueError("y contains NaN or Inf")
+        signed = set(v.tolist()) <= {-1.0, 1.0}
+        if not (signed or (v.min() >= 0 and v.max() <= 1)):
+            raise ValueError(
+                "logistic labels must be {0, 1}, {-1, +1}, bool, or probabilities in [0, 1]; "
+                f"got values {v[:6].tolist()}"
+            )
+        if v.size < 2:
+            raise ValueError(f"y has a single value {v.tolist()}: the intercept would diverge")
+    return jnp.maximum(jnp.asarray(y).astype(dtype), jnp.zeros((), dtype))  # −1 → 0
+
+
+@partial(jax.jit, static_argnames=("loss",))
+def _glm_refit(X, Yt, support, l2, tol, max_iter, *, loss: str):
+    d = X.shape[1]
     T = Yt.shape[1]
     dt = X.dtype
+    softmax = loss == "softmax"
+    parts = glm_loss(loss)
     x_mean, Xs, w_col, use = _standardize_support(X, support)
     free = jnp.concatenate([jnp.repeat(use, T), jnp.ones((T,), bool)])
 
@@ -223,38 +288,27 @@ def _glm_refit(X, Yt, support, l2, *, softmax: bool, max_iter: int):
 
     def risk(theta):
         W, b = unpack(theta)
-        S = Xs @ W + b[None, :]
-        if softmax:
-            data = jnp.mean(jax.nn.logsumexp(S, axis=1) - jnp.sum(Yt * S, axis=1))
-            centre = 0.5 * jnp.sum(b) ** 2  # pins the flat direction b → b + t·1
-        else:
-            data = jnp.mean(jnp.sum(jax.nn.softplus(S) - Yt * S, axis=1))
-            centre = jnp.zeros((), dt)
-        return data + 0.5 * l2 * jnp.sum(W * W) + centre
+        r = glm_risk(Xs, Yt, W, b, use, l2, parts)
+        return r + 0.5 * jnp.sum(b) ** 2 if softmax else r  # softmax: pins the flat direction b → b + t·1
 
     def residual(theta):  # ∇r on the free coordinates, θ itself (→ 0) elsewhere
         return jnp.where(free, jax.grad(risk)(theta), theta)
 
-    def newton(F, theta0):
-        def body(state):
-            theta, it, _ = state
-            g = F(theta)
-            H = jax.jacfwd(F)(theta)
-            step = jnp.linalg.solve(H, g)
-            return theta - step, it + 1, jnp.max(jnp.abs(g))
-
-        def cond(state):
-            _, it, gmax = state
-            return (it < max_iter) & (gmax > 10 * jnp.finfo(dt).eps)
-
-        theta, _, _ = jax.lax.while_loop(cond, body, (theta0, jnp.zeros((), jnp.int32), jnp.asarray(jnp.inf, dt)))
-        return theta
+    def solve(_, theta0):
+        W0, b0 = unpack(theta0)
+        res = glm_newton(Xs, Yt, W0, b0, use, l2, parts, tol=tol, max_iter=max_iter, solver="cholesky",
+                         softmax=softmax)
+        # custom_root's forward-mode rule gives integer aux outputs integer tangents, which JAX
+        # rejects: carry the counters as floats (exact for these small integers) and cast back.
+        info = res.info._replace(n_iter=res.info.n_iter.astype(dt), status=res.info.status.astype(dt))
+        return jnp.concatenate([res.V.reshape(-1), res.b]), info
 
     def tangent_solve(g, v):
         return jnp.linalg.solve(jax.jacfwd(g)(v), v)
 
-    theta0 = jnp.zeros(((d + 1) * T,), dt)
-    theta = jax.lax.custom_root(residual, theta0, newton, tangent_solve)
+    theta, info = jax.lax.custom_root(residual, jnp.zeros(((d + 1) * T,), dt), solve, tangent_solve, has_aux=True)
+    info = jax.tree.map(jax.lax.stop_gradient, info)
+    info = info._replace(n_iter=info.n_iter.astype(jnp.int32), status=info.status.astype(jnp.int32))
     W, b = unpack(theta)
     coef = W * w_col[:, None]
-    return coef, b - x_mean @ coef
+    return coef, b - x_mean @ coef, info

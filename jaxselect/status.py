@@ -16,7 +16,7 @@ flag        meaning
 ==========  =============================================================================
 
 >>> import jaxselect as js
->>> js.status_message(0), js.status_message(4)[:27]
+>>> js.status_message(0), js.status_message(4)[:26]
 ('ok', 'an iterative solve stopped')
 """
 

@@ -5,6 +5,8 @@ The suite runs as users run: x64 OFF, float32 the default. float64 cases switch 
 promotion catch accidental dtype/rank mixing inside the library.
 """
 
+import gc
+
 import jax
 import numpy as np
 
@@ -30,3 +32,16 @@ def dtype(request):
     else:
         yield np.float32
 
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's compilation caches after each test module.
+
+    Every XLA:CPU executable holds memory mappings; the whole suite compiles a few thousand programs
+    (float32 and float64 variants, eager-vs-jit checks), which would exhaust the kernel's
+    ``vm.max_map_count`` (65 530) in one process and abort it. Modules never share warm caches.
+    """
+    yield
+    jax.clear_caches()
+    gc.collect()

@@ -4,7 +4,8 @@
 * ``loss_and_grad``: each loss and its derivative in score space from the closed forms.
 * ``pl_dense``: the dense N × M × (B+1) piecewise-linear basis of §2.5.1 (small problems only).
 * ``masked_fsa``: Algorithm 1 at full width with a boolean mask (no compaction), plain gradient
-  descent with a given step, standardized (or centered-PL) design, unpenalised intercept.
+  descent with a given step, standardized (or centered-PL) design, unpenalised intercept, prior
+  ``(l2/2)‖β‖²`` (the library's l2 convention); constant columns (max == min) never active.
 """
 
 from __future__ import annotations
@@ -62,9 +63,11 @@ def loss_and_grad(name, s, y=None, pairs=None, h=0.1):
 
 
 def standardize(X):
+    """Centered, unit-variance columns; constant columns (max == min) get inverse scale 0."""
     mean = X.mean(0)
     std = np.sqrt(((X - mean) ** 2).mean(0))
-    inv = np.where(std > 1e-12 * np.maximum(np.abs(X).max(0), 1), 1.0 / np.where(std > 0, std, 1), 0.0)
+    live = X.max(0) > X.min(0)
+    inv = np.where(live, 1.0 / np.where(live, std, 1), 0.0)
     return (X - mean) * inv, mean, inv
 
 
@@ -110,22 +113,23 @@ def masked_fsa(X, y, k, *, loss="squared", n_iter=50, mu=300.0, lr, l2=0.0, bins
     P = Z.shape[2]
     beta = np.zeros((M, P))
     b = 0.0
-    active = np.ones(M, bool)
+    active = X.max(0) > X.min(0)  # constant columns are never active
     sched = schedule(M, k, n_iter, mu)
     losses = []
     for e in range(n_iter):
         s = np.einsum("nmp,mp->n", Z, beta) + b
         val, u = loss_and_grad(loss, s, y=y, pairs=pairs, h=h)
         pen, pgrad = second_diff_penalty_grad(beta)
-        losses.append(val + l2 * np.sum(beta**2) + smoothness * pen)
-        g = np.einsum("nmp,n->mp", Z, u) + 2 * l2 * beta + smoothness * pgrad
+        losses.append(val + 0.5 * l2 * np.sum(beta**2) + smoothness * pen)
+        g = np.einsum("nmp,n->mp", Z, u) + l2 * beta + smoothness * pgrad
         g[~active] = 0
         beta = beta - lr * g
         b = b - lr * u.sum()
         score = np.where(active, np.sum(beta**2, 1), -1.0)
         order = np.argsort(-score, kind="stable")
-        active = np.zeros(M, bool)
-        active[order[: sched[e]]] = True
+        keep = np.zeros(M, bool)
+        keep[order[: sched[e]]] = True
+        active = keep & active  # a killed variable never returns
         beta[~active] = 0
     support = np.flatnonzero(active)
     out = dict(support=support, beta=beta[support], b=b, losses=np.array(losses), schedule=sched)
@@ -142,3 +146,13 @@ def lipschitz(X, loss="squared", h=0.1):
     lam = np.linalg.eigvalsh(A.T @ A / len(Z)).max()
     kappa = {"squared": 1.0, "logistic": 0.25, "lorenz": 2.0, "huber_hinge": 1 / (2 * h)}[loss]
     return kappa * lam
+
+
+def ridge(X, y, l2):
+    """argmin ½ mean (y − Zc − b)² + (l2/2)‖c‖² on standardized Z, in raw space: (coef, intercept)."""
+    Z, mean, inv = standardize(np.asarray(X, np.float64))
+    y = np.asarray(y, np.float64)
+    n, m = Z.shape
+    c = np.linalg.solve(Z.T @ Z / n + l2 * np.eye(m), Z.T @ (y - y.mean()) / n)
+    raw = c * inv
+    return raw, y.mean() - mean @ raw

@@ -24,7 +24,8 @@ def regression_data(d=12, T=2, seed=0):
     return X, Y
 
 
-def close(a, b, rtol=1e-8, atol=1e-10):
+def close(a, b, rtol=2e-4, atol=1e-5):
+    """float32 (the default): row sums split over devices round differently than on one device."""
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
 
@@ -62,7 +63,7 @@ def test_group_lasso_path():
     a = js.group_lasso_path(js.prepare(X, Y, groups), n_lambdas=8)
     b = js.group_lasso_path(js.prepare(js.shard_rows(X), js.shard_rows(Y), groups), n_lambdas=8)
     assert a.order.tolist() == b.order.tolist()
-    close(a, b, rtol=1e-7, atol=1e-9)
+    close(a, b, rtol=2e-3, atol=2e-4)  # float32 BCD stops anywhere within its KKT tolerance (1e-5·λ_max)
 
 
 @pytest.mark.parametrize("loss, solver", [("logistic", "auto"), ("softmax", "cholesky"), ("softmax", "cg")])
@@ -70,18 +71,22 @@ def test_glm_omp(loss, solver):
     X, Y = regression_data(seed=2)
     y = (Y[:, 0] > np.median(Y[:, 0])).astype(int) if loss == "logistic" else np.digitize(Y[:, 0], np.quantile(Y[:, 0], [0.33, 0.66]))
     groups = np.arange(12) // 2
-    a = js.glm_omp(X, y, groups, loss=loss, max_steps=4, newton_solver=solver)
-    b = js.glm_omp(js.shard_rows(X), y, groups, loss=loss, max_steps=4, newton_solver=solver)
-    assert a.order.tolist() == b.order.tolist()
-    close(a, b, rtol=1e-6, atol=1e-8)
+    # float64: the Newton refits stop anywhere within their tolerance, so in float32 a reordered
+    # (sharded) reduction moves the models by up to ~tol; float64 makes the comparison sharp.
+    with jax.enable_x64():
+        a = js.glm_omp(X, y, groups, loss=loss, k=4, newton_solver=solver)
+        b = js.glm_omp(js.shard_rows(X), y, groups, loss=loss, k=4, newton_solver=solver)
+        assert a.coef.dtype == np.float64 and int(a.status) == int(b.status) == 0
+        assert a.order.tolist() == b.order.tolist()
+        close(a, b, rtol=1e-6, atol=1e-8)
 
 
 def test_greedy_rls():
     X, Y = regression_data(seed=3)
-    a = js.greedy_rls(X, Y, 5, l2=0.5, bias=1.0)
-    b = js.greedy_rls(js.shard_rows(X), js.shard_rows(Y), 5, l2=0.5, bias=1.0)
+    a = js.greedy_rls(X, Y, 5, l2=0.5 / N, bias=1.0)  # RLScore regparam 0.5
+    b = js.greedy_rls(js.shard_rows(X), js.shard_rows(Y), 5, l2=0.5 / N, bias=1.0)
     assert a.selected.tolist() == b.selected.tolist()
-    close(a, b, rtol=1e-7, atol=1e-9)
+    close(a, b, rtol=1e-4, atol=1e-4)  # float32: row sums split over devices round differently
 
 
 def test_dwsm():
@@ -108,8 +113,8 @@ def test_fsa(loss):
     a = js.fsa(X, y, 2, loss=loss, n_iter=20)
     b = js.fsa(js.shard_rows(X), js.shard_rows(y), 2, loss=loss, n_iter=20)
     assert a.support.tolist() == b.support.tolist() == [4, 11]
-    close(a.coef, b.coef, rtol=1e-9)
-    close(js.fsa_predict(a, X), js.fsa_predict(b, js.shard_rows(X)), rtol=1e-9)
+    close(a.coef, b.coef)
+    close(js.fsa_predict(a, X), js.fsa_predict(b, js.shard_rows(X)))
 
 
 def test_refits_and_their_gradients():

@@ -83,3 +83,52 @@ def test_status_of_a_batched_result_raises_on_any_entry():
     with pytest.raises(js.SolverError, match="ill-conditioned") as info:
         js.raise_for_status(batched)
     assert info.value.status == 2
+
+
+def test_group_lasso_path_inside_user_jit():
+    X, y = regression_data(4)
+    groups = js.Groups.from_ids(IDS, COSTS)
+
+    def run(X, y):
+        return js.group_lasso_path(js.prepare(X, y, groups), n_lambdas=6)
+
+    eager, jitted = run(X, y), jax.jit(run)(X, y)
+    assert eager.order.tolist() == jitted.order.tolist()
+    np.testing.assert_allclose(eager.coef, jitted.coef, rtol=1e-4, atol=1e-5)
+
+
+def test_refit_gradient_is_finite_with_a_constant_column():
+    """The shared standardisation never takes √0: d/dX of a refit stays finite on constant columns."""
+    X, y = regression_data(5)
+    X[:, 3] = 2.0
+    grad = jax.grad(lambda X: jnp.sum(js.ridge_refit(X, y)[0]))(jnp.asarray(X))
+    assert bool(jnp.isfinite(grad).all())
+    np.testing.assert_array_equal(np.asarray(js.ridge_refit(X, y)[0])[3], 0.0)
+
+
+def test_fresh_equal_optimizer_and_lambda_loss_do_not_recompile():
+    optax = pytest.importorskip("optax")
+    X, y = regression_data(6)
+
+    def run():
+        return js.fsa(X.copy(), y.copy(), 2, n_iter=30, optimizer=optax.sgd(0.05),
+                      loss=lambda s, t: 0.5 * jnp.mean((s - t) ** 2))
+
+    first = run()
+    with count_compiles() as compiles:
+        second = run()
+    assert compiles[0] == 0
+    np.testing.assert_array_equal(first.support, second.support)
+
+
+def test_greedy_rls_result_composes_with_the_anytime_toolkit():
+    X, y = regression_data(7)
+    res = js.greedy_rls(X, y, 3, l2=1e-2)
+    path = js.as_path(res)
+    for step in (1, 2, 3):
+        np.testing.assert_allclose(js.predict(res, X, budget=float(step)), js.rls_predict(res, X, step=step),
+                                   rtol=1e-5, atol=1e-5)
+    curve = js.objective_curve(res, X, y)
+    assert curve.cost.tolist() == [0.0, 1.0, 2.0, 3.0] and curve.value[-1] > 0.9
+    assert 0.0 < js.timeliness(curve) <= 1.0 and js.oracle_curve(curve).cost[-1] == 3.0
+    assert js.timeliness(res) == pytest.approx(js.timeliness(js.train_curve(path)))

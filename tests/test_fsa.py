@@ -1,5 +1,7 @@
-"""FSA (Barbu et al.): schedule, compacted solver vs a masked full-width oracle, Theorem 2.1(i),
-piecewise-linear learners, ranking, bad input, degenerate data, jit/grad/sharding."""
+"""FSA (Barbu et al.): schedule, compacted solver vs a masked full-width oracle, the step API by hand,
+Theorem 2.1(i), the l2 convention (ridge oracle), piecewise-linear learners, ranking, labels,
+constant columns, bad input, status, no recompilation, jit/vmap/grad. float32 (the default) is
+covered everywhere; float64 runs under the ``x64`` context."""
 
 import sys
 
@@ -9,11 +11,16 @@ import numpy as np
 import optax
 import pytest
 
+from compile_count import count_compiles
 from jaxselect.anneal import (
+    FSAResult,
     PLGrid,
     annealing_schedule,
     fsa,
+    fsa_init,
     fsa_predict,
+    fsa_prepare,
+    fsa_step,
     pl_basis_mean,
     pl_encode,
     pl_grid,
@@ -24,8 +31,10 @@ from jaxselect.anneal import (
     smoothness_penalty,
 )
 from jaxselect.losses import squared_loss
+from jaxselect.status import NONFINITE, SolverError, raise_for_status
 
 import reference_fsa as ref
+
 
 @pytest.fixture(autouse=True)
 def _compact_every_stage(monkeypatch):
@@ -33,12 +42,27 @@ def _compact_every_stage(monkeypatch):
     monkeypatch.setattr(sys.modules["jaxselect.anneal.fsa"], "_MIN_DROP", 0)
 
 
+@pytest.fixture(params=[np.float32, np.float64], ids=["float32", "float64"])
+def dtype(request):
+    """float32 as users run it; float64 inside ``jax.enable_x64()``."""
+    if request.param == np.float64:
+        with jax.enable_x64():
+            yield np.float64
+    else:
+        yield np.float32
+
+
+def _tol(dtype, rtol64=1e-8, atol64=1e-10, rtol32=2e-3, atol32=2e-4):
+    return dict(rtol=rtol64, atol=atol64) if dtype == np.float64 else dict(rtol=rtol32, atol=atol32)
+
+
 # one problem shape for most tests, so that compiled stages are shared between tests
 N, M, K, NITER, MU = 80, 16, 4, 40, 10.0
 TRUE = [2, 7, 11, 14]
+L2 = 2e-3  # (l2/2)‖β‖²; was 1e-3 under the former l2‖β‖² convention
 
 
-def _problem(seed=0, dtype=np.float64):
+def _problem(seed=0, dtype=np.float32):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((N, M)) * rng.uniform(0.5, 3.0, M) + rng.normal(size=M)
     lin = (X[:, TRUE] / X[:, TRUE].std(0)) @ np.array([1.5, -2.0, 1.0, 1.2])
@@ -83,65 +107,128 @@ def test_schedule_area_matches_table1_order():
 
 # --------------------------------------------------------------------------- vs masked oracle
 @pytest.mark.parametrize("loss", ["squared", "logistic", "huber_hinge", "lorenz"])
-def test_compacted_matches_masked_reference(loss):
-    X, y, labels = _problem()
+def test_compacted_matches_masked_reference(loss, dtype):
+    X, y, labels = _problem(dtype=dtype)
     target = y if loss == "squared" else labels
     lr = 0.5 / ref.lipschitz(X, loss)
-    res = fsa(X, target, K, loss=loss, n_iter=NITER, mu=MU, lr=lr, l2=1e-3)
-    out = ref.masked_fsa(X, target, K, loss=loss, n_iter=NITER, mu=MU, lr=lr, l2=1e-3)
+    res = fsa(X, target, K, loss=loss, n_iter=NITER, mu=MU, lr=lr, l2=L2)
+    out = ref.masked_fsa(X, target, K, loss=loss, n_iter=NITER, mu=MU, lr=lr, l2=L2)
+    assert res.coef.dtype == dtype and res.loss_path.dtype == dtype
     np.testing.assert_array_equal(res.support, out["support"])
-    np.testing.assert_allclose(res.coef, out["coef"], rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(res.intercept, out["intercept"], rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(res.loss_path, out["losses"], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(res.coef, out["coef"], **_tol(dtype))
+    np.testing.assert_allclose(res.intercept, out["intercept"], **_tol(dtype))
+    np.testing.assert_allclose(res.loss_path, out["losses"], **_tol(dtype, atol64=1e-12, rtol32=1e-4, atol32=1e-6))
     np.testing.assert_array_equal(res.n_kept, out["schedule"])
     assert int(res.status) == 0
 
 
-def test_compacted_matches_masked_reference_pl_smoothness():
-    X, y, _ = _problem()
+def test_compacted_matches_masked_reference_pl_smoothness(dtype):
+    X, y, _ = _problem(dtype=dtype)
     lr = 0.05
-    res = fsa(X, y, K, n_iter=NITER, mu=MU, lr=lr, bins=4, l2=1e-3, smoothness=1e-2)
-    out = ref.masked_fsa(X, y, K, n_iter=NITER, mu=MU, lr=lr, bins=4, l2=1e-3, smoothness=1e-2)
+    res = fsa(X, y, K, n_iter=NITER, mu=MU, lr=lr, bins=4, l2=L2, smoothness=1e-2)
+    out = ref.masked_fsa(X, y, K, n_iter=NITER, mu=MU, lr=lr, bins=4, l2=L2, smoothness=1e-2)
     np.testing.assert_array_equal(res.support, out["support"])
-    np.testing.assert_allclose(res.coef, out["beta"], rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(res.loss_path, out["losses"], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(res.coef, out["beta"], **_tol(dtype))
+    np.testing.assert_allclose(res.loss_path, out["losses"], **_tol(dtype, atol64=1e-12, rtol32=1e-4, atol32=1e-6))
 
 
-def test_compacted_matches_masked_reference_ranking():
-    X, y, _ = _problem()
+def test_compacted_matches_masked_reference_ranking(dtype):
+    X, y, _ = _problem(dtype=dtype)
     rng = np.random.default_rng(3)
     ij = rng.integers(0, N, size=(300, 2))
     r = (y[ij[:, 0]] > y[ij[:, 1]]).astype(np.float64)
     res = fsa(X, None, K, loss="ranking", pairs=np.c_[ij, r], n_iter=NITER, mu=MU, lr=0.5)
     out = ref.masked_fsa(X, None, K, loss="ranking", pairs=(ij, r), n_iter=NITER, mu=MU, lr=0.5)
     np.testing.assert_array_equal(res.support, out["support"])
-    np.testing.assert_allclose(res.coef, out["coef"], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res.coef, out["coef"], **_tol(dtype))
     assert sorted(res.support.tolist()) == TRUE  # ranking recovers the generating features
 
 
-@pytest.mark.parametrize("jit", [True, False])
-def test_float32_and_no_jit(jit):
-    X, y, _ = _problem(dtype=np.float32)
+def test_jit_matches_disable_jit():
+    X, y, _ = _problem()
     lr = 0.5 / ref.lipschitz(X)
-    with jax.disable_jit(not jit):
-        res = fsa(X, y, K, n_iter=6, mu=300.0, lr=lr)
-    out = ref.masked_fsa(X, y, K, n_iter=6, mu=300.0, lr=lr)
-    assert res.coef.dtype == jnp.float32 and res.loss_path.dtype == jnp.float32
-    np.testing.assert_array_equal(res.support, out["support"])
-    np.testing.assert_allclose(res.coef, out["coef"], rtol=2e-3, atol=2e-3)
+    res = fsa(X, y, K, n_iter=6, mu=300.0, lr=lr)
+    with jax.disable_jit():
+        eager = fsa(X, y, K, n_iter=6, mu=300.0, lr=lr)
+    np.testing.assert_array_equal(res.support, eager.support)
+    np.testing.assert_allclose(res.coef, eager.coef, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(res.loss_path, eager.loss_path, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------- the step API by hand
+def _by_hand(X, target, loss, lr=None, optimizer=None, l2=L2):
+    """Algorithm 1 on the full width with fsa_init / fsa_step (no compaction), mapped to raw space."""
+    problem = fsa_prepare(X, target, loss=loss)
+    schedule = jnp.asarray(annealing_schedule(M, K, NITER, MU))
+
+    @jax.jit
+    def run(problem):
+        def body(state, m_e):
+            return fsa_step(problem, state, m_e, loss=loss, lr=lr, l2=l2, optimizer=optimizer)
+
+        return jax.lax.scan(body, fsa_init(problem, optimizer=optimizer), schedule)
+
+    state, info = run(problem)
+    support = np.flatnonzero(np.asarray(state.active))
+    d = problem.design
+    raw = np.asarray(state.coef)[support, 0] * np.asarray(d.inv_scale)[support]
+    intercept = float(state.intercept) - np.asarray(d.mean)[support] @ raw
+    return support, raw, intercept, np.asarray(info.objective)
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_step_by_hand_equals_compacted_fsa(loss, dtype):
+    X, y, labels = _problem(3, dtype)
+    X[:, 5] = 1.5  # a constant column: inactive from fsa_init on, in both
+    target = y if loss == "squared" else labels
+    lr = 0.5 / ref.lipschitz(X, loss)
+    res = fsa(X, target, K, loss=loss, n_iter=NITER, mu=MU, lr=lr, l2=L2)  # squared: moment-space tail
+    support, coef, intercept, objective = _by_hand(X, target, loss, lr=lr)
+    np.testing.assert_array_equal(res.support, support)
+    assert 5 not in support
+    np.testing.assert_allclose(res.coef, coef, **_tol(dtype, rtol32=1e-3, atol32=1e-4))
+    np.testing.assert_allclose(res.intercept, intercept, **_tol(dtype, rtol32=1e-3, atol32=1e-4))
+    # the squared loss's moment-space tail sums terms ~ F(0) to get F: float32 cancellation ~ eps·F(0)
+    np.testing.assert_allclose(res.loss_path, objective, **_tol(dtype, rtol32=1e-5, atol32=1e-6 * objective[0]))
+
+
+def test_step_by_hand_with_optimizer_equals_compacted_fsa():
+    # the optax state is gathered with the coefficients at each compaction
+    X, y, _ = _problem(3)
+    with jax.numpy_dtype_promotion("standard"):  # optax's bias correction mixes float and int32
+        res = fsa(X, y, K, n_iter=NITER, mu=MU, l2=L2, optimizer=optax.adam(0.05))
+        support, coef, intercept, objective = _by_hand(X, y, "squared", optimizer=optax.adam(0.05))
+    np.testing.assert_array_equal(res.support, support)
+    np.testing.assert_allclose(res.coef, coef, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(res.loss_path, objective, rtol=1e-5, atol=1e-6)
+    assert np.isnan(np.asarray(res.step_size)).all()
+
+
+def test_step_needs_exactly_one_of_lr_and_optimizer():
+    X, y, _ = _problem()
+    problem = fsa_prepare(X, y)
+    state = fsa_init(problem)
+    with pytest.raises(ValueError, match="exactly one of lr"):
+        fsa_step(problem, state, K)
+    with pytest.raises(ValueError, match="exactly one of lr"):
+        fsa_step(problem, state, K, lr=0.1, optimizer=optax.sgd(0.1))
+    with pytest.raises(ValueError, match="loss must be one of"):
+        fsa_step(problem, state, K, lr=0.1, loss="hinge")
 
 
 # --------------------------------------------------------------------------- Theorem 2.1 / defaults
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
-def test_theorem_2_1_monotone_once_k(loss):
-    X, y, labels = _problem(1)
+def test_theorem_2_1_monotone_once_k(loss, dtype):
+    X, y, labels = _problem(1, dtype)
     target = y if loss == "squared" else labels
     lr = 0.99 / ref.lipschitz(X, loss)  # inside the theorem's bound eta < 1/L (mean-loss scaling)
     res = fsa(X, target, K, loss=loss, n_iter=NITER, mu=MU, lr=lr)
-    path, kept = np.asarray(res.loss_path), np.asarray(res.n_kept)
+    path, kept = np.asarray(res.loss_path, np.float64), np.asarray(res.n_kept)
     first_k = int(np.argmax(kept == K))
     tail = path[first_k + 1 :]  # F(beta^(e)) for e after M_e = k
-    assert np.all(np.diff(tail) <= 1e-12 * np.abs(tail[:-1]).max())
+    # float32: F is evaluated (moment space for the squared loss) from terms as large as F(0)
+    slack = 1e-12 * np.abs(tail).max() if dtype == np.float64 else 8 * np.finfo(np.float32).eps * path[0]
+    assert np.all(np.diff(tail) <= slack)
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic", "lorenz", "huber_hinge"])
@@ -155,23 +242,49 @@ def test_default_step_is_scale_free_and_recovers_support(loss):
     steps = np.asarray(res.step_size)
     assert steps[0] < 2.0 / ref.lipschitz(X, "squared" if loss == "squared" else "logistic")
     # ... and invariant to rescaling the features (standardization + scale-free step)
-    res2 = fsa(X * 1000.0, target, K, loss=loss, n_iter=NITER, mu=MU)
+    res2 = fsa(X * np.float32(1000.0), target, K, loss=loss, n_iter=NITER, mu=MU)
     np.testing.assert_array_equal(res.support, res2.support)
-    np.testing.assert_allclose(np.asarray(res2.coef) * 1000.0, res.coef, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(res2.coef) * 1000.0, res.coef, rtol=2e-3, atol=1e-4)
     if loss == "squared":
         tail = np.asarray(res.loss_path)[int(np.argmax(np.asarray(res.n_kept) == K)) + 1 :]
-        assert np.all(np.diff(tail) <= 1e-12)
+        assert np.all(np.diff(tail) <= 8 * np.finfo(np.float32).eps * float(res.loss_path[0]))
+
+
+def test_l2_is_half_squared_norm_on_the_mean_loss(dtype):
+    # k = all non-constant columns, no selection left: FSA converges to the ridge solution of
+    # ½ mean (y − Zc − b)² + (l2/2)‖c‖², i.e. (ZᵀZ/N + l2 I) c = Zᵀ(y − ȳ)/N
+    X, y, _ = _problem(11, dtype)
+    X[:, 3] = 2.5  # constant: coefficient 0, not counted
+    res = fsa(X, y, M - 1, n_iter=300, mu=0.0, l2=0.5)
+    coef, intercept = ref.ridge(X, y, 0.5)
+    assert 3 not in res.support.tolist()
+    np.testing.assert_allclose(res.coef, coef[np.asarray(res.support)], **_tol(dtype, rtol64=1e-9, rtol32=1e-4, atol32=1e-5))
+    np.testing.assert_allclose(res.intercept, intercept, **_tol(dtype, rtol64=1e-9, rtol32=1e-4, atol32=1e-5))
+
+
+def test_l2_may_be_traced_vmap_matches_loop():
+    X, y, _ = _problem(10)
+    lr = 0.5 / ref.lipschitz(X)
+    l2s = np.array([0.0, 0.2, 2.0], np.float32)
+    kw = dict(n_iter=NITER, mu=MU, lr=lr)
+    sup, coef = jax.vmap(lambda l2: tuple(fsa(X, y, K, l2=l2, **kw)[:2]))(jnp.asarray(l2s))
+    for i, l2 in enumerate(l2s):
+        one = fsa(X, y, K, l2=float(l2), **kw)
+        np.testing.assert_array_equal(sup[i], one.support)
+        np.testing.assert_allclose(coef[i], one.coef, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(coef[0], coef[2])  # the penalty does shrink
 
 
 def test_predict_and_optimizer_and_callable_loss():
     X, y, _ = _problem(4)
     res = fsa(X, y, K, n_iter=NITER, mu=MU)
-    np.testing.assert_allclose(fsa_predict(res, X), X[:, res.support] @ res.coef + res.intercept, rtol=1e-10)
+    np.testing.assert_allclose(fsa_predict(res, X), X[:, res.support] @ res.coef + res.intercept, rtol=1e-5, atol=1e-5)
     assert np.sqrt(np.mean((np.asarray(fsa_predict(res, X)) - y) ** 2)) < 0.5
-    # a callable loss identical to the built-in gives the identical fit
+    np.testing.assert_allclose(fsa_predict(res, X[:1]), fsa_predict(res, X)[:1], rtol=1e-6)  # one row is fine
+    # a callable loss identical to the built-in gives the same fit
     res_c = fsa(X, y, K, loss=squared_loss, n_iter=NITER, mu=MU)
     np.testing.assert_array_equal(res.support, res_c.support)
-    np.testing.assert_allclose(res.coef, res_c.coef, rtol=1e-10)
+    np.testing.assert_allclose(res.coef, res_c.coef, rtol=1e-6)
     # any optax optimizer (its state is compacted with the coefficients)
     with jax.numpy_dtype_promotion("standard"):  # optax's bias correction mixes float and int32
         res_a = fsa(X, y, K, n_iter=NITER, mu=MU, optimizer=optax.adam(0.05))
@@ -183,24 +296,61 @@ def test_callable_loss_with_pytree_target():
 
     def weighted_logistic(scores, target):
         lab, w = target
-        m = jnp.where(lab > 0, 1.0, -1.0) * scores
+        m = jnp.where(lab > 0, scores, -scores)
         return jnp.sum(w * jax.nn.softplus(-m)) / jnp.sum(w)
 
-    w = np.ones(N)
+    w = np.ones(N, np.float32)
     res = fsa(X, (labels, w), K, loss=weighted_logistic, n_iter=NITER, mu=MU)
     res_b = fsa(X, labels, K, loss="logistic", n_iter=NITER, mu=MU)
     np.testing.assert_array_equal(res.support, res_b.support)
-    np.testing.assert_allclose(res.coef, res_b.coef, rtol=1e-6)
+    np.testing.assert_allclose(res.coef, res_b.coef, rtol=1e-4, atol=1e-5)
 
 
-def test_inside_jit_and_grad_with_callable_loss():
-    X, y, _ = _problem(6)
+# --------------------------------------------------------------------------- no silent recompilation
+def _fits(X, y, labels):
+    """Three fits built the way a user writes them: a fresh optimizer and a fresh lambda per call."""
+    a = fsa(X, y, K, n_iter=NITER, mu=MU, optimizer=optax.sgd(0.1))
+    b = fsa(X, labels, K, loss=lambda s, t: jnp.mean(jax.nn.softplus(-jnp.where(t > 0, s, -s))), n_iter=NITER, mu=MU)
+    c = fsa(X, labels, K, loss="lorenz", n_iter=NITER, mu=MU)
+    return a, b, c, fsa_predict(c, X)
+
+
+def test_no_recompilation_with_fresh_equal_arguments():
+    X, y, labels = _problem(9)
+    first = _fits(X, y, labels)
+    with count_compiles() as compiles:
+        second = _fits(X.copy(), y.copy(), labels.copy())
+    assert compiles[0] == 0
+    for a, b in zip(first[:3], second[:3]):
+        np.testing.assert_array_equal(a.support, b.support)
+        np.testing.assert_array_equal(a.coef, b.coef)
+    np.testing.assert_array_equal(first[3], second[3])
+
+
+# --------------------------------------------------------------------------- jit / grad
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_inside_user_jit_with_traced_data(loss):
+    X, y, labels = _problem(6)
+    target = y if loss == "squared" else 2 * labels - 1  # traced {-1, +1} labels
+    kw = dict(loss=loss, n_iter=NITER, mu=MU)
+    eager = fsa(X, target, K, **kw)
+
+    @jax.jit
+    def fit_predict(X, y, X_new):
+        res = fsa(X, y, K, **kw)
+        return res, fsa_predict(res, X_new)
+
+    res, pred = fit_predict(jnp.asarray(X), jnp.asarray(target), jnp.asarray(X[:7]))
+    np.testing.assert_array_equal(res.support, eager.support)
+    np.testing.assert_allclose(res.coef, eager.coef, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(pred, fsa_predict(eager, X[:7]), rtol=1e-4, atol=1e-4)
+    assert int(res.status) == 0
+
+
+def test_grad_with_callable_loss(x64):
+    X, y, _ = _problem(6, np.float64)
     lr = 0.5 / ref.lipschitz(X)
     kw = dict(loss=squared_loss, n_iter=12, mu=300.0, lr=lr)
-    res = fsa(X, y, K, **kw)
-    jitted = jax.jit(lambda X, y: fsa(X, y, K, **kw))(jnp.asarray(X), jnp.asarray(y))
-    np.testing.assert_array_equal(jitted.support, res.support)
-    np.testing.assert_allclose(jitted.coef, res.coef, rtol=1e-10)
     # gradient of the fitted coefficients w.r.t. y (support fixed) vs finite differences
     f = lambda yy: jnp.sum(fsa(X, yy, K, **kw).coef)  # noqa: E731
     g = jax.grad(f)(jnp.asarray(y))
@@ -211,48 +361,101 @@ def test_inside_jit_and_grad_with_callable_loss():
 
 
 # --------------------------------------------------------------------------- PL learners
-def test_pl_basis_reproduces_piecewise_linear_function():
+def test_pl_basis_reproduces_piecewise_linear_function(dtype):
+    tol = 1e-12 if dtype == np.float64 else 1e-5
     B = 5
-    knots = np.array([0.0, 2.0, -1.0, 3.0, 3.0, 0.5])  # values at the B+1 grid points of [-1, 4]
-    x = np.linspace(-2.0, 5.0, 101)  # includes values outside the range (clipped)
-    grid = PLGrid(jnp.asarray([-1.0]), jnp.asarray([1.0]))
+    knots = np.array([0.0, 2.0, -1.0, 3.0, 3.0, 0.5], dtype)  # values at the B+1 grid points of [-1, 4]
+    x = np.linspace(-2.0, 5.0, 101).astype(dtype)  # includes values outside the range (clipped)
+    grid = PLGrid(jnp.asarray([-1.0], dtype), jnp.asarray([1.0], dtype))
     idx, alpha = pl_encode(jnp.asarray(x)[:, None], grid, B)
-    got = pl_scores(idx, alpha, jnp.zeros((1, B + 1)), jnp.asarray(knots)[None, :])
+    got = pl_scores(idx, alpha, jnp.zeros((1, B + 1), dtype), jnp.asarray(knots)[None, :])
     expected = np.interp(np.clip(x, -1, 4), np.linspace(-1, 4, B + 1), knots)
-    np.testing.assert_allclose(got, expected, atol=1e-12)
-    np.testing.assert_allclose(pl_response(jnp.asarray(knots), jnp.asarray(x), -1.0, 1.0), expected, atol=1e-12)
+    np.testing.assert_allclose(got, expected, atol=tol)
+    np.testing.assert_allclose(pl_response(jnp.asarray(knots), jnp.asarray(x), -1.0, 1.0), expected, atol=tol)
     # the stored encoding equals the dense basis of the paper
-    X = np.random.default_rng(0).uniform(-3, 3, (30, 4))
+    X = np.random.default_rng(0).uniform(-3, 3, (30, 4)).astype(dtype)
     U, _, _ = ref.pl_dense(X, B)
     g = pl_grid(jnp.asarray(X), B)
     idx, alpha = pl_encode(jnp.asarray(X), g, B)
     assert idx.dtype == jnp.int8 and idx.shape == X.shape  # never the dense (N, M, B+1) array
-    coef = np.random.default_rng(1).normal(size=(4, B + 1))
-    np.testing.assert_allclose(pl_scores(idx, alpha, jnp.zeros((4, B + 1)), jnp.asarray(coef)), np.einsum("nmp,mp->n", U, coef), atol=1e-12)
-    np.testing.assert_allclose(pl_basis_mean(idx, alpha, B), U.mean(0), atol=1e-12)
+    coef = np.random.default_rng(1).normal(size=(4, B + 1)).astype(dtype)
+    np.testing.assert_allclose(pl_scores(idx, alpha, jnp.zeros((4, B + 1), dtype), jnp.asarray(coef)), np.einsum("nmp,mp->n", U, coef), atol=10 * tol)
+    np.testing.assert_allclose(pl_basis_mean(idx, alpha, B), U.mean(0), atol=tol)
 
 
-def test_smoothness_prior_value_and_gradient():
+def test_smoothness_prior_value_and_gradient(dtype):
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
     beta = np.random.default_rng(0).normal(size=(3, 6))
     val, grad = ref.second_diff_penalty_grad(beta)
-    np.testing.assert_allclose(smoothness_penalty(jnp.asarray(beta)), val, rtol=1e-12)
-    np.testing.assert_allclose(jax.grad(smoothness_penalty)(jnp.asarray(beta)), grad, rtol=1e-12)
-    assert float(smoothness_penalty(jnp.asarray(np.outer([1, 2, 3], np.arange(6.0))))) == 0.0  # linear = smooth
+    b = jnp.asarray(beta, dtype)
+    np.testing.assert_allclose(smoothness_penalty(b), val, rtol=rtol)
+    np.testing.assert_allclose(jax.grad(smoothness_penalty)(b), grad, rtol=rtol, atol=rtol)
+    assert float(smoothness_penalty(jnp.asarray(np.outer([1, 2, 3], np.arange(6.0)), dtype))) == 0.0  # linear = smooth
 
 
 def test_pl_fsa_recovers_nonlinear_features():
     rng = np.random.default_rng(7)
-    X = rng.uniform(-2, 2, (N, M))
+    X = rng.uniform(-2, 2, (N, M)).astype(np.float32)
     y = 2 * np.abs(X[:, 2]) + np.sin(2 * X[:, 7]) - X[:, 11] ** 2 + 2 * np.maximum(X[:, 14], 0)
+    X[:, 0] = 1.0  # constant: its PL basis is centered to zero, and it is never selected
     res = fsa(X, y, K, bins=4, n_iter=NITER, mu=MU, smoothness=1e-4)
     assert sorted(res.support.tolist()) == TRUE
     assert res.coef.shape == (K, 5) and res.basis_mean.shape == (K, 5)
     assert np.sqrt(np.mean((np.asarray(fsa_predict(res, X)) - y) ** 2)) < 0.25 * y.std()
     lin = fsa(X, y, K, n_iter=NITER, mu=MU)  # the linear learner cannot see |x| or x^2
     assert sorted(lin.support.tolist()) != TRUE
+    assert 0 not in fsa(X, y, M - 1, bins=4, n_iter=NITER, mu=MU).support.tolist()
 
 
-# --------------------------------------------------------------------------- bad input / degenerate data
+# --------------------------------------------------------------------------- labels and targets
+def test_label_codings_and_column_targets():
+    X, y, labels = _problem(12)
+    kw = dict(loss="logistic", n_iter=NITER, mu=MU)
+    base = fsa(X, labels, K, **kw)
+    for coded in (2 * labels - 1, labels.astype(bool), labels.astype(bool).tolist(), labels[:, None], (2.0 * labels - 1)[:, None]):
+        res = fsa(X, coded, K, **kw)
+        np.testing.assert_array_equal(res.support, base.support)
+        np.testing.assert_array_equal(res.coef, base.coef)
+    reg = fsa(X, y, K, n_iter=NITER, mu=MU)
+    col = fsa(X, y[:, None], K, n_iter=NITER, mu=MU)
+    np.testing.assert_array_equal(reg.support, col.support)
+    np.testing.assert_array_equal(reg.coef, col.coef)
+
+
+# --------------------------------------------------------------------------- constant columns
+def test_constant_columns_inert_raise_and_k_check():
+    X, y, _ = _problem(8)
+    X[:, 0] = 3.0
+    X[:, 9] = -1.0
+    kw = dict(n_iter=NITER, mu=MU)
+    res = fsa(X, y, K, **kw)
+    assert sorted(res.support.tolist()) == TRUE
+    with pytest.raises(ValueError, match=r"constant column\(s\) \[0, 9\]"):
+        fsa(X, y, K, constant_columns="raise", **kw)
+    with pytest.raises(ValueError, match="constant_columns must be one of"):
+        fsa(X, y, K, constant_columns="drop", **kw)
+    with pytest.raises(ValueError, match=r"larger than the number of non-constant columns of X \(14 of 16\)"):
+        fsa(X, y, M - 1, **kw)
+    full = fsa(X, y, M - 2, **kw)
+    assert full.support.tolist() == [j for j in range(M) if j not in (0, 9)]
+    # traced X: k cannot be checked; the support is padded with constant columns, coefficient 0
+    traced = jax.jit(lambda X, y: fsa(X, y, M - 1, **kw))(X, y)
+    assert traced.support.tolist() == [j for j in range(M) if j != 9]
+    assert float(traced.coef[0]) == 0.0 and np.isfinite(np.asarray(traced.coef)).all()
+    np.testing.assert_allclose(np.asarray(traced.coef)[1:], full.coef, rtol=1e-4, atol=1e-5)
+
+
+def test_degenerate_duplicated_and_k_equals_m():
+    X, y, _ = _problem(8)
+    X[:, 15] = X[:, TRUE[0]]  # duplicate of a relevant feature (higher index)
+    res = fsa(X, y, K, n_iter=NITER, mu=MU)
+    assert 15 not in res.support.tolist()  # ties -> lower index
+    assert sorted(res.support.tolist()) == TRUE
+    full = fsa(X, y, M, n_iter=NITER, mu=MU)
+    assert full.support.tolist() == list(range(M)) and np.isfinite(np.asarray(full.coef)).all()
+
+
+# --------------------------------------------------------------------------- bad input / status
 @pytest.mark.parametrize(
     "kwargs, err, match",
     [
@@ -262,6 +465,9 @@ def test_pl_fsa_recovers_nonlinear_features():
         (dict(loss="hinge"), ValueError, "loss must be one of"),
         (dict(loss="logistic", y="reg"), ValueError, "binary labels"),
         (dict(loss="lorenz", y="const"), ValueError, "single class"),
+        (dict(loss="logistic", y=None), ValueError, "needs binary labels"),
+        (dict(y=None), ValueError, "needs regression targets"),
+        (dict(y="two"), ValueError, "single target"),
         (dict(loss="ranking", pairs=None), ValueError, "needs pairs"),
         (dict(loss="ranking", pairs=[[0, N, 1.0]]), ValueError, r"pair indices must lie in \[0"),
         (dict(loss="ranking", pairs=[[0, 1, 1.5]]), ValueError, r"r_ij must lie in \[0, 1\]"),
@@ -272,50 +478,55 @@ def test_pl_fsa_recovers_nonlinear_features():
         (dict(n_iter=0), ValueError, "n_iter must be >= 1"),
         (dict(lr=0.0), ValueError, "lr must be > 0"),
         (dict(l2=-1.0), ValueError, "l2 must be >= 0"),
+        (dict(l2=np.ones(2)), TypeError, "l2 must be a real scalar"),
         (dict(lr=0.1, optimizer=optax.sgd(0.1)), ValueError, "not both"),
         (dict(optimizer="adam"), TypeError, "GradientTransformation"),
         (dict(X="nan"), ValueError, "NaN or Inf"),
+        (dict(X="one row"), ValueError, "at least 2 rows"),
         (dict(y="inf"), ValueError, "NaN or Inf"),
-        (dict(y="short"), ValueError, "must have shape"),
-        (dict(X="1d"), ValueError, "must be 2-D"),
+        (dict(y="short"), ValueError, "rows but X has"),
+        (dict(X="1d"), ValueError, r"must be 2-D .*reshape\(1, -1\) for a single sample"),
     ],
 )
 def test_bad_input(kwargs, err, match):
     X, y, labels = _problem()
     args = dict(X=X, y=y, k=K)
     args.update(kwargs)
-    if args["X"] == "nan" if isinstance(args["X"], str) else False:
-        args["X"] = X.copy()
-        args["X"][3, 2] = np.nan
-    elif isinstance(args["X"], str):
-        args["X"] = X[:, 0]
+    if isinstance(args["X"], str):
+        kind, args["X"] = args["X"], X.copy()
+        if kind == "nan":
+            args["X"][3, 2] = np.nan
+        elif kind == "one row":
+            args["X"], args["y"], args["k"] = X[:1], y[:1], 1
+        else:
+            args["X"] = X[:, 0]
     if isinstance(args["y"], str):
-        args["y"] = {"reg": y, "const": np.ones(N), "inf": np.where(np.arange(N) == 5, np.inf, y), "short": y[:-1]}[args["y"]]
+        args["y"] = {
+            "reg": y, "const": np.ones(N), "inf": np.where(np.arange(N) == 5, np.inf, y), "short": y[:-1],
+            "two": np.c_[y, y],
+        }[args["y"]]
     with pytest.raises(err, match=match):
         fsa(args.pop("X"), args.pop("y"), args.pop("k"), **args)
-
-
-def test_degenerate_constant_duplicated_and_k_equals_m():
-    X, y, _ = _problem(8)
-    X = X.copy()
-    X[:, 0] = 3.0  # constant column
-    X[:, 15] = X[:, TRUE[0]]  # duplicate of a relevant feature (higher index)
-    res = fsa(X, y, K, n_iter=NITER, mu=MU)
-    assert 0 not in res.support.tolist() and 15 not in res.support.tolist()  # ties -> lower index
-    assert sorted(res.support.tolist()) == TRUE
-    full = fsa(X, y, M, n_iter=NITER, mu=MU)
-    assert full.support.tolist() == list(range(M)) and float(full.coef[0]) == 0.0
-    assert np.isfinite(np.asarray(full.coef)).all()
 
 
 def test_divergent_step_reports_status():
     X, y, _ = _problem()
     with pytest.warns(RuntimeWarning, match="non-finite"):
         res = fsa(X, y, K, n_iter=NITER, mu=MU, lr=1e12)
-    assert int(res.status) == 1
+    assert int(res.status) == NONFINITE
+    with pytest.raises(SolverError, match="FSAResult: non-finite"):
+        raise_for_status(res)
+    ok = fsa(X, y, K, n_iter=NITER, mu=MU)
+    assert raise_for_status(ok) is ok
 
 
-# --------------------------------------------------------------------------- sharding
+def test_short_repr():
+    X, y, _ = _problem()
+    res = fsa(X, y, K, n_iter=NITER, mu=MU)
+    text = repr(res)
+    assert isinstance(res, FSAResult) and text.startswith("FSAResult(support=int32[4], coef=float32[4]")
+    assert "status=0" in text and len(text) < 400
+    assert repr(fsa_init(fsa_prepare(X, y))).startswith("FSAState(coef=float32[16, 1]")
 
 
 # The row-sharded case runs with every other solver in tests/sharded_cases.py (4 fake devices).

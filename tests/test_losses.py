@@ -20,25 +20,41 @@ R = RNG.random(30)
 MARGIN = {"logistic": L.logistic_loss, "huber_hinge": L.huber_hinge_loss, "lorenz": L.lorenz_loss}
 
 
+def _rtol(dtype):
+    return 1e-6 if dtype == np.float32 else 1e-12
+
+
+@pytest.fixture(params=[np.float32, np.float64], ids=["float32", "float64"])
+def dtype(request):
+    """Both precisions: float32 (the default) and float64 (x64 switched on for the test)."""
+    if request.param == np.float64:
+        request.getfixturevalue("x64")
+    return request.param
+
+
 @pytest.mark.parametrize("name", list(MARGIN))
-def test_margin_losses_match_closed_form_and_label_conventions(name):
+def test_margin_losses_match_closed_form_and_label_conventions(name, dtype):
     fn = MARGIN[name]
-    expected, _ = ref.margin_loss(name, YPM * S)
-    val01 = fn(jnp.asarray(S), jnp.asarray(Y01))
-    valpm = fn(jnp.asarray(S), jnp.asarray(YPM))
-    np.testing.assert_allclose(val01, expected.mean(), rtol=1e-12)
-    np.testing.assert_allclose(valpm, expected.mean(), rtol=1e-12)
+    expected, _ = ref.margin_loss(name, YPM * S.astype(dtype))
+    s = jnp.asarray(S, dtype)
+    val01 = fn(s, jnp.asarray(Y01))
+    valpm = fn(s, jnp.asarray(YPM))
+    assert val01.dtype == dtype
+    np.testing.assert_allclose(val01, expected.mean(), rtol=_rtol(dtype))
+    np.testing.assert_allclose(valpm, expected.mean(), rtol=_rtol(dtype))
 
 
-def test_squared_and_ranking_closed_form():
-    np.testing.assert_allclose(L.squared_loss(jnp.asarray(S), jnp.asarray(YREG)), 0.5 * np.mean((S - YREG) ** 2))
+def test_squared_and_ranking_closed_form(dtype):
+    s = jnp.asarray(S, dtype)
+    np.testing.assert_allclose(L.squared_loss(s, jnp.asarray(YREG, dtype)), 0.5 * np.mean((S - YREG) ** 2),
+                               rtol=_rtol(dtype))
     d = S[IJ[:, 0]] - S[IJ[:, 1]]
     expected = np.mean(np.log1p(np.exp(d)) - R * d)
-    np.testing.assert_allclose(L.ranking_loss(jnp.asarray(S), (jnp.asarray(IJ), jnp.asarray(R))), expected, rtol=1e-12)
+    np.testing.assert_allclose(L.ranking_loss(s, (jnp.asarray(IJ), jnp.asarray(R, dtype))), expected, rtol=_rtol(dtype))
 
 
 @pytest.mark.parametrize("name", ["squared", "logistic", "huber_hinge", "lorenz", "ranking"])
-def test_gradient_matches_closed_form_and_finite_differences(name):
+def test_gradient_matches_closed_form_and_finite_differences(name, x64):
     if name == "squared":
         fn, kw, y = L.squared_loss, dict(y=YREG), jnp.asarray(YREG)
     elif name == "ranking":
@@ -97,3 +113,80 @@ def test_float32_in_float32_out_and_jit_vmap():
     batched = jax.vmap(L.logistic_loss, in_axes=(0, None))(jnp.stack([s32, -s32]), jnp.asarray(Y01))
     assert batched.shape == (2,)
     assert L.ranking_loss(s32, (jnp.asarray(IJ), jnp.asarray(R, jnp.float32))).dtype == jnp.float32
+
+
+# --------------------------------------------------------------------------------------------- per-example GLM losses
+
+
+def _glm_data(name, n=40, T=3, seed=5):
+    rng = np.random.default_rng(seed)
+    S = jnp.asarray(rng.normal(scale=2.0, size=(n, T)))
+    if name == "softmax":
+        Y = jax.nn.one_hot(jnp.asarray(rng.integers(0, T, n)), T, dtype=S.dtype)
+    elif name == "logistic":
+        Y = jnp.asarray(rng.integers(0, 2, (n, T)).astype(float))
+    else:
+        Y = jnp.asarray(rng.normal(size=(n, T)))
+    return S, Y
+
+
+def _log_cosh(S, Y):
+    return jnp.sum(jnp.logaddexp(S - Y, Y - S) - jnp.log(2.0), axis=1)
+
+
+@pytest.mark.parametrize("name", ["logistic", "softmax", "squared", "callable"])
+def test_glm_loss_derivatives_match_finite_differences(name, x64):
+    """Per-example score gradients and Hessians (used by the Newton refits) against differences."""
+    S, Y = _glm_data(name)
+    parts = L.glm_loss(_log_cosh if name == "callable" else name)
+    value, grad, hess = (np.asarray(f(S, Y)) for f in parts)
+    assert value.shape == (40,) and grad.shape == (40, 3) and hess.shape == (40, 3, 3)
+    eps = 1e-6
+    for k in range(3):
+        e = jnp.zeros_like(S).at[:, k].set(eps)
+        fd_value = (np.asarray(parts.value(S + e, Y)) - np.asarray(parts.value(S - e, Y))) / (2 * eps)
+        np.testing.assert_allclose(grad[:, k], fd_value, atol=1e-7)
+        fd_grad = (np.asarray(parts.grad(S + e, Y)) - np.asarray(parts.grad(S - e, Y))) / (2 * eps)
+        np.testing.assert_allclose(hess[:, :, k], fd_grad, atol=1e-7)
+    np.testing.assert_allclose(hess, np.swapaxes(hess, 1, 2), atol=1e-12)  # symmetric
+    assert np.all(np.linalg.eigvalsh(hess) >= -1e-12)  # convex
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_glm_loss_agrees_with_the_mean_losses(dtype, request):
+    """One loss module: the GLM parts are the per-example terms of the FSA mean losses."""
+    if dtype == np.float64:
+        request.getfixturevalue("x64")
+    s = jnp.asarray(S, dtype)[:, None]
+    y01 = jnp.asarray(Y01, dtype)[:, None]
+    logistic = L.glm_loss("logistic")
+    np.testing.assert_allclose(jnp.mean(logistic.value(s, y01)), L.logistic_loss(s[:, 0], jnp.asarray(YPM)),
+                               rtol=1e-6 if dtype == np.float32 else 1e-12)
+    yreg = jnp.asarray(YREG, dtype)[:, None]
+    np.testing.assert_allclose(jnp.mean(L.glm_loss("squared").value(s, yreg)), L.squared_loss(s[:, 0], yreg[:, 0]),
+                               rtol=1e-6 if dtype == np.float32 else 1e-12)
+    # softmax with two classes is the logistic loss of the score difference
+    two = jnp.concatenate([jnp.zeros_like(s), s], axis=1)
+    onehot = jnp.concatenate([1 - y01, y01], axis=1)
+    np.testing.assert_allclose(L.glm_loss("softmax").value(two, onehot), logistic.value(s, y01),
+                               rtol=1e-5 if dtype == np.float32 else 1e-12)
+    for name in L.GLM_LOSSES:
+        parts = L.glm_loss(name)
+        out = [f(two, onehot if name != "squared" else two) for f in parts]
+        assert all(o.dtype == dtype for o in out)
+
+
+def test_glm_loss_callables_and_validation():
+    S, Y = _glm_data("logistic")
+    S, Y = S.astype(jnp.float32), Y.astype(jnp.float32)
+    builtin = L.glm_loss("logistic")
+
+    def mean_logistic(S, Y):  # a scalar mean is accepted and spread over the examples
+        return jnp.mean(jnp.sum(jax.nn.softplus(S) - Y * S, axis=1))
+
+    mine = L.glm_loss(mean_logistic)
+    np.testing.assert_allclose(jnp.mean(mine.value(S, Y)), jnp.mean(builtin.value(S, Y)), rtol=1e-6)
+    np.testing.assert_allclose(mine.grad(S, Y), builtin.grad(S, Y), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(mine.hess(S, Y), builtin.hess(S, Y), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="loss must be one of"):
+        L.glm_loss("hinge")

@@ -161,13 +161,14 @@ def test_theorem_4_3_doubling_bicriteria(x64):
         assert F_B >= factor * ref.best_subset_value(Z, Ys, ids, costs, l2, B / 4) - 1e-9
 
 
-def test_eager_and_jitted_agree(dtype):
-    """The jitted solver equals the same maths run op by op under jax.disable_jit()."""
+def test_eager_and_jitted_agree():
+    """The jitted solver equals the same maths run op by op under jax.disable_jit() (float32)."""
+    dtype = np.float32
     X, Y, ids, costs = grouped_problem(13, T=2)
     X, Y = X.astype(dtype), Y.astype(dtype)
-    expected = js.cs_fr(js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2), k=3)
+    expected = js.cs_fr(js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2), k=2)
     with jax.disable_jit():
-        got = js.cs_fr(js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2), k=3)
+        got = js.cs_fr(js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2), k=2)
     assert got.order.tolist() == expected.order.tolist()
     scale = float(np.abs(np.asarray(expected.coef)).max())
     np.testing.assert_allclose(got.coef, expected.coef, rtol=ref.rtol_for(dtype, 1e-7, 1e-4),

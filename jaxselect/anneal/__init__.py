@@ -1,6 +1,21 @@
-"""Feature Selection with Annealing (Barbu, She, Ding & Gramajo): schedule, solver, PL learners."""
+"""Feature Selection with Annealing (Barbu, She, Ding & Gramajo): schedule, solver, PL learners.
 
-from .fsa import FSA_STATUS, FSAResult, check_fsa_result, fsa, fsa_predict
+:func:`fsa` is the solver; :class:`FSAProblem` / :func:`fsa_prepare`, :class:`FSAState` /
+:func:`fsa_init` and :func:`fsa_step` (one iteration of Algorithm 1, pure and jit-able) are the
+advanced API it is built on.
+"""
+
+from .fsa import (
+    FSAInfo,
+    FSAProblem,
+    FSAResult,
+    FSAState,
+    fsa,
+    fsa_init,
+    fsa_predict,
+    fsa_prepare,
+    fsa_step,
+)
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_response, pl_scores, smoothness_penalty
 from .schedule import Stage, annealing_schedule, plan_stages, schedule_area
 
@@ -8,8 +23,12 @@ __all__ = [
     "fsa",
     "fsa_predict",
     "FSAResult",
-    "FSA_STATUS",
-    "check_fsa_result",
+    "FSAProblem",
+    "FSAState",
+    "FSAInfo",
+    "fsa_prepare",
+    "fsa_init",
+    "fsa_step",
     "annealing_schedule",
     "plan_stages",
     "schedule_area",

@@ -1,7 +1,8 @@
 """The two FSA designs as linear operators on the per-feature coefficients (no intercept).
 
 * :class:`LinearDesign` — standardized linear learners without copying X: with column means m
-  and inverse scales d (0 for constant columns), ``A c = X (d ⊙ c) − mᵀ(d ⊙ c)`` and
+  and inverse scales d (0 for constant columns, the library's rule
+  :func:`jaxselect._validation.column_standardization`: a column is constant iff max == min), ``A c = X (d ⊙ c) − mᵀ(d ⊙ c)`` and
   ``Aᵀ u = d ⊙ (uᵀX − (Σu) m)``. Reductions over rows are written ``u @ X`` so they stay a
   single matmul that XLA can shard over rows.
 * :class:`LinearDesignT` — the same operator on a *compacted* copy stored transposed, Xᵀ (W, N):
@@ -25,7 +26,7 @@ import jax.numpy as jnp
 
 from .piecewise import pl_scores
 
-__all__ = ["LinearDesign", "LinearDesignT", "PLDesign", "Design", "matvec", "rmatvec", "take_columns", "take_rows", "n_rows"]
+__all__ = ["LinearDesign", "LinearDesignT", "PLDesign", "FSADesign", "matvec", "rmatvec", "take_columns", "take_rows", "n_rows"]
 
 
 class LinearDesign(NamedTuple):
@@ -52,10 +53,11 @@ class PLDesign(NamedTuple):
     basis_mean: jax.Array
 
 
-Design = Union[LinearDesign, LinearDesignT, PLDesign]
+#: Any of the three FSA designs (named apart from :class:`jaxselect.Design`, the sequencing solvers' design).
+FSADesign = Union[LinearDesign, LinearDesignT, PLDesign]
 
 
-def n_rows(design: Design) -> int:
+def n_rows(design: FSADesign) -> int:
     if isinstance(design, LinearDesign):
         return design.X.shape[0]
     if isinstance(design, LinearDesignT):
@@ -63,7 +65,7 @@ def n_rows(design: Design) -> int:
     return design.idx.shape[0]
 
 
-def matvec(design: Design, coef: jax.Array) -> jax.Array:
+def matvec(design: FSADesign, coef: jax.Array) -> jax.Array:
     """Scores without intercept, ``A c``: (W, P) -> (N,)."""
     if isinstance(design, LinearDesign):
         w = coef[:, 0] * design.inv_scale
@@ -74,7 +76,7 @@ def matvec(design: Design, coef: jax.Array) -> jax.Array:
     return pl_scores(design.idx, design.alpha, design.basis_mean, coef)
 
 
-def rmatvec(design: Design, u: jax.Array) -> jax.Array:
+def rmatvec(design: FSADesign, u: jax.Array) -> jax.Array:
     """Transpose ``Aᵀ u``: (N,) -> (W, P)."""
     if isinstance(design, LinearDesign):
         g = (u @ design.X - jnp.sum(u) * design.mean) * design.inv_scale
@@ -87,7 +89,7 @@ def rmatvec(design: Design, u: jax.Array) -> jax.Array:
     return vjp(u)[0]
 
 
-def take_columns(design: Design, cols: jax.Array) -> Design:
+def take_columns(design: FSADesign, cols: jax.Array) -> FSADesign:
     """Keep features ``cols`` (int (W',), ascending) of the design (linear -> transposed copy)."""
     if isinstance(design, LinearDesign):
         return LinearDesignT(
@@ -104,7 +106,7 @@ def take_columns(design: Design, cols: jax.Array) -> Design:
     )
 
 
-def take_rows(design: Design, stride: int) -> Design:
+def take_rows(design: FSADesign, stride: int) -> FSADesign:
     """Every ``stride``-th row (a static strided slice), e.g. for a cheap spectral estimate."""
     if isinstance(design, LinearDesign):
         return LinearDesign(design.X[::stride], design.mean, design.inv_scale)

@@ -8,28 +8,39 @@ pairwise ranking (9) (see :mod:`jaxselect.losses`), with the shrinkage prior ``s
 piecewise-linear learners of §2.5.1 (eqs. 12, 15), the second-order smoothness prior of eq. (13);
 the selection criterion of a multi-parameter feature is the norm of its coefficient vector.
 
-Implementation (DESIGN.md §5). The objective is mean-normalised,
+Implementation (DESIGN.md §5). The objective is mean-normalised, with the library's ``l2``
+convention (mean loss + (l2/2)·‖coefficients‖²),
 
-    F(c, b) = mean-loss(A c + b) + l2 ‖c‖² + smoothness Σ_j ‖D₂ c_j‖²,
+    F(c, b) = mean-loss(A c + b) + (l2/2) ‖c‖² + smoothness Σ_j ‖D₂ c_j‖²,
 
 with ``A`` the standardized linear design (columns centered and scaled to unit variance, without
 copying X) or the centered PL design, and b an intercept that is never penalised nor removed.
-The schedule runs in *stages of static width*: inside a stage a ``lax.scan`` carries an active
-mask; between stages the kept columns are gathered into a smaller array (when the kept count
-halves, and when it reaches k; drops of fewer than 32 columns are not worth a stage), so the
-total work is about the schedule's area (Table I) instead of ``M·N_iter``. Each stage is one jitted call cached by width; nothing leaves the device between
-stages (the gather indices are the first ``width`` active positions, found by a stable sort).
-Compacted linear designs are stored transposed (see :mod:`.design`); for the squared loss the long
-narrow stages iterate in moment space (``G = AᵀA/N``, same iterates, O(W²) per iteration).
+Constant columns (max == min, the library's one rule) are inert: they start inactive, are never
+selected and keep coefficient 0.
+
+Advanced API (blackjax style): :func:`fsa_prepare` validates and standardizes the data into an
+:class:`FSAProblem`, :func:`fsa_init` gives the :class:`FSAState` at β = 0, and :func:`fsa_step`
+is one iteration of Algorithm 1 (a gradient step, then keep-the-M_e-largest), a pure jit-able
+function. :func:`fsa` is the driver built on the same step: it runs the schedule in *stages of
+static width*: inside a stage a ``lax.scan`` of the step carries an active mask; between stages
+the kept columns are gathered into a smaller array (when the kept count halves, and when it
+reaches k; drops of fewer than 32 columns are not worth a stage), so the total work is about the
+schedule's area (Table I) instead of ``M·N_iter``. Each stage is one jitted call cached by width;
+nothing leaves the device between stages (the gather indices are the first ``width`` active
+positions, found by a stable sort). Compacted linear designs are stored transposed (see
+:mod:`.design`); for the squared loss the long narrow stages iterate in moment space
+(``G = AᵀA/N``, same iterates, O(W²) per iteration).
 
 Ties in ``|β_j|`` are broken towards the lower feature index (stable sort); kept columns stay in
-ascending index order, so the result does not depend on compaction.
+ascending index order, so the result does not depend on compaction: driving :func:`fsa_step` on
+the full width gives the iterates of :func:`fsa`.
 
 Differentiability: the returned ``coef``/``intercept``/``loss_path`` are differentiable with
-respect to X, y (and anything a callable loss closes over) through the unrolled iterations, with
-the support treated as fixed — the support itself is piecewise constant in the data (zero
-derivative almost everywhere). ``fsa`` can be called inside ``jax.jit``/``jax.grad``: value checks
-(NaN, labels, pair ranges) are then skipped because they need concrete values.
+respect to X, y, ``l2`` (and anything a callable loss closes over) through the unrolled
+iterations, with the support treated as fixed — the support itself is piecewise constant in the
+data (zero derivative almost everywhere). ``fsa`` can be called inside ``jax.jit``/``jax.grad``/
+``jax.vmap``: value checks (NaN, labels, pair ranges, constant columns) are then skipped because
+they need concrete values.
 """
 
 from __future__ import annotations
@@ -43,18 +54,42 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import losses as _losses
-from .._validation import as_float_matrix, check_float, check_int, is_traced
-from .design import Design, LinearDesign, LinearDesignT, PLDesign, matvec, rmatvec, take_columns, take_rows
+from .._repr import short_repr
+from .._static import canonical
+from .._validation import (
+    MIN_ROWS,
+    as_binary_labels,
+    as_float_matrix,
+    as_hyper,
+    as_vector_target,
+    check_constant_mode,
+    check_float,
+    check_int,
+    column_standardization,
+    host_value,
+    is_traced,
+    raise_on_constant,
+)
+from ..status import NONFINITE, OK, status_message
+from .design import FSADesign, LinearDesign, LinearDesignT, PLDesign, matvec, rmatvec, take_columns, take_rows
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_scores, smoothness_penalty
 from .schedule import annealing_schedule, plan_stages
 from .stepsize import power_iteration
 
-__all__ = ["FSAResult", "fsa", "fsa_predict", "FSA_STATUS", "check_fsa_result"]
+__all__ = [
+    "FSAResult",
+    "FSAProblem",
+    "FSAState",
+    "FSAInfo",
+    "fsa",
+    "fsa_predict",
+    "fsa_prepare",
+    "fsa_init",
+    "fsa_step",
+]
 
 LOSSES = ("squared", "logistic", "huber_hinge", "lorenz", "ranking")
 _CLASSIFICATION = ("logistic", "huber_hinge", "lorenz")
-
-FSA_STATUS = {0: "ok", 1: "non-finite loss or coefficients (step too large? pass a smaller lr)"}
 
 # default step: power iterations for the first (cold) and later (warm-started) estimates, at most
 # half the stage's own iterations; the first estimate of a short wide stage uses a row subsample
@@ -81,7 +116,8 @@ class FSAResult(NamedTuple):
       loss_path: (n_iter,) objective F at the start of each iteration (loss + priors).
       n_kept: (n_iter,) int32 schedule M_e of eq. (3) (variables kept after iteration e).
       step_size: (n_stages,) gradient step used in each compacted stage (NaN with an optimizer).
-      status: () int32, 0 = ok, 1 = non-finite values (see ``FSA_STATUS``).
+      status: () int32, 0 = ok, else the flags of :mod:`jaxselect.status` (``NONFINITE`` = 1:
+        non-finite loss or coefficients); ``js.raise_for_status(result)`` raises on it.
       x_min, bin_width: (k,) PL grid of the selected features (None for linear learners).
       basis_mean: (k, B+1) centering ū_j of the PL responses (None for linear learners).
     """
@@ -98,7 +134,63 @@ class FSAResult(NamedTuple):
     basis_mean: Any = None
 
 
+FSAResult.__repr__ = short_repr
+
+
+class FSAProblem(NamedTuple):
+    """Validated FSA data (:func:`fsa_prepare`): the standardized design and the loss target.
+
+    Attributes:
+      design: :class:`~jaxselect.anneal.design.LinearDesign` (raw X (N, M) with column means and
+        inverse standard deviations, 0 on constant columns) or
+        :class:`~jaxselect.anneal.design.PLDesign` (piecewise-linear encoding).
+      target: what the loss takes: (N,) float targets (squared), (N,) float 0/1 labels
+        (classification), ``(ij (P, 2) int32, r (P,))`` (ranking), or the ``y`` given with a
+        callable loss.
+      live: (M,) bool, False on constant columns (max == min), which are never selected.
+      grid: :class:`~jaxselect.anneal.PLGrid` of the M features (None for linear learners).
+    """
+
+    design: FSADesign
+    target: Any
+    live: jax.Array
+    grid: Any = None
+
+
+FSAProblem.__repr__ = short_repr
+
+
+class FSAState(NamedTuple):
+    """The carry of Algorithm 1 (:func:`fsa_init`, :func:`fsa_step`).
+
+    Attributes:
+      coef: (W, P) coefficients of the standardized (or centered PL) design, zero off ``active``.
+      intercept: () intercept (standardized space: the mean score of the design is 0).
+      active: (W,) bool, the variables kept so far.
+      opt_state: the optax state of ``optimizer`` (None for plain gradient steps).
+    """
+
+    coef: jax.Array
+    intercept: jax.Array
+    active: jax.Array
+    opt_state: Any = None
+
+
+FSAState.__repr__ = short_repr
+
+
+class FSAInfo(NamedTuple):
+    """Diagnostics of one :func:`fsa_step`: ``objective`` () is F at the state the step started from."""
+
+    objective: jax.Array
+
+
+FSAInfo.__repr__ = short_repr
+
+
 class _Params(NamedTuple):
+    """What an optax optimizer sees (its state is initialised on this structure)."""
+
     coef: jax.Array  # (W, P)
     intercept: jax.Array  # ()
 
@@ -112,25 +204,36 @@ def _huber(h: float) -> Callable:
     return huber_hinge
 
 
-def _builtin_loss(name: str, h: float) -> Callable:
-    return {
-        "squared": _losses.squared_loss,
-        "logistic": _losses.logistic_loss,
-        "lorenz": _losses.lorenz_loss,
-        "ranking": _losses.ranking_loss,
-    }.get(name) or _huber(h)
+def _check_loss(loss) -> None:
+    if not callable(loss) and (not isinstance(loss, str) or loss not in LOSSES):
+        raise ValueError(f"loss must be one of {LOSSES} or a callable loss(scores, y); got {loss!r}")
 
 
-# --------------------------------------------------------------------------- one stage
+def _resolve_loss(loss, huber_h: float):
+    """``(loss_fn, curvature)``: a canonical callable (a static jit argument) and the κ of the
+    default step (None: the exact score-space Hessian at zero, see :mod:`.stepsize`)."""
+    _check_loss(loss)
+    if callable(loss):
+        return canonical(loss), None  # a fresh-but-equal lambda reuses the compiled stages
+    if loss == "squared":
+        return _losses.squared_loss, 1.0
+    if loss in _CLASSIFICATION:
+        fn = {"logistic": _losses.logistic_loss, "lorenz": _losses.lorenz_loss}.get(loss) or _huber(float(huber_h))
+        return fn, _losses.curvature("logistic")  # see _DEFAULT_STEP_NOTE
+    return _losses.ranking_loss, None
+
+
+# --------------------------------------------------------------------------- one iteration
 def _prior(coef, l2, smooth):
-    return l2 * jnp.sum(coef * coef) + smooth * smoothness_penalty(coef)
+    return 0.5 * l2 * jnp.sum(coef * coef) + smooth * smoothness_penalty(coef)
 
 
-def _direct_oracle(design: Design, target, loss_fn):
+def _direct_oracle(design: FSADesign, target, loss_fn):
     """(value, coef-gradient, intercept-gradient) of the mean loss by passes over the data."""
-    def oracle(params):
-        dtype = params.coef.dtype
-        scores = matvec(design, params.coef) + params.intercept
+
+    def oracle(coef, intercept):
+        dtype = coef.dtype
+        scores = matvec(design, coef) + intercept
         val, u = jax.value_and_grad(lambda s: jnp.asarray(loss_fn(s, target), dtype))(scores)
         return val, rmatvec(design, u), jnp.sum(u)
 
@@ -156,55 +259,53 @@ def _gram_oracle(design, y):
     cross = (xct @ yc) * design.inv_scale / n
     vy = jnp.mean(yc * yc)
 
-    def oracle(params):
-        beta = params.coef[:, 0]
+    def oracle(coef, intercept):
+        beta = coef[:, 0]
         gb = gram @ beta
-        delta = params.intercept - ybar
+        delta = intercept - ybar
         val = 0.5 * (jnp.dot(beta, gb) - 2.0 * jnp.dot(cross, beta) + vy + delta * delta)
         return val, (gb - cross)[:, None], delta
 
     return oracle
 
 
-def _scan_stage(oracle, params: _Params, opt_state, active, kept, lr, l2, smooth, optimizer):
-    """``len(kept)`` FSA iterations at a static width (masked inside the stage).
-
-    Returns ``(params, opt_state, active, objective (len(kept),))``.
-    """
+def _keep_largest(coef, active, n_keep):
+    """Keep the ``n_keep`` active variables with the largest ‖coef_j‖ (ties → lower index first)."""
     width = active.shape[0]
-    dtype = params.coef.dtype
-    ranks = jnp.arange(width, dtype=jnp.int32)
-
-    def body(carry, m_e):
-        params, opt_state, active = carry
-        mask = active[:, None].astype(dtype)
-        val, g_coef, g_icpt = oracle(params)
-        pval, pgrad = jax.value_and_grad(_prior)(params.coef, l2, smooth)
-        grads = _Params((g_coef + pgrad) * mask, g_icpt)
-        if optimizer is None:
-            new = _Params(params.coef - lr * grads.coef, params.intercept - lr * grads.intercept)
-        else:
-            updates, opt_state = optimizer.update(grads, opt_state, params)
-            new = _Params(*jax.tree.map(lambda p, d: p + d.astype(p.dtype), tuple(params), tuple(updates)))
-        coef = new.coef * mask
-        # keep the m_e largest group norms among the active features; ties -> lower index first
-        score = jnp.where(active, jnp.sum(coef * coef, axis=1), -jnp.ones((), dtype))
-        order = jnp.argsort(-score, stable=True)
-        rank = jnp.zeros((width,), jnp.int32).at[order].set(ranks)
-        active = rank < m_e
-        coef = coef * active[:, None].astype(dtype)
-        return (_Params(coef, new.intercept), opt_state, active), val + pval
-
-    (params, opt_state, active), objective = jax.lax.scan(body, (params, opt_state, active), kept)
-    return params, opt_state, active, objective
+    score = jnp.where(active, jnp.sum(coef * coef, axis=1), -jnp.ones((), coef.dtype))
+    order = jnp.argsort(-score, stable=True)
+    rank = jnp.zeros((width,), jnp.int32).at[order].set(jnp.arange(width, dtype=jnp.int32))
+    return (rank < n_keep) & active  # a killed (or inert) variable never comes back
 
 
+def _step(oracle, state: FSAState, n_keep, lr, l2, smooth, optimizer):
+    """One iteration of Algorithm 1 with a given value/gradient oracle (see :func:`fsa_step`)."""
+    dtype = state.coef.dtype
+    mask = state.active[:, None].astype(dtype)
+    val, g_coef, g_icpt = oracle(state.coef, state.intercept)
+    pval, pgrad = jax.value_and_grad(_prior)(state.coef, l2, smooth)
+    g_coef = (g_coef + pgrad) * mask
+    opt_state = state.opt_state
+    if optimizer is None:  # static configuration: plain gradient descent, eq. (2)
+        coef = state.coef - lr * g_coef
+        intercept = state.intercept - lr * g_icpt
+    else:
+        updates, opt_state = optimizer.update(
+            _Params(g_coef, g_icpt), opt_state, _Params(state.coef, state.intercept)
+        )
+        coef = state.coef + jnp.asarray(updates[0]).astype(dtype)
+        intercept = state.intercept + jnp.asarray(updates[1]).astype(dtype)
+    coef = coef * mask
+    active = _keep_largest(coef, state.active, n_keep)
+    coef = coef * active[:, None].astype(dtype)
+    return FSAState(coef, intercept, active, opt_state), FSAInfo(val + pval)
+
+
+# --------------------------------------------------------------------------- compacted stages
 class _Carry(NamedTuple):
     """State handed from one compacted stage to the next (all on device)."""
 
-    params: _Params
-    opt_state: Any
-    active: jax.Array  # (W,) bool
+    state: FSAState
     cols: jax.Array  # (W,) int32 original feature index of each column
     v_coef: jax.Array  # (W, P) power-iteration vector (warm start)
     v_icpt: jax.Array  # ()
@@ -227,21 +328,24 @@ def _run_stage(design, target, carry: _Carry, kept, lr, l2, smooth, extra_curv, 
     when it was compacted.
     """
     compacted = None
-    if width < carry.active.shape[0]:
-        keep = _first_true(carry.active, width)
+    if width < carry.state.active.shape[0]:
+        keep = _first_true(carry.state.active, width)
         design = compacted = take_columns(design, keep)
-        params = _Params(jnp.take(carry.params.coef, keep, axis=0), carry.params.intercept)
+        st = carry.state
         carry = _Carry(
-            params,
-            _gather_rows(carry.opt_state, keep, carry.active.shape[0]),
-            jnp.ones((width,), bool),
+            FSAState(
+                jnp.take(st.coef, keep, axis=0),
+                st.intercept,
+                jnp.take(st.active, keep),
+                _gather_rows(st.opt_state, keep, st.active.shape[0]),
+            ),
             jnp.take(carry.cols, keep),
             jnp.take(carry.v_coef, keep, axis=0),
             carry.v_icpt,
             carry.lam,
         )
     v_coef, v_icpt, lam = carry.v_coef, carry.v_icpt, carry.lam
-    dtype = carry.params.coef.dtype
+    dtype = carry.state.coef.dtype
     if optimizer is not None:
         step = jnp.full((), jnp.nan, dtype)
     elif power is None:
@@ -258,10 +362,14 @@ def _run_stage(design, target, carry: _Carry, kept, lr, l2, smooth, extra_curv, 
             )
         step = jax.lax.stop_gradient(1.0 / (lam + extra_curv))
     oracle = _gram_oracle(design, target) if gram else _direct_oracle(design, target, loss_fn)
-    params, opt_state, active, objective = _scan_stage(
-        oracle, carry.params, carry.opt_state, carry.active, kept, step, l2, smooth, optimizer
-    )
-    return compacted, _Carry(params, opt_state, active, carry.cols, v_coef, v_icpt, lam), objective, step
+    lr_step = None if optimizer is not None else step
+
+    def body(state, m_e):
+        state, info = _step(oracle, state, m_e, lr_step, l2, smooth, optimizer)
+        return state, info.objective
+
+    state, objective = jax.lax.scan(body, carry.state, kept)
+    return compacted, _Carry(state, carry.cols, v_coef, v_icpt, lam), objective, step
 
 
 def _power_plan(stage_index: int, length: int, n_rows: int, can_subsample: bool):
@@ -279,22 +387,24 @@ def _power_plan(stage_index: int, length: int, n_rows: int, can_subsample: bool)
 @functools.partial(jax.jit, static_argnames=("k", "linear"))
 def _finish(design, carry: _Carry, objectives, steps, *, k, linear):
     """Extract the k survivors, map linear coefficients back to raw feature space, set status."""
-    keep = _first_true(carry.active, k)
-    coef = jnp.take(carry.params.coef, keep, axis=0)
+    st = carry.state
+    keep = _first_true(st.active, k)
+    coef = jnp.take(st.coef, keep, axis=0)
     support = jnp.take(carry.cols, keep)
     loss_path = jnp.concatenate(objectives)
-    finite = jnp.isfinite(loss_path).all() & jnp.isfinite(coef).all() & jnp.isfinite(carry.params.intercept)
-    status = jnp.where(finite, 0, 1).astype(jnp.int32)
+    finite = jnp.isfinite(loss_path).all() & jnp.isfinite(coef).all() & jnp.isfinite(st.intercept)
+    status = jnp.where(finite, OK, NONFINITE).astype(jnp.int32)
     sel = take_columns(design, keep)
     if linear:
         raw = coef[:, 0] * sel.inv_scale
-        return support, raw, carry.params.intercept - jnp.dot(sel.mean, raw), loss_path, jnp.stack(steps), status, None
-    return support, coef, carry.params.intercept, loss_path, jnp.stack(steps), status, sel.basis_mean
+        return support, raw, st.intercept - jnp.dot(sel.mean, raw), loss_path, jnp.stack(steps), status, None
+    return support, coef, st.intercept, loss_path, jnp.stack(steps), status, sel.basis_mean
 
 
 def _first_true(mask, size):
-    """Ascending indices of the first ``size`` True entries of ``mask`` (a stable sort)."""
-    return jnp.argsort(jnp.logical_not(mask), stable=True)[:size].astype(jnp.int32)
+    """Ascending positions of the first ``size`` True entries of ``mask``; when fewer are True, the
+    lowest False positions fill up (a stable sort, then ascending order)."""
+    return jnp.sort(jnp.argsort(jnp.logical_not(mask), stable=True)[:size]).astype(jnp.int32)
 
 
 def _gather_rows(tree, cols, width):
@@ -309,49 +419,6 @@ def _gather_rows(tree, cols, width):
 
 
 # --------------------------------------------------------------------------- validation
-def _as_matrix(X):
-    return as_float_matrix(X, "X")  # traced X (inside a user's jit/grad): shape and dtype checks only
-
-
-def _as_vector(y, n, missing: str, non_numeric: str):
-    """y as a numeric (n,) array (numpy or jax); ``missing`` / ``non_numeric`` are the error texts."""
-    if y is None:
-        raise ValueError(missing)
-    if not isinstance(y, jax.Array):
-        y = np.asarray(y)
-        if y.dtype == object or y.dtype.kind not in "biuf":
-            raise TypeError(f"{non_numeric}; got dtype {y.dtype}")
-    if y.ndim != 1 or y.shape[0] != n:
-        raise ValueError(f"y must have shape ({n},) to match X; got {tuple(y.shape)}")
-    return y
-
-
-def _check_regression_target(y, n, dtype):
-    y = _as_vector(y, n, "loss='squared' needs targets y of shape (n,)", "y must be numeric")
-    if not is_traced(y) and not bool(jnp.isfinite(jnp.asarray(y, dtype)).all()):
-        raise ValueError("y contains NaN or Inf")
-    return jnp.asarray(y, dtype)
-
-
-def _check_labels(y, n, dtype, loss):
-    y = _as_vector(
-        y, n,
-        f"loss={loss!r} needs class labels y of shape (n,) in {{0, 1}} or {{-1, +1}}",
-        "y must hold numeric labels in {0, 1} or {-1, +1}",
-    )
-    if not is_traced(y):
-        vals = set(np.unique(np.asarray(y)).tolist())
-        if not (vals <= {0, 1} or vals <= {-1, 1}):
-            shown = sorted(vals)[:6]
-            raise ValueError(
-                f"loss={loss!r} needs binary labels in {{0, 1}} or {{-1, +1}}; got values {shown}"
-                + (" (use loss='squared' for regression targets)" if len(vals) > 2 else "")
-            )
-        if len(vals) < 2:
-            raise ValueError(f"y has a single class {sorted(vals)}; classification needs both classes")
-    return _losses.signed_labels(y, dtype)
-
-
 def _check_pairs(pairs, n, dtype):
     if pairs is None:
         raise ValueError("loss='ranking' needs pairs: a (P, 3) array of rows (i, j, r_ij) or a tuple (ij, r)")
@@ -377,61 +444,198 @@ def _check_pairs(pairs, n, dtype):
     return jnp.asarray(ij).astype(jnp.int32), jnp.asarray(r).astype(dtype)
 
 
-def _validate_options(X_shape, k, loss, n_iter, mu, lr, l2, optimizer, bins, smoothness, huber_h):
+def _check_target(y, n, dtype, loss, pairs):
+    """The loss target: (n,) float targets, (n,) 0/1 float labels, pairs, or y for a callable."""
+    if callable(loss):
+        return jax.tree.map(jnp.asarray, y)
+    if loss == "squared":
+        if y is None:
+            raise ValueError(f"loss='squared' needs regression targets y of shape ({n},) or ({n}, 1)")
+        return as_vector_target(y, n, "y", dtype=dtype)
+    if loss in _CLASSIFICATION:
+        if y is None:
+            raise ValueError(f"loss={loss!r} needs binary labels y in {{0, 1}}, {{-1, +1}} or bool")
+        y = y if isinstance(y, jax.Array) else np.asarray(y)
+        if y.dtype == bool:  # as_binary_labels compares y > 0: no bool/int promotion under strict dtypes
+            y = y.astype(np.int32)
+        return as_binary_labels(y, n, "y", dtype=dtype)
+    return _check_pairs(pairs, n, dtype)
+
+
+def _validate_options(X_shape, k, n_iter, mu, lr, optimizer, bins, smoothness, huber_h):
     n, m = X_shape
     k = check_int(k, "k", low=1)
     if k > m:
         raise ValueError(f"k={k} is larger than the number of features M={m}; choose 1 <= k <= {m}")
-    if not callable(loss):
-        if not isinstance(loss, str) or loss not in LOSSES:
-            raise ValueError(f"loss must be one of {LOSSES} or a callable loss(scores, y); got {loss!r}")
     n_iter = check_int(n_iter, "n_iter", low=1)
     mu = check_float(mu, "mu", low=0.0)
     if lr is not None:
         lr = check_float(lr, "lr", low=0.0, strict_low=True)
         if optimizer is not None:
             raise ValueError("give either lr (plain gradient descent) or an optax optimizer, not both")
-    l2 = check_float(l2, "l2", low=0.0)
     smoothness = check_float(smoothness, "smoothness", low=0.0)
     huber_h = check_float(huber_h, "huber_h", low=0.0, strict_low=True)
-    if optimizer is not None and not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
-        raise TypeError(f"optimizer must be an optax.GradientTransformation; got {type(optimizer).__name__}")
+    _check_optimizer(optimizer)
     if bins is not None:
         bins = check_int(bins, "bins", low=1)
     elif smoothness > 0:
         raise ValueError("smoothness (eq. 13) applies to piecewise-linear learners: also pass bins=B")
-    return k, n_iter, mu, lr, l2, smoothness, bins, huber_h
+    return k, n_iter, mu, lr, smoothness, bins, huber_h
+
+
+def _check_optimizer(optimizer):
+    if optimizer is not None and not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
+        raise TypeError(f"optimizer must be an optax.GradientTransformation; got {type(optimizer).__name__}")
+
+
+def _check_k_live(live, k: int) -> None:
+    """k must not exceed the number of non-constant columns (checked when the data is concrete)."""
+    values = host_value(lambda: live)
+    if values is None:
+        return  # traced X: see fsa's docstring (the support is then padded with constant columns)
+    n_live = int(values.sum())
+    if k > n_live:
+        raise ValueError(
+            f"k={k} is larger than the number of non-constant columns of X ({n_live} of {values.size}); "
+            f"constant columns (max == min) carry no information and are never selected: choose k <= {n_live}"
+        )
 
 
 # --------------------------------------------------------------------------- preparation
 @jax.jit
-def _column_moments(X):
-    """Column means and inverse standard deviations (0 for constant columns).
-
-    The mean is a vector-matrix product (one fast pass, sharded over rows); the variance is the
-    two-pass ``mean((x − m)²)``. A column is constant when its std is below a rounding-level
-    multiple of |mean|.
-    """
-    n = X.shape[0]
-    mean = jnp.ones((n,), X.dtype) @ X / n
-    var = jnp.mean(jnp.square(X - mean[None, :]), axis=0)
-    std = jnp.sqrt(var)
-    eps = jnp.finfo(X.dtype).eps * max(1e3, 10.0 * n**0.5)
-    tol = eps * jnp.abs(mean) + jnp.finfo(X.dtype).tiny
-    inv = jnp.where(std > tol, 1.0 / jnp.where(std > tol, std, jnp.ones_like(std)), jnp.zeros_like(std))
-    return mean, inv
-
-
-def _prepare_linear(X):
-    # built outside jit: returning X from a jitted function would copy it (1x X more memory)
-    return LinearDesign(X, *_column_moments(X))
+def _linear_moments(X):
+    """Column means, inverse standard deviations (0 on constant columns) and the live mask."""
+    mean, scale, live = column_standardization(X)
+    return mean, jnp.where(live, 1.0 / scale, jnp.zeros_like(scale)), live
 
 
 @functools.partial(jax.jit, static_argnames="bins")
 def _prepare_pl(X, bins):
     grid = pl_grid(X, bins)
     idx, alpha = pl_encode(X, grid, bins)
-    return PLDesign(idx, alpha, pl_basis_mean(idx, alpha, bins)), grid
+    live = column_standardization(X)[2]
+    return PLDesign(idx, alpha, pl_basis_mean(idx, alpha, bins)), grid, live
+
+
+def _prepare(Xj, y, loss, bins, pairs, constant_columns) -> FSAProblem:
+    target = _check_target(y, Xj.shape[0], Xj.dtype, loss, pairs)
+    if bins is None:
+        # built outside jit: returning X from a jitted function would copy it (1x X more memory)
+        mean, inv_scale, live = _linear_moments(Xj)
+        design, grid = LinearDesign(Xj, mean, inv_scale), None
+    else:
+        design, grid, live = _prepare_pl(Xj, bins)
+    raise_on_constant(live, constant_columns)
+    return FSAProblem(design, target, live, grid)
+
+
+def _design_shape(design: FSADesign):
+    """``(P, dtype)`` of a design's coefficients."""
+    if isinstance(design, PLDesign):
+        return design.basis_mean.shape[1], design.alpha.dtype
+    return 1, design.mean.dtype
+
+
+# --------------------------------------------------------------------------- advanced API
+def fsa_prepare(
+    X, y=None, *, loss: str | Callable = "squared", bins: int | None = None, pairs=None,
+    constant_columns: str = "inert",
+) -> FSAProblem:
+    """Validate the data and build the FSA design (advanced API; :func:`fsa` does this itself).
+
+    Args:
+      X: (N, M) features, N ≥ 2 (numpy or a row-sharded ``jax.Array``; never copied for linear
+        learners).
+      y: as in :func:`fsa` (targets (N,) or (N, 1); binary labels {0, 1}, {−1, +1} or bool;
+        None for ``"ranking"``; anything a callable loss takes).
+      loss: a loss name of :func:`fsa` or a callable ``loss(scores, y)``; it decides how ``y`` is
+        checked.
+      bins: B for piecewise-linear learners (None: linear learners on standardized columns).
+      pairs: the ranking pairs (see :func:`fsa`).
+      constant_columns: ``"inert"`` (default: constant columns are never selected) or ``"raise"``.
+
+    Returns:
+      :class:`FSAProblem`.
+    """
+    Xj = as_float_matrix(X, "X", min_rows=MIN_ROWS)
+    _check_loss(loss)
+    check_constant_mode(constant_columns)
+    if bins is not None:
+        bins = check_int(bins, "bins", low=1)
+    return _prepare(Xj, y, loss, bins, pairs, constant_columns)
+
+
+def fsa_init(problem: FSAProblem, *, optimizer=None) -> FSAState:
+    """The state of Algorithm 1 before its first iteration: β = 0, b = 0, every non-constant
+    column active (and ``optimizer.init`` on the coefficients when an optax optimizer is used)."""
+    _check_optimizer(optimizer)
+    p, dtype = _design_shape(problem.design)
+    width = problem.live.shape[0]
+    coef = jnp.zeros((width, p), dtype)
+    intercept = jnp.zeros((), dtype)
+    opt_state = None if optimizer is None else optimizer.init(_Params(coef, intercept))
+    return FSAState(coef, intercept, jnp.asarray(problem.live).astype(bool), opt_state)
+
+
+def fsa_step(
+    problem: FSAProblem,
+    state: FSAState,
+    n_keep,
+    *,
+    loss: str | Callable = "squared",
+    lr=None,
+    l2=0.0,
+    smoothness=0.0,
+    optimizer=None,
+    huber_h: float = 0.1,
+) -> tuple[FSAState, FSAInfo]:
+    """One iteration of Algorithm 1: a gradient step on F, then keep the ``n_keep`` largest.
+
+    ``c ← c − lr·∇_c F`` and ``b ← b − lr·∂_b F`` on the active variables (eq. 2; or one update of
+    an optax ``optimizer``), then only the ``n_keep`` active variables with the largest ‖c_j‖ stay
+    active (ties → lower index; a variable that left never returns), the others are set to 0.
+    ``F = mean-loss + (l2/2)‖c‖² + smoothness·Σ‖D₂c_j‖²`` as in :func:`fsa`. Pure and jit-able
+    (``loss``, ``optimizer`` and ``huber_h`` are static; ``n_keep``, ``lr``, ``l2`` may be traced):
+    ``lax.scan`` it over :func:`~jaxselect.anneal.annealing_schedule` to run FSA on the full width
+    (:func:`fsa` gives the same iterates on a compacted problem).
+
+    Args:
+      problem: :class:`FSAProblem` from :func:`fsa_prepare`.
+      state: :class:`FSAState` (from :func:`fsa_init` or the previous step).
+      n_keep: M_e, the number of variables kept after this iteration.
+      loss: the loss name or callable used in :func:`fsa_prepare`.
+      lr: the gradient step (required unless ``optimizer`` is given; :func:`fsa`'s
+        ``result.step_size`` holds its scale-free default 1/L).
+      l2, smoothness: prior weights, as in :func:`fsa`.
+      optimizer: an optax ``GradientTransformation`` (its state lives in ``state.opt_state``).
+      huber_h: h of the huberized hinge loss.
+
+    Returns:
+      ``(state, info)``: the new :class:`FSAState` and :class:`FSAInfo` (F before the step).
+
+    >>> import numpy as np, jax
+    >>> from jaxselect.anneal import annealing_schedule, fsa_init, fsa_prepare, fsa_step
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((100, 8)); y = X[:, 2] - X[:, 5]
+    >>> problem = fsa_prepare(X, y)
+    >>> def run(problem, schedule):
+    ...     step = lambda s, m: fsa_step(problem, s, m, lr=0.5)
+    ...     return jax.lax.scan(step, fsa_init(problem), schedule)
+    >>> state, info = jax.jit(run)(problem, annealing_schedule(8, 2, 50, 10.0))
+    >>> np.flatnonzero(state.active).tolist()
+    [2, 5]
+    """
+    if (lr is None) == (optimizer is None):
+        raise ValueError("fsa_step needs exactly one of lr (a gradient step) or optimizer")
+    _check_optimizer(optimizer)
+    loss_fn, _ = _resolve_loss(loss, huber_h)
+    dtype = state.coef.dtype
+    oracle = _direct_oracle(problem.design, problem.target, loss_fn)
+    lr = None if lr is None else jnp.asarray(lr, dtype)
+    return _step(
+        oracle, state, jnp.asarray(n_keep).astype(jnp.int32), lr, jnp.asarray(l2, dtype),
+        jnp.asarray(smoothness, dtype), optimizer,
+    )
 
 
 # --------------------------------------------------------------------------- public API
@@ -444,50 +648,63 @@ def fsa(
     n_iter: int = 500,
     mu: float = 300.0,
     lr: float | None = None,
-    l2: float = 0.0,
+    l2=0.0,
     optimizer=None,
     bins: int | None = None,
     smoothness: float = 0.0,
     pairs=None,
     huber_h: float = 0.1,
+    constant_columns: str = "inert",
 ) -> FSAResult:
     """Feature Selection with Annealing (Barbu et al., Algorithm 1 with schedule (3)).
 
-    Minimises ``mean-loss(f(x_i)) + l2‖β‖² (+ smoothness·eq. 13)`` subject to ``‖β‖₀ ≤ k`` by
-    gradient steps interleaved with keep-the-M_e-largest, on a problem that is compacted as it
-    shrinks (see module docstring). Features are standardized internally (linear learners) and
-    the coefficients are returned in raw feature space.
+    Minimises ``F = mean-loss(f(x_i)) + (l2/2)‖β‖² (+ smoothness·eq. 13)`` subject to ``‖β‖₀ ≤ k``
+    by gradient steps interleaved with keep-the-M_e-largest, on a problem that is compacted as it
+    shrinks (see module docstring). Features are standardized internally (linear learners; β
+    is on the standardized features) and the coefficients are returned in raw feature space.
 
     Args:
-      X: (N, M) design; a numpy array or a (row-sharded) ``jax.Array``.
-      y: (N,) regression targets (``"squared"``), labels in {0, 1} or {−1, +1} (classification
-        losses), ignored for ``"ranking"`` (may be None), or anything a callable loss accepts.
-      k: number of features to select, 1 ≤ k ≤ M.
-      loss: ``"squared"`` (eq. 4), ``"logistic"`` (6), ``"huber_hinge"`` (7), ``"lorenz"`` (8),
-        ``"ranking"`` (9), or a callable ``loss(scores (N,), y) -> scalar`` differentiated with
-        ``jax.grad`` (it must be a smooth jnp function; use a module-level function so that the
-        compiled stages are reused between calls).
+      X: (N, M) features, N ≥ 2; a numpy array or a (row-sharded) ``jax.Array``.
+      y: (N,) or (N, 1) regression targets (``"squared"``); binary labels in {0, 1}, {−1, +1} or
+        bool, (N,) or (N, 1) (classification losses); ignored for ``"ranking"`` (may be None);
+        or anything a callable loss accepts.
+      k: number of features to select, 1 ≤ k ≤ the number of non-constant columns.
+      loss: ``"squared"`` (½·mean, eq. 4/10), ``"logistic"`` (6), ``"huber_hinge"`` (7),
+        ``"lorenz"`` (8), ``"ranking"`` (9), or a callable ``loss(scores (N,), y) -> scalar``
+        differentiated with ``jax.grad`` (a smooth jnp function; a fresh but equal lambda reuses
+        the compiled stages).
       n_iter: N_iter, number of iterations (≥ 1).
       mu: annealing rate μ ≥ 0 of eq. (3).
       lr: gradient step η (> 0). Default: ``1/L`` per compacted stage, L the gradient's Lipschitz
         bound from power iteration (scale-free; see :mod:`.stepsize`; the three classification
         losses use the logistic curvature 1/4, see ``_DEFAULT_STEP_NOTE``).
-      l2: shrinkage prior weight s (≥ 0) on ``‖β‖²`` (mean-loss scale: s/N of the paper's sums).
+      l2: ridge weight (≥ 0; may be traced, e.g. ``jax.vmap`` over it): the prior is
+        ``(l2/2)‖β‖²`` on the mean loss, the library's one ``l2`` convention. The paper's prior
+        ``s‖β‖²`` on its losses summed over the N examples (squared loss as ½Σ, eq. 10) is
+        ``l2 = 2s/N``; with eq. (4)'s unhalved Σ(y − xᵀβ)² it is ``l2 = s/N``.
       optimizer: an optax ``GradientTransformation`` used instead of plain gradient descent (its
-        state is compacted with the coefficients).
+        state is compacted with the coefficients). A fresh but equal optimizer on each call
+        (``optax.sgd(0.1)``) does not recompile.
       bins: B ≥ 1 to use piecewise-linear learners with B + 1 coefficients per feature.
       smoothness: weight c of the second-order prior of eq. (13) (needs ``bins``).
       pairs: for ``"ranking"``: (P, 3) rows (i, j, r_ij) with r_ij ∈ [0, 1], or a tuple
         ``(ij (P, 2) int, r (P,))``.
       huber_h: h of the huberized hinge loss (default 0.1 as in the authors' code).
+      constant_columns: ``"inert"`` (default: a column with max == min is never selected and
+        never counted) or ``"raise"`` (ValueError naming them; skipped for traced X).
 
     Returns:
-      :class:`FSAResult`.
+      :class:`FSAResult`. A non-zero ``status`` (non-finite values: the step was too large) also
+      gives a ``RuntimeWarning`` when the call is not traced; ``js.raise_for_status`` raises.
 
     Raises:
-      ValueError / TypeError: on bad input (shapes, NaN/Inf, k outside [1, M], unknown loss,
-        labels not binary for a classification loss, pairs out of range, bins < 1, mu < 0,
-        n_iter < 1, ...).
+      ValueError / TypeError: on bad input (shapes, fewer than 2 rows, NaN/Inf, k outside
+        [1, M] or above the number of non-constant columns, unknown loss, labels not binary for a
+        classification loss, pairs out of range, bins < 1, mu < 0, n_iter < 1, l2 < 0, ...).
+
+    Inside a user's ``jax.jit`` (traced X, y): value checks are skipped. In particular a k above
+    the number of non-constant columns cannot be detected; the support is then padded with
+    constant columns, whose coefficient is 0. Classification labels are then read as ``y > 0``.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -496,44 +713,33 @@ def fsa(
     >>> res.support.tolist()
     [3, 7]
     """
-    Xj = _as_matrix(X)
+    Xj = as_float_matrix(X, "X", min_rows=MIN_ROWS)
     n, m = Xj.shape
-    k, n_iter, mu, lr, l2, smoothness, bins, huber_h = _validate_options(
-        (n, m), k, loss, n_iter, mu, lr, l2, optimizer, bins, smoothness, huber_h
-    )
     dtype = Xj.dtype
-    curvature = None
-    if callable(loss):
-        loss_fn = loss
-        target = jax.tree.map(jnp.asarray, y)
-    elif loss == "squared":
-        loss_fn, target, curvature = _losses.squared_loss, _check_regression_target(y, n, dtype), 1.0
-    elif loss in _CLASSIFICATION:
-        loss_fn, target = _builtin_loss(loss, huber_h), _check_labels(y, n, dtype, loss)
-        curvature = _losses.curvature("logistic")  # see _DEFAULT_STEP_NOTE
-    else:
-        loss_fn, target = _losses.ranking_loss, _check_pairs(pairs, n, dtype)
-
-    if bins is None:
-        design, grid = _prepare_linear(Xj), None
-    else:
-        design, grid = _prepare_pl(Xj, bins)
-    p = 1 if bins is None else bins + 1
+    _check_loss(loss)
+    k, n_iter, mu, lr, smoothness, bins, huber_h = _validate_options(
+        (n, m), k, n_iter, mu, lr, optimizer, bins, smoothness, huber_h
+    )
+    l2 = as_hyper(l2, "l2", dtype, low=0.0)
+    check_constant_mode(constant_columns)
+    optimizer = None if optimizer is None else canonical(optimizer)  # equal optimizers share stages
+    loss_fn, curvature = _resolve_loss(loss, huber_h)
+    problem = _prepare(Xj, y, loss, bins, pairs, constant_columns)
+    _check_k_live(problem.live, k)
+    design, target, grid = problem.design, problem.target, problem.grid
+    p, _ = _design_shape(design)
 
     gram = bins is None and loss_fn is _losses.squared_loss
     schedule = annealing_schedule(m, k, n_iter, mu)
-    v_coef = (1.0 + jax.random.normal(jax.random.PRNGKey(0), (m, p), dtype))
-    params = _Params(jnp.zeros((m, p), dtype), jnp.zeros((), dtype))
     carry = _Carry(
-        params,
-        None if optimizer is None else optimizer.init(params),
-        jnp.ones((m,), bool),
+        fsa_init(problem, optimizer=optimizer),
         jnp.arange(m, dtype=jnp.int32),
-        v_coef,
+        1.0 + jax.random.normal(jax.random.PRNGKey(0), (m, p), dtype),
         jnp.ones((), dtype),
         jnp.zeros((), dtype),
     )
-    scalars = [jnp.asarray(v, dtype) for v in (0.0 if lr is None else lr, l2, smoothness, 2.0 * l2 + 32.0 * smoothness)]
+    smooth = jnp.asarray(smoothness, dtype)
+    scalars = (jnp.asarray(0.0 if lr is None else lr, dtype), l2, smooth, l2 + jnp.asarray(32.0, dtype) * smooth)
     objectives, steps = [], []
     for i, st in enumerate(plan_stages(m, schedule, min_drop=_MIN_DROP)):
         kept = jnp.asarray(schedule[st.start : st.start + st.length], jnp.int32)
@@ -561,16 +767,10 @@ def fsa(
         bin_width=None if bins is None else jnp.take(grid.bin_width, support),
         basis_mean=basis_mean,
     )
-    if not is_traced(result.status) and int(result.status) != 0:
-        warnings.warn(f"fsa: {FSA_STATUS[int(result.status)]}", RuntimeWarning, stacklevel=2)
-    return result
-
-
-def check_fsa_result(result: FSAResult) -> FSAResult:
-    """Raise ``FloatingPointError`` if ``result.status`` is not 0 (for eager callers)."""
-    code = int(result.status)
-    if code != 0:
-        raise FloatingPointError(f"fsa failed: {FSA_STATUS.get(code, code)}")
+    if not is_traced(result.status):
+        code = int(result.status)
+        if code != OK:
+            warnings.warn(f"fsa: {status_message(code)}", RuntimeWarning, stacklevel=2)
     return result
 
 
@@ -579,11 +779,12 @@ def fsa_predict(result: FSAResult, X) -> jax.Array:
 
     ``f(x) = Σ_{j∈support} β_j x_j + b`` for linear learners, ``Σ_j (u(x_j) − ū_j)ᵀ β_j + b`` for
     PL learners (values outside a feature's training range are clipped to it). For classification
-    the predicted class is ``+1`` where the score is > 0.
+    the predicted class is ``+1`` where the score is > 0. Works inside ``jax.jit`` (traced X and
+    result).
 
     Args:
       result: :class:`FSAResult` from :func:`fsa`.
-      X: (n, M) data with the same M columns as in training.
+      X: (n, M) data with the same M columns as in training (one row is fine).
 
     Returns:
       (n,) scores.
@@ -594,7 +795,7 @@ def fsa_predict(result: FSAResult, X) -> jax.Array:
     >>> bool(np.allclose(fsa_predict(res, X), y, atol=1e-2))
     True
     """
-    Xj = _as_matrix(X)
+    Xj = as_float_matrix(X, "X")
     if not is_traced(result.support) and Xj.shape[1] <= int(jnp.max(result.support)):
         raise ValueError(f"X has {Xj.shape[1]} columns but the model uses feature {int(jnp.max(result.support))}")
     Xs = jnp.take(Xj, result.support, axis=1)

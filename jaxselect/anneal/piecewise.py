@@ -15,7 +15,8 @@ the training data, ``f_j(x) = (u(x) − ū_j)ᵀ β_j`` with ``ū_j = mean_n u(x
 is a partition of unity, this removes the constant direction that every feature shares with the
 intercept (which stays separate and unpenalised) and keeps the step size scale-free.
 
-Priors: the shrinkage prior ``λ ‖β_j‖²`` (eqs. 13, 16) and the second-order smoothness prior of
+Priors: the shrinkage prior ``λ ‖β_j‖²`` (eqs. 13, 16; :func:`~jaxselect.anneal.fsa` writes it
+``(l2/2) ‖β_j‖²`` on the mean loss) and the second-order smoothness prior of
 eq. (13), ``c Σ_{k=1}^{B−1} (β_{j,k+1} + β_{j,k−1} − 2 β_{j,k})²``.
 """
 

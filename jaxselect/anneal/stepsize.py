@@ -1,8 +1,8 @@
 """Scale-free default step size for FSA: ``η = 1 / L`` with L a Lipschitz bound of the gradient.
 
-For an objective ``F(c, b) = loss(A c + b) + l2 ‖c‖² + smoothness ‖D₂ c‖²`` (see :mod:`.fsa`),
+For an objective ``F(c, b) = loss(A c + b) + (l2/2) ‖c‖² + smoothness ‖D₂ c‖²`` (see :mod:`.fsa`),
 
-    L = λ_max( [A 1]ᵀ H [A 1] ) + 2·l2 + 32·smoothness,
+    L = λ_max( [A 1]ᵀ H [A 1] ) + l2 + 32·smoothness,
 
 where H bounds the loss Hessian in score space: ``H = (κ / N) I`` for the built-in pointwise losses
 with curvature κ (squared 1; logistic 1/4 — also used for the huberized hinge and Lorenz losses,
@@ -26,7 +26,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from .design import Design, matvec, n_rows, rmatvec
+from .design import FSADesign, matvec, n_rows, rmatvec
 
 __all__ = ["power_iteration"]
 
@@ -45,7 +45,7 @@ def _score_hessian(loss_fn: Callable, target, curvature: float | None, n: int, d
 
 
 @partial(jax.jit, static_argnames=("loss_fn", "curvature", "n_power"))
-def power_iteration(design: Design, target, v_coef: jax.Array, v_icpt: jax.Array, *, loss_fn, curvature, n_power):
+def power_iteration(design: FSADesign, target, v_coef: jax.Array, v_icpt: jax.Array, *, loss_fn, curvature, n_power):
     """λ_max of ``[A 1]ᵀ H [A 1]`` by ``n_power`` power iterations.
 
     Args:

@@ -7,8 +7,14 @@ et al., "Large scale greedy feature selection for multi-target learning", ECML 2
 workshop slides, Algorithm 1; the linear-time version is their Algorithm 2, after Pahikkala, Airola
 and Salakoski, ICMLA 2010, and Naula et al., Pattern Recognition Letters 40, 2014).
 
-Maths (Algorithm 2). With ``S`` the selected set, ``X_S`` its columns and ``λ = l2``, the dual
-quantities of ridge regression on ``X_S`` are
+Penalty scale. The library's ``l2`` is the penalty on the *mean* loss,
+``(1/2n)‖Y − X_S W‖²_F + (l2/2)‖W‖²_F``; multiplied by ``2n`` this is the slides' (and RLScore's)
+``‖Y − X_S W‖²_F + λ‖W‖²_F`` with ``λ = n · l2`` (RLScore's ``regparam``). Greedy RLS works on the
+features *as given* (no centring or scaling: standardise X yourself if its columns have different
+units), so ``l2`` is relative to the mean square of the columns.
+
+Maths (Algorithm 2). With ``S`` the selected set and ``X_S`` its columns, the dual quantities of
+ridge regression on ``X_S`` are
 
     G = (X_S X_Sᵀ + λ I)⁻¹   (n, n),   A = G Y   (n, T),   g = diag(G)   (n,),   C = G X   (n, d),
 
@@ -26,6 +32,15 @@ to the state (``A``, ``g`` and ``C ← C − u_b (x_bᵀ C)``). The model after 
 ``bias > 0`` follows RLScore's ``GreedyRLS``: a constant feature of value ``√bias`` is part of the
 model from the start (regularised like every other feature, never counted in ``k``); its
 contribution to predictions is the intercept ``b = bias · 1ᵀA``.
+
+Constant columns (``max == min``, the library's one rule) are inert: they start as "taken", so they
+are never selected. With concrete data, ``k`` above the number of non-constant columns raises; with
+traced data (inside a user's ``jit``) the steps past the last selectable column select nothing
+(``selected = −1``, the model is unchanged).
+
+Advanced API (blackjax style): :class:`RLSState` is the scan carry, :func:`rls_init` builds it and
+:func:`rls_step` makes one greedy addition, returning ``(state, RLSInfo)``; :func:`greedy_rls` is
+the validated driver (a fixed-length ``lax.scan`` of ``rls_step`` inside one ``jit``).
 
 Implementation (performance design):
 
@@ -45,8 +60,10 @@ Implementation (performance design):
   the model after every prefix (anytime use) without re-running. Reductions over samples are sums
   and matrix-vector products, so a row-sharded ``X`` works unchanged.
 * Numerical safety: ``g̃ > 0`` in exact arithmetic; a candidate with ``g̃ ≤ 0`` or a non-finite
-  score is never picked, and a breakdown of the state sets ``status = 1`` (see
-  ``RLS_STATUS_MESSAGES``). In float32 keep ``l2`` away from 0 relative to ``‖x_i‖²``.
+  score is never picked. ``status`` (flags of :data:`jaxselect.STATUS_MESSAGES`) gets
+  ``ILL_CONDITIONED`` (2) when diag(G) stops being positive or no candidate has a usable score,
+  and ``NONFINITE`` (1) when the state holds NaN/Inf. In float32 keep ``l2`` away from 0 relative
+  to the mean square of the columns (the start loses about ``log10(mean(x²)/l2)`` digits).
 """
 
 from __future__ import annotations
@@ -58,26 +75,32 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxselect._validation import as_float_matrix, as_targets, check_float, check_int
+from jaxselect._repr import short_repr
+from jaxselect._validation import (
+    MIN_ROWS,
+    as_float_matrix,
+    as_hyper,
+    as_targets,
+    check_constant_mode,
+    check_int,
+    column_standardization,
+    host_value,
+    raise_on_constant,
+)
+from jaxselect.path import SelectionPath, link_code
+from jaxselect.status import ILL_CONDITIONED, NONFINITE
 
 __all__ = [
     "RLSResult",
+    "RLSState",
+    "RLSInfo",
     "greedy_rls",
+    "rls_init",
+    "rls_step",
     "rls_predict",
     "rls_predict_path",
-    "rls_raise_for_status",
-    "RLS_STATUS_MESSAGES",
+    "rls_to_path",
 ]
-
-#: Meaning of ``RLSResult.status``.
-RLS_STATUS_MESSAGES = {
-    0: "ok",
-    1: (
-        "numerical breakdown of the rank-one updates (a leave-one-out error or diag(G) became "
-        "non-finite or diag(G) <= 0); increase l2, rescale X, or run in float64 "
-        "(jax_enable_x64 with float64 input)"
-    ),
-}
 
 # Default size of one (chunk, n) block of C. XLA fuses the pending update and the scoring of a
 # block into one multi-threaded pass, so the whole of C at once is fastest: on the 2-core CPU
@@ -92,10 +115,13 @@ class RLSResult(NamedTuple):
     """Result of :func:`greedy_rls` (the model after every prefix, for anytime use).
 
     Shapes use ``k`` selected features, ``d`` features and ``T`` targets; for a 1-D ``y`` the
-    trailing ``T`` axis is dropped.
+    trailing ``T`` axis is dropped. :func:`rls_to_path` turns it into a
+    :class:`~jaxselect.SelectionPath` for :func:`jaxselect.predict` and the anytime curves.
 
     Attributes:
-      selected: (k,) int32 feature indices in the order they were added.
+      selected: (k,) int32 feature indices in the order they were added; −1 for a step that found
+        no selectable feature (only possible inside a user's ``jit``, where ``k`` larger than the
+        number of non-constant columns cannot be rejected up front).
       loo_error: (k,) leave-one-out mean squared error ``Σ_jh (Ã_jh/g̃_j)² / (n·T)`` of the model
         after each addition (RLScore's ``performances``).
       coef: (d, T) final weights in feature space (zero for features not selected).
@@ -103,7 +129,13 @@ class RLSResult(NamedTuple):
       coef_path: (k, k, T) ``coef_path[t, j]`` is the weight of feature ``selected[j]`` in the model
         with the first ``t + 1`` features (zero for ``j > t``).
       intercept_path: (k, T) intercept of the model after each addition.
-      status: () int32, 0 if fine, else a key of ``RLS_STATUS_MESSAGES``.
+      null_intercept: (T,) prediction of the model with no selected feature: 0 without bias, else
+        the intercept of the ridge model on the bias column alone, ``bias·mean(Y)/(bias + l2)``.
+      null_loo_error: () LOO mean squared error of that feature-less model (``mean(Y²)`` without
+        bias).
+      status: () int32, 0 when fine, else flags of :data:`jaxselect.STATUS_MESSAGES`
+        (``ILL_CONDITIONED`` = 2: diag(G) lost positivity or no candidate had a usable score;
+        ``NONFINITE`` = 1: NaN/Inf in the state). Raise with :func:`jaxselect.raise_for_status`.
     """
 
     selected: jax.Array
@@ -112,19 +144,24 @@ class RLSResult(NamedTuple):
     intercept: jax.Array
     coef_path: jax.Array
     intercept_path: jax.Array
+    null_intercept: jax.Array
+    null_loo_error: jax.Array
     status: jax.Array
 
+    __repr__ = short_repr
 
-class _RLSState(NamedTuple):
-    """Scan carry: the dual quantities of the ridge model on the selected set.
 
-    ``C`` is stored transposed, ``CT = (G X)ᵀ`` (d_pad, n), so that every per-candidate reduction
-    over samples runs along the contiguous axis (≈30× faster on CPU than reducing down columns);
-    rows ``d..d_pad`` are zero padding up to a multiple of the chunk size. ``xc`` and ``xa`` are
-    kept up to date by the same rank-one updates, so ``X`` itself is only read for the winner's
-    column. ``A`` and ``g`` include the last added column; ``CT``, ``xc`` and ``xa`` lag by it
-    (the ``pend_*`` fields), and the next step applies it while it scores, chunk by chunk, so that
-    each step streams ``CT`` through memory once.
+class RLSState(NamedTuple):
+    """The scan carry of greedy RLS: the dual quantities of the ridge model on the selected set.
+
+    Built by :func:`rls_init`, advanced by :func:`rls_step` (advanced API; :func:`greedy_rls`
+    drives both). ``C`` is stored transposed, ``CT = (G X)ᵀ`` (d_pad, n), so every per-candidate
+    reduction over samples runs along the contiguous axis (≈30× faster on CPU than reducing down
+    columns); rows ``d..d_pad`` are zero padding up to a multiple of the chunk size. ``xc`` and
+    ``xa`` are kept up to date by the same rank-one updates, so ``X`` itself is only read for the
+    winner's column. ``A`` and ``g`` include the last added column; ``CT``, ``xc`` and ``xa`` lag by
+    it (the ``pend_*`` fields), and the next step applies it while it scores, chunk by chunk, so
+    that each step streams ``CT`` through memory once.
     """
 
     A: jax.Array  # (n, T) dual coefficients G Y
@@ -136,17 +173,36 @@ class _RLSState(NamedTuple):
     pend_u: jax.Array  # (n,) its u = G x_b / (1 + x_bᵀ G x_b)
     pend_w: jax.Array  # (T,) x_bᵀ A before the update
     pend_den: jax.Array  # () 1 + x_bᵀ G x_b
-    taken: jax.Array  # (d_pad,) bool, already selected (padding rows count as taken)
+    taken: jax.Array  # (d_pad,) bool: selected, constant, or padding — never a candidate
     Xs: jax.Array  # (n, k) selected columns in order, zero-padded
+    bias: jax.Array  # () the bias (constant column √bias), for the intercept bias·1ᵀA
     step: jax.Array  # () int32
-    status: jax.Array  # () int32
+    status: jax.Array  # () int32 status flags
 
 
-def _pend_column(state: _RLSState, x, c) -> _RLSState:
+class RLSInfo(NamedTuple):
+    """What :func:`rls_step` reports about one addition (stacked over steps by the driver).
+
+    Attributes:
+      selected: () int32 feature added (−1 if no selectable feature was left).
+      loo_error: () LOO mean squared error of the model after the step.
+      coef: (k, T) weights of the selected slots after the step (zero beyond the current step).
+      intercept: (T,) intercept ``bias · 1ᵀA`` after the step.
+    """
+
+    selected: jax.Array
+    loo_error: jax.Array
+    coef: jax.Array
+    intercept: jax.Array
+
+    __repr__ = short_repr
+
+
+def _pend_column(state: RLSState, x, c) -> RLSState:
     """Add the column ``x`` (n,) with ``c = G x``: update ``A`` and ``g``, defer ``C``.
 
     Sherman–Morrison: ``u = c / (1 + xᵀc)``, ``A ← A − u (xᵀA)``, ``g ← g − u ⊙ c``; the update
-    ``C ← C − u (xᵀC)`` is left to :func:`_apply_pending` (see there).
+    ``C ← C − u (xᵀC)`` is left to :func:`_apply_pending` (see there). A zero column is a no-op.
     """
     den = 1 + x @ c
     u = c / den
@@ -161,7 +217,7 @@ def _pend_column(state: _RLSState, x, c) -> _RLSState:
     )
 
 
-def _apply_pending(state: _RLSState, CT, xc, xa):
+def _apply_pending(state: RLSState, CT, xc, xa):
     """The deferred update of rows ``CT`` (c, n), ``xc`` (c,), ``xa`` (c, T).
 
     With ``v = C_rowsᵀ x = X_iᵀ G x`` (G is symmetric): ``C ← C − u vᵀ`` (as rows:
@@ -175,13 +231,13 @@ def _apply_pending(state: _RLSState, CT, xc, xa):
     return CT, xc, xa
 
 
-def _init(X, Y, l2, bias, k, d_pad) -> _RLSState:
+def _init(X, Y, live, l2, bias, k: int, d_pad: int) -> RLSState:
     n, d = X.shape
     dt = X.dtype
-    inv = 1 / l2
+    inv = 1 / (n * l2)  # 1/λ with RLScore's λ = n·l2
     A = Y * inv
     pad = ((0, d_pad - d), (0, 0))
-    state = _RLSState(
+    state = RLSState(
         A=A,
         g=jnp.full((n,), inv, dtype=dt),
         CT=jnp.pad(X.T * inv, pad),
@@ -191,14 +247,21 @@ def _init(X, Y, l2, bias, k, d_pad) -> _RLSState:
         pend_u=jnp.zeros((n,), dtype=dt),
         pend_w=jnp.zeros((Y.shape[1],), dtype=dt),
         pend_den=jnp.ones((), dtype=dt),
-        taken=jnp.arange(d_pad) >= d,
+        taken=jnp.pad(~live, (0, d_pad - d), constant_values=True),
         Xs=jnp.zeros((n, k), dtype=dt),
+        bias=bias,
         step=jnp.zeros((), dtype=jnp.int32),
         status=jnp.zeros((), dtype=jnp.int32),
     )
     # RLScore's bias: a constant regularised feature √bias·1 always in the model (no-op if bias=0).
     v = jnp.full((n,), jnp.sqrt(bias), dtype=dt)
     return _pend_column(state, v, v * inv)
+
+
+def _current_loo(state: RLSState):
+    """LOO mean squared error of the model in ``state`` (residuals ``A ⊘ g``)."""
+    r = state.A / state.g[:, None]
+    return jnp.sum(r * r) / (r.shape[0] * r.shape[1])
 
 
 def _exact_scores(CT, xc, xa, A, g):
@@ -238,7 +301,7 @@ def _gemm_scores(CT, xc, xa, A, g):
     return jnp.sum(jnp.maximum(num, 0) / (gt * gt), axis=1)
 
 
-def _update_and_score(state: _RLSState, chunk: int, score_fn):
+def _update_and_score(state: RLSState, chunk: int, score_fn):
     """Apply the pending column to (CT, xc, xa) and score every candidate, ``chunk`` rows at a time.
 
     Each block of rows is updated and scored while it is in cache. Returns (CT, xc, xa, scores).
@@ -279,12 +342,13 @@ def _argmin_lowest(values, index):
     return jnp.argmin(jnp.where(values == best, index, big))
 
 
-def _rls_step(X, bias, state: _RLSState, *, chunk, n_recheck):
-    """One greedy addition: score all candidates, add the best, return (state, per-step info).
+def _rls_step(X, state: RLSState, *, chunk: int, n_recheck: int):
+    """One greedy addition: score all candidates, add the best, return ``(state, RLSInfo)``.
 
     With ``T == 1`` every candidate is scored by :func:`_exact_scores`. With ``T > 1`` all are
     screened by :func:`_gemm_scores` and the ``n_recheck`` best are re-scored exactly; the pick is
-    the exact minimum among them (ties to the lowest feature index).
+    the exact minimum among them (ties to the lowest feature index). When every feature is taken
+    (selected or constant) the step adds nothing: ``selected = −1`` and the model is unchanged.
     """
     n = X.shape[0]
     d_pad = state.CT.shape[0]
@@ -297,52 +361,75 @@ def _rls_step(X, bias, state: _RLSState, *, chunk, n_recheck):
         idx = jnp.arange(d_pad, dtype=jnp.int32)
         cand = scores
     else:
-        _, idx = jax.lax.top_k(-scores, n_recheck)
+        _, idx = jax.lax.top_k(-scores, min(n_recheck, d_pad))
         idx = idx.astype(jnp.int32)
         rows = partial(jnp.take, indices=idx, axis=0)
         cand = _exact_scores(rows(CT), rows(xc), rows(xa), state.A, state.g)
         cand = jnp.where(rows(state.taken) | ~jnp.isfinite(cand), jnp.inf, cand)
     pos = _argmin_lowest(cand, idx)
     best = idx[pos]
+    exhausted = jnp.all(state.taken)  # nothing selectable is left: add nothing
     # If every untaken candidate is non-finite, fall back to the first untaken one and flag it.
-    breakdown = ~jnp.isfinite(cand[pos])
+    breakdown = ~exhausted & ~jnp.isfinite(cand[pos])
     best = jnp.where(breakdown, jnp.argmin(state.taken).astype(jnp.int32), best)
-    err = jnp.where(breakdown, jnp.nan, cand[pos]) / (n * T)
+    total = jnp.where(exhausted, _current_loo(state) * (n * T), jnp.where(breakdown, jnp.nan, cand[pos]))
+    err = total / (n * T)
 
     xb = jax.lax.dynamic_index_in_dim(X, best, axis=1, keepdims=False)
     cb = jax.lax.dynamic_index_in_dim(CT, best, axis=0, keepdims=False)
-    new = _pend_column(state, xb, cb)
+    zero = jnp.zeros_like(xb)
+    new = _pend_column(state, jnp.where(exhausted, zero, xb), jnp.where(exhausted, zero, cb))
     # diag(G) must stay positive and the duals finite; otherwise precision is exhausted.
-    ok = jnp.all(new.g > 0) & jnp.all(jnp.isfinite(new.g)) & jnp.all(jnp.isfinite(new.A))
+    finite = jnp.all(jnp.isfinite(new.g)) & jnp.all(jnp.isfinite(new.A))
+    positive = jnp.all((new.g > 0) | ~jnp.isfinite(new.g))
+    flags = jnp.where(breakdown | ~positive, jnp.int32(ILL_CONDITIONED), jnp.int32(0)) | jnp.where(
+        finite, jnp.int32(0), jnp.int32(NONFINITE)
+    )
+    xs = jnp.where(exhausted, zero, xb)
     new = new._replace(
         taken=state.taken.at[best].set(True),
-        Xs=jax.lax.dynamic_update_index_in_dim(state.Xs, xb, state.step, axis=1),
+        Xs=jax.lax.dynamic_update_index_in_dim(state.Xs, xs, state.step, axis=1),
         step=state.step + 1,
-        status=jnp.where(breakdown | ~ok, jnp.int32(1), state.status),
+        status=state.status | flags,
     )
     coef = (new.A.T @ new.Xs).T  # (k, T) W = X_Sᵀ A, zero beyond the current step
-    intercept = bias * jnp.sum(new.A, axis=0)  # (T,)
-    return new, (best, err, coef, intercept)
+    intercept = new.bias * jnp.sum(new.A, axis=0)  # (T,)
+    selected = jnp.where(exhausted, jnp.int32(-1), best)
+    return new, RLSInfo(selected, err, coef, intercept)
+
+
+def _null_model(state: RLSState):
+    """(intercept (T,), LOO mean squared error ()) of the model with no selected feature."""
+    return state.bias * jnp.sum(state.A, axis=0), _current_loo(state)
+
+
+def _safe_index(selected, d: int):
+    """Selected indices with −1 (no feature) mapped out of range, for ``.at[...].set(mode="drop")``."""
+    return jnp.where(selected >= 0, selected, d)
 
 
 @partial(jax.jit, static_argnames=("k", "chunk", "n_recheck"))
-def _greedy_rls_run(X, Y, l2, bias, *, k, chunk, n_recheck):
+def _greedy_rls_run(X, Y, live, l2, bias, *, k, chunk, n_recheck):
     d = X.shape[1]
     d_pad = -(-d // chunk) * chunk
-    state = _init(X, Y, l2, bias, k, d_pad)
+    state = _init(X, Y, live, l2, bias, k, d_pad)
+    null_intercept, null_loo = _null_model(state)
 
     def body(state, _):
-        return _rls_step(X, bias, state, chunk=chunk, n_recheck=n_recheck)
+        return _rls_step(X, state, chunk=chunk, n_recheck=n_recheck)
 
-    state, (selected, loo, coef_path, intercept_path) = jax.lax.scan(body, state, length=k)
-    coef = jnp.zeros((d, Y.shape[1]), dtype=X.dtype).at[selected].set(coef_path[-1])
+    state, info = jax.lax.scan(body, state, length=k)
+    coef = jnp.zeros((d, Y.shape[1]), dtype=X.dtype)
+    coef = coef.at[_safe_index(info.selected, d)].set(info.coef[-1], mode="drop")
     return RLSResult(
-        selected=selected,
-        loo_error=loo,
+        selected=info.selected,
+        loo_error=info.loo_error,
         coef=coef,
-        intercept=intercept_path[-1],
-        coef_path=coef_path,
-        intercept_path=intercept_path,
+        intercept=info.intercept[-1],
+        coef_path=info.coef,
+        intercept_path=info.intercept,
+        null_intercept=null_intercept,
+        null_loo_error=null_loo,
         status=state.status,
     )
 
@@ -351,26 +438,50 @@ def _auto_chunk(n: int, d: int, itemsize: int) -> int:
     return int(min(d, max(_MIN_CHUNK, _BLOCK_BYTES // (n * itemsize))))
 
 
-def greedy_rls(X, Y, k, *, l2=1.0, bias=0.0, chunk_size=None, n_recheck=8) -> RLSResult:
+def _resolve_chunk(chunk_size, n: int, d: int, dtype) -> int:
+    if chunk_size is None:
+        return _auto_chunk(n, d, np.dtype(dtype).itemsize)
+    return min(check_int(chunk_size, "chunk_size", low=1), d)
+
+
+def greedy_rls(
+    X, Y, k, *, l2=1e-3, bias=0.0, chunk_size=None, n_recheck=8, constant_columns="inert"
+) -> RLSResult:
     """Multi-target greedy RLS: add ``k`` shared features one at a time by lowest LOO error.
 
-    At each step every unselected feature ``i`` is scored by the leave-one-out squared error of the
-    ridge model (penalty ``l2``) on the selected features plus ``i``, summed over samples and
-    targets, ``e_i = Σ_h Σ_j (Ã_jh / g̃_j)²`` (Algorithm 2 of Airola, Pahikkala et al.; see the
-    module docstring), computed for all candidates with rank-one dual updates in ``O(n·d·T)`` per
-    step. Ties go to the lowest feature index. Picks equal those of a naive wrapper that refits
-    ridge for every candidate and takes LOO residuals ``(y − Hy)/(1 − diag H)`` from the hat matrix.
+    At each step every selectable feature ``i`` is scored by the leave-one-out squared error of
+    the ridge model on the selected features plus ``i``, summed over samples and targets,
+    ``e_i = Σ_h Σ_j (Ã_jh / g̃_j)²`` (Algorithm 2 of Airola, Pahikkala et al.; see the module
+    docstring), computed for all candidates with rank-one dual updates in ``O(n·d·T)`` per step.
+    Ties go to the lowest feature index. Picks equal those of a naive wrapper that refits ridge for
+    every candidate and takes LOO residuals ``(y − Hy)/(1 − diag H)`` from the hat matrix.
+
+    The ridge model minimises ``(1/2n)‖Y − X_S W‖² + (l2/2)‖W‖²`` (the library's ``l2``), i.e.
+    RLScore's ``regparam = n · l2``; to reproduce a run with RLScore's ``regparam=r`` pass
+    ``l2=r/n``. Features are used as given (no centring or scaling).
+
+    Runs inside a user's ``jax.jit``/``jax.vmap`` with traced ``X``, ``Y``, ``l2`` and ``bias``
+    (``k``, ``chunk_size``, ``n_recheck`` and ``constant_columns`` must be Python values). Under a
+    trace the value checks (NaN/Inf, ``k`` against the number of non-constant columns,
+    ``constant_columns="raise"``) cannot run; steps past the last selectable column then give
+    ``selected = −1`` and leave the model unchanged.
 
     Args:
-      X: (n, d) features (numpy or jax.Array; a row-sharded jax.Array keeps its sharding). The
-        solver computes in X's floating dtype (float32 by default, float64 under x64 for float64
-        input); ``Y`` is cast to it. Features are used as given (no centring or scaling).
+      X: (n, d) features, ``n >= 2`` (numpy or jax.Array; a row-sharded jax.Array keeps its
+        sharding). The solver computes in X's floating dtype (float32 by default, float64 under
+        x64 for float64 input); ``Y`` is cast to it.
       Y: (n,) or (n, T) real targets.
-      k: number of features to select, ``1 <= k <= d``.
-      l2: ridge penalty ``λ > 0`` (RLScore's ``regparam``).
+      k: number of features to select, ``1 <= k <=`` the number of non-constant columns.
+      l2: ridge penalty ``> 0`` on the mean loss (RLScore's ``regparam / n``). The default 1e-3
+        is light shrinkage for columns of unit mean square (RLScore's ``regparam = n/1000``; the
+        old default ``regparam = 1`` is ``l2 = 1/n``) and keeps the float32 rank-one updates about
+        three digits away from breakdown; it must be > 0 because the algorithm starts from
+        ``G = I/(n·l2)``.
       bias: ``>= 0``; if positive, a constant feature of value ``√bias`` is always in the model and
-        regularised like the others (RLScore's ``bias``), giving the intercept ``bias · 1ᵀA``.
-        ``0`` (default) is the slides' formulation without intercept.
+        regularised like the others (RLScore's ``bias``; unlike the library's other intercepts it
+        is penalised, by ``(l2/2)·b²/bias`` for intercept ``b``, so a large ``bias`` approaches an
+        unpenalised intercept), giving the intercept ``bias · 1ᵀA``. ``0`` (default) is the slides'
+        formulation without intercept.
       chunk_size: update and score candidates in blocks of this many features (static); each
         block of ``C`` is read, updated and scored in one fused pass, so a step streams ``C``
         through memory once and temporaries are ``(chunk, n)``. ``None``: all candidates at once
@@ -380,63 +491,133 @@ def greedy_rls(X, Y, k, *, l2=1.0, bias=0.0, chunk_size=None, n_recheck=8) -> RL
         ``e_i`` and the ``n_recheck`` best are re-scored term by term before choosing, so the pick
         and ``loo_error`` do not suffer from float32 cancellation in the expansion. ``0`` skips
         the re-check. Ignored for ``T == 1`` (always scored term by term).
+      constant_columns: ``"inert"`` (default): constant columns (max == min) are never selected;
+        ``"raise"``: a ValueError names them.
 
     Returns:
-      An :class:`RLSResult` (``selected``, ``loo_error``, ``coef``, ``intercept``, ``coef_path``,
-      ``intercept_path``, ``status``); the trailing target axis is dropped for 1-D ``Y``.
+      An :class:`RLSResult`; the trailing target axis is dropped for 1-D ``Y``. ``status`` is 0
+      when fine (check with :func:`jaxselect.raise_for_status`).
 
     Raises:
-      ValueError: non-finite or wrongly shaped input, mismatched rows, ``k`` outside ``[1, d]``,
-        ``l2 <= 0`` or ``bias < 0``.
+      ValueError: non-finite or wrongly shaped input, fewer than 2 rows, mismatched rows, ``k``
+        outside ``[1, number of non-constant columns]``, ``l2 <= 0``, ``bias < 0``, or constant
+        columns with ``constant_columns="raise"``.
       TypeError: non-numeric input or non-integer ``k``/``chunk_size``.
 
     Example:
-      >>> import numpy as np
+      >>> import numpy as np, jaxselect as js
       >>> rng = np.random.default_rng(0)
       >>> X = rng.normal(size=(100, 20)).astype(np.float32)
       >>> Y = X[:, [3, 7]] @ np.array([[2.0, 0.5], [-1.0, 1.5]], dtype=np.float32)
-      >>> res = greedy_rls(X, Y, 2, l2=1.0)
+      >>> res = js.greedy_rls(X, Y, 2, l2=0.01)
       >>> sorted(res.selected.tolist())
       [3, 7]
       >>> res.coef.shape, res.coef_path.shape
       ((20, 2), (2, 2, 2))
     """
-    X = as_float_matrix(X, "X")
+    mode = check_constant_mode(constant_columns)
+    X = as_float_matrix(X, "X", min_rows=MIN_ROWS)
     n, d = X.shape
     Y2, was_1d = as_targets(Y, n, "Y", dtype=X.dtype)
     k = check_int(k, "k", low=1)
     if k > d:
         raise ValueError(f"k={k} exceeds the number of features d={d}; choose k <= {d}")
-    l2 = check_float(l2, "l2", low=0.0, strict_low=True)
-    bias = check_float(bias, "bias", low=0.0)
-    if chunk_size is None:
-        chunk = _auto_chunk(n, d, np.dtype(X.dtype).itemsize)
-    else:
-        chunk = min(check_int(chunk_size, "chunk_size", low=1), d)
-    n_recheck = min(check_int(n_recheck, "n_recheck", low=0), d)
     dt = X.dtype
-    res = _greedy_rls_run(
-        X,
-        Y2,
-        jnp.asarray(l2, dtype=dt),
-        jnp.asarray(bias, dtype=dt),
-        k=k,
-        chunk=chunk,
-        n_recheck=n_recheck,
-    )
+    l2 = as_hyper(l2, "l2", dt, low=0.0, strict_low=True)
+    bias = as_hyper(bias, "bias", dt, low=0.0)
+    chunk = _resolve_chunk(chunk_size, n, d, dt)
+    n_recheck = min(check_int(n_recheck, "n_recheck", low=0), d)
+    _, _, live = column_standardization(X)
+    raise_on_constant(live, mode)
+    n_live = host_value(lambda: jnp.sum(live))
+    if n_live is not None and k > int(n_live):
+        raise ValueError(
+            f"k={k} exceeds the number of non-constant columns of X ({int(n_live)} of {d}; constant "
+            f"columns are never selected); choose k <= {int(n_live)}"
+        )
+    res = _greedy_rls_run(X, Y2, live, l2, bias, k=k, chunk=chunk, n_recheck=n_recheck)
     if was_1d:
         res = res._replace(
             coef=res.coef[:, 0],
             intercept=res.intercept[0],
             coef_path=res.coef_path[..., 0],
             intercept_path=res.intercept_path[:, 0],
+            null_intercept=res.null_intercept[0],
         )
     return res
+
+
+def rls_init(X, Y, k, *, l2=1e-3, bias=0.0, live=None, chunk_size=None) -> RLSState:
+    """Advanced API: the :class:`RLSState` of greedy RLS before any feature is selected.
+
+    ``A = G Y``, ``g = diag G`` and ``C = G X`` for ``G = (λI + bias·11ᵀ)⁻¹``, ``λ = n·l2``. Pure
+    and traceable; no value checks (use :func:`greedy_rls` for validated input).
+
+    Args:
+      X: (n, d) float features; Y: (n,) or (n, T) targets (cast to X's dtype).
+      k: how many :func:`rls_step` calls the state has room for (static).
+      l2, bias: as in :func:`greedy_rls` (may be traced).
+      live: (d,) bool, the selectable columns (default: the non-constant ones).
+      chunk_size: candidates per block (static); pass the same value to :func:`rls_step`.
+
+    Returns:
+      An :class:`RLSState`.
+    """
+    X = jnp.asarray(X)
+    if X.ndim != 2 or not jnp.issubdtype(X.dtype, jnp.floating):
+        raise ValueError(f"X must be a 2-D float array; got shape {X.shape} and dtype {X.dtype}")
+    n, d = X.shape
+    Y = jnp.asarray(Y, X.dtype)
+    Y = Y[:, None] if Y.ndim == 1 else Y
+    if Y.ndim != 2 or Y.shape[0] != n:
+        raise ValueError(f"Y must have shape ({n},) or ({n}, T); got {Y.shape}")
+    k = check_int(k, "k", low=1)
+    chunk = _resolve_chunk(chunk_size, n, d, X.dtype)
+    if live is None:
+        live = column_standardization(X)[2]
+    live = jnp.asarray(live)
+    if live.shape != (d,) or live.dtype != bool:
+        raise ValueError(f"live must be a ({d},) bool mask; got shape {live.shape} and dtype {live.dtype}")
+    l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
+    bias = as_hyper(bias, "bias", X.dtype, low=0.0)
+    return _init(X, Y, live, l2, bias, k, -(-d // chunk) * chunk)
+
+
+def rls_step(X, state: RLSState, *, chunk_size=None, n_recheck=8) -> tuple[RLSState, RLSInfo]:
+    """Advanced API: one greedy addition, ``(state, info)`` → the state with one more feature.
+
+    Pure and traceable (``jax.lax.scan`` it ``k`` times, as :func:`greedy_rls` does; at most the
+    ``k`` given to :func:`rls_init`).
+
+    Args:
+      X: (n, d) the features the state was built from.
+      state: an :class:`RLSState`.
+      chunk_size: candidates per block (static); must divide the state's padded width — use the
+        value given to :func:`rls_init`. ``None``: all candidates at once.
+      n_recheck: as in :func:`greedy_rls`.
+
+    Returns:
+      ``(RLSState, RLSInfo)``.
+    """
+    d_pad = state.CT.shape[0]
+    chunk = d_pad if chunk_size is None else check_int(chunk_size, "chunk_size", low=1)
+    if d_pad % chunk:
+        raise ValueError(f"chunk_size={chunk} must divide the state's padded width {d_pad} (use rls_init's chunk_size)")
+    n_recheck = min(check_int(n_recheck, "n_recheck", low=0), d_pad)
+    return _rls_step(X, state, chunk=chunk, n_recheck=n_recheck)
 
 
 def _check_result(result) -> None:
     if not isinstance(result, RLSResult):
         raise TypeError(f"result must be an RLSResult from greedy_rls; got {type(result).__name__}")
+
+
+def _check_predict_X(result: RLSResult, X):
+    d = result.coef.shape[0]
+    X = as_float_matrix(X, "X", dtype=result.coef.dtype)
+    if X.shape[1] != d:
+        raise ValueError(f"X has {X.shape[1]} columns but the model was fit on {d} features")
+    return X
 
 
 def rls_predict(result: RLSResult, X, *, step=None):
@@ -446,27 +627,24 @@ def rls_predict(result: RLSResult, X, *, step=None):
 
     Args:
       result: an :class:`RLSResult`.
-      X: (m, d) features, same columns as in training.
+      X: (m, d) features, same columns as in training (one row is fine).
       step: number of selected features to use, ``1 <= step <= k``; ``None`` means ``k``.
 
     Returns:
       (m, T) predictions, or (m,) if the model was fit on a 1-D ``y``.
 
     Example:
-      >>> import numpy as np
+      >>> import numpy as np, jaxselect as js
       >>> X = np.random.default_rng(1).normal(size=(50, 6))
-      >>> res = greedy_rls(X, X[:, 2] - X[:, 4], 2, l2=0.1)
-      >>> rls_predict(res, X[:3], step=1).shape
+      >>> res = js.greedy_rls(X, X[:, 2] - X[:, 4], 2, l2=0.002)
+      >>> js.rls_predict(res, X[:3], step=1).shape
       (3,)
     """
     _check_result(result)
     k = result.selected.shape[0]
-    d = result.coef.shape[0]
-    X = as_float_matrix(X, "X", dtype=result.coef.dtype)
-    if X.shape[1] != d:
-        raise ValueError(f"X has {X.shape[1]} columns but the model was fit on {d} features")
+    X = _check_predict_X(result, X)
     step = k if step is None else check_int(step, "step", low=1, high=k)
-    Z = jnp.take(X, result.selected[:step], axis=1)
+    Z = jnp.take(X, jnp.maximum(result.selected[:step], 0), axis=1)  # −1 slots have weight 0
     b = result.intercept_path[step - 1]
     return Z @ result.coef_path[step - 1, :step] + (b if b.ndim == 0 else b[None, :])
 
@@ -485,30 +663,66 @@ def rls_predict_path(result: RLSResult, X):
       (k, m, T) predictions, or (k, m) for a model fit on a 1-D ``y``.
 
     Example:
-      >>> import numpy as np
+      >>> import numpy as np, jaxselect as js
       >>> X = np.random.default_rng(2).normal(size=(40, 5))
       >>> Y = np.stack([X[:, 0], X[:, 1] + X[:, 3]], axis=1)
-      >>> rls_predict_path(greedy_rls(X, Y, 3), X).shape
+      >>> js.rls_predict_path(js.greedy_rls(X, Y, 3), X).shape
       (3, 40, 2)
     """
     _check_result(result)
-    d = result.coef.shape[0]
-    X = as_float_matrix(X, "X", dtype=result.coef.dtype)
-    if X.shape[1] != d:
-        raise ValueError(f"X has {X.shape[1]} columns but the model was fit on {d} features")
-    Z = jnp.take(X, result.selected, axis=1)  # (m, k)
+    X = _check_predict_X(result, X)
+    Z = jnp.take(X, jnp.maximum(result.selected, 0), axis=1)  # (m, k); −1 slots have weight 0
     if result.coef_path.ndim == 2:
         return jnp.einsum("mj,tj->tm", Z, result.coef_path) + result.intercept_path[:, None]
     return jnp.einsum("mj,tjh->tmh", Z, result.coef_path) + result.intercept_path[:, None, :]
 
 
-def rls_raise_for_status(result: RLSResult) -> RLSResult:
-    """Raise ``FloatingPointError`` if ``result.status`` is not 0 (for eager callers).
+def rls_to_path(result: RLSResult) -> SelectionPath:
+    """The greedy RLS result as a :class:`~jaxselect.SelectionPath` (anytime composition).
 
-    Returns ``result`` unchanged when the status is 0.
+    Features are unit-cost singleton groups, so with it :func:`jaxselect.predict` at
+    ``budget=b`` gives ``rls_predict(result, X, step=b)`` and the anytime curves
+    (:func:`jaxselect.objective_curve`, :func:`jaxselect.timeliness`, ...) apply.
+
+    Fields: ``order = selected``; ``cum_cost = 1, 2, …, k`` in the result's dtype (+inf for a
+    step that selected nothing); ``objective[t] = 1 − loo_error[t] / null_loo_error``, the
+    fraction of the feature-less model's LOO error removed by the first ``t + 1`` features (the
+    quantity each greedy step maximises; 0 for an all-zero ``Y``; not necessarily monotone);
+    ``coef`` (k, d, T) dense from ``coef_path``; ``intercept`` (k, T); ``null_intercept`` (T,)
+    the feature-less model (0 without bias); ``status``; ``link = "identity"``. A 1-D ``y`` gets
+    ``T = 1``. Traceable (no host reads).
+
+    Example:
+      >>> import numpy as np, jaxselect as js
+      >>> X = np.random.default_rng(3).normal(size=(60, 8)); y = X[:, 1] - 2 * X[:, 5]
+      >>> path = js.rls_to_path(js.greedy_rls(X, y, 3))
+      >>> path.order.tolist(), path.cum_cost.tolist()
+      ([5, 1, 0], [1.0, 2.0, 3.0])
     """
     _check_result(result)
-    code = int(np.asarray(result.status))
-    if code != 0:
-        raise FloatingPointError(RLS_STATUS_MESSAGES.get(code, f"unknown status {code}"))
-    return result
+    coef_path, intercept_path, null = result.coef_path, result.intercept_path, result.null_intercept
+    if coef_path.ndim == 2:  # fit on a 1-D y: give the path its T = 1 axis
+        coef_path, intercept_path, null = coef_path[..., None], intercept_path[:, None], null[None]
+    return _to_path(result.selected, result.loo_error, result.null_loo_error, coef_path, intercept_path, null,
+                    result.status, d=result.coef.shape[0])
+
+
+@partial(jax.jit, static_argnames=("d",))
+def _to_path(selected, loo, null_loo, coef_path, intercept_path, null_intercept, status, *, d):
+    k, _, T = coef_path.shape
+    dt = coef_path.dtype
+    taken = selected >= 0
+    cum_cost = jnp.where(taken, jnp.arange(1, k + 1, dtype=dt), jnp.asarray(jnp.inf, dt))
+    safe_null = jnp.where(null_loo > 0, null_loo, jnp.ones_like(null_loo))
+    objective = jnp.where(null_loo > 0, 1 - loo / safe_null, jnp.zeros_like(loo))
+    coef = jnp.zeros((k, d, T), dt).at[:, _safe_index(selected, d), :].set(coef_path, mode="drop")
+    return SelectionPath(
+        order=selected,
+        cum_cost=cum_cost,
+        objective=objective,
+        coef=coef,
+        intercept=intercept_path,
+        null_intercept=null_intercept,
+        status=status,
+        link=link_code("identity"),
+    )

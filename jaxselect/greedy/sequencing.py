@@ -37,8 +37,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import solve_triangular
 
+from jaxselect._budget import kahan_add
 from jaxselect._repr import short_repr
-from jaxselect._validation import as_hyper, check_choice, check_int
+from jaxselect._validation import as_hyper, check_choice, check_int, is_traced
 from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores, slot_capacity
 from jaxselect.linalg import gather_groups
 from jaxselect.path import SelectionPath, link_code
@@ -182,13 +183,6 @@ def _safe_cholesky(S: jax.Array, m: jax.Array) -> jax.Array:
     return jnp.linalg.cholesky(S + _pivot_floor(S) * eye)
 
 
-def _kahan_add(total, carry, value):
-    """Compensated summation: ``total + value`` with the rounding error kept in ``carry``."""
-    y = value - carry
-    t = total + y
-    return t, (t - total) - y
-
-
 def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array) -> SequencingState:
     """Append group h to the selection: block Cholesky append + gradient and Schur downdates.
 
@@ -229,7 +223,7 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array) -> Se
     if schur.shape[0]:
         Qg = gather_groups(Q, index, mask, axis=1)  # (s, J, s)
         schur = schur - jnp.einsum("rja,rjb->jab", Qg, Qg)
-    cum_cost, cost_carry = _kahan_add(state.cum_cost, state.cost_carry, problem.groups.costs[h].astype(dtype))
+    cum_cost, cost_carry = kahan_add(state.cum_cost, state.cost_carry, problem.groups.costs[h].astype(dtype))
     return SequencingState(
         K=K,
         beta=beta,
@@ -476,8 +470,19 @@ def fixed_order_path(problem: Problem, order) -> SelectionPath:
       order: (m,) distinct group indices in 0..J−1, optionally followed by −1 entries.
     """
     check_problem(problem)
-    order = np.asarray(order)
     J = problem.n_groups
+    if is_traced(order):  # inside a user's jit: shapes only (group_lasso_path builds its order traced)
+        if jnp.ndim(order) != 1 or not jnp.issubdtype(jnp.result_type(order), jnp.integer):
+            raise ValueError("order must be a 1-D integer array of group indices")
+    else:
+        _check_order(np.asarray(order), J)
+    params = rule_params(problem, order=order)
+    steps = int(order.shape[0] if is_traced(order) else np.shape(order)[0])
+    capacity = slot_capacity(problem.groups.mask, steps, problem.n_features)
+    return _sequence(problem, params, rule=fixed_order_rule, k=steps, capacity=capacity)
+
+
+def _check_order(order: np.ndarray, J: int) -> None:
     if order.ndim != 1 or order.size < 1:
         raise ValueError(f"order must be a non-empty 1-D array of group indices; got shape {order.shape}")
     if order.dtype.kind not in "iu":
@@ -491,6 +496,3 @@ def fixed_order_path(problem: Problem, order) -> SelectionPath:
         raise ValueError("order must not repeat a group")
     if order.size > J:
         raise ValueError(f"order has {order.size} entries but there are only {J} groups")
-    params = rule_params(problem, order=order)
-    capacity = slot_capacity(problem.groups.mask, int(order.size), problem.n_features)
-    return _sequence(problem, params, rule=fixed_order_rule, k=int(order.size), capacity=capacity)

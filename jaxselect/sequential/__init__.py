@@ -3,7 +3,11 @@
 A classifier that, for every datum, sequentially chooses which features (or groups) to acquire and
 when to classify: an MDP whose return is minus the datum-wise loss (paper eq. 2/4, Table 1), a
 linear block-vector policy (§3.3) learned by Rollout Classification Policy Iteration (§3.4), and the
-hard-budget, cost-sensitive, grouped and relational variants (§4, Table 2).
+hard-budget, cost-sensitive, grouped and relational variants (§4, Table 2). Units (features or
+groups) and their costs come from a :class:`~jaxselect.Groups`; ``budget`` is a cumulative cost.
+
+Advanced API (blackjax style): :func:`rcpi_problem`, :func:`rcpi_init` and :func:`rcpi_step`
+(one policy iteration) with :class:`RCPIState`; :func:`dwsm_fit` is their jitted driver.
 """
 
 from .mdp import DWSMSpec, make_spec
@@ -17,7 +21,18 @@ from .metrics import (
     mean_sparsity,
 )
 from .policy import DWSMPolicy, DWSMTrace, dwsm_predict, dwsm_trace
-from .rcpi import dwsm_fit
+from .rcpi import (
+    AVERAGE_MIXTURE,
+    STOCHASTIC_MIXTURE,
+    MixtureRule,
+    RCPIInfo,
+    RCPIProblem,
+    RCPIState,
+    dwsm_fit,
+    rcpi_init,
+    rcpi_problem,
+    rcpi_step,
+)
 
 __all__ = [
     "dwsm_fit",
@@ -34,4 +49,13 @@ __all__ = [
     "average_cost",
     "feature_usage",
     "class_usage",
+    "RCPIProblem",
+    "RCPIState",
+    "RCPIInfo",
+    "rcpi_problem",
+    "rcpi_init",
+    "rcpi_step",
+    "MixtureRule",
+    "STOCHASTIC_MIXTURE",
+    "AVERAGE_MIXTURE",
 ]

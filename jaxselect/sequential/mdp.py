@@ -4,95 +4,104 @@ Dulac-Arnold, Denoyer, Preux & Gallinari, "Sequential approaches for learning da
 representations", Machine Learning 89 (2012) — §3.1 (states, actions, transition, rewards) and
 §4.2, Table 2 (hard budget, cost-sensitive, grouped and relational variants).
 
-One code path serves every variant. Features are organised in J *units* (acquisition actions): a
-unit is one feature (the base model) or one group of features (§4.2.4). With z ∈ {0,1}^J the
-acquired units (the feature mask is ``z[groups]``), the MDP for a training datum (x, y) is
+One code path serves every variant. Features are organised in J *units* (acquisition actions), the
+groups of a :class:`~jaxselect.Groups`: a unit is one feature (the base model, ``groups=None``) or
+one group of features (§4.2.4), and unit j has the cost ``c_j = Groups.costs[j]`` (1 unless costs are
+given). With z ∈ {0,1}^J the acquired units (the feature mask is ``z[groups.ids]``), the MDP for a
+training datum (x, y) is
 
 * actions ``A(x, z)``: the C classification actions (always allowed, terminal) and the acquisition
-  of every unit j with ``z_j = 0`` whose size fits the hard budget, ``count(z) + size_j <= M``
-  (Table 2, "hard budget"; ``M = ∞`` when no budget is given);
+  of every unit j with ``z_j = 0`` that has a non-constant feature and fits the hard budget B,
+  ``Σ_{k: z_k=1} c_k + c_j <= B`` (Table 2, "hard budget"; ``B = ∞`` when no budget is given; the
+  comparison allows a relative tolerance of ``32·eps`` of the dtype so that float32 rounding of a
+  sum of costs never drops a unit that fits exactly);
 * transition: acquiring unit j sets ``z_j = 1`` (for a group, ``z + Σ_{i∈F_j} e_i``);
 * reward for acquiring unit j in state z:
-  ``r = −ξ_j · (λ if Related(j, k) for every acquired unit k else γ)``, with ξ_j = 1 unless
-  feature costs are given (cost-sensitive, §4.2.3) and ``Related`` all-true unless a relation is
-  given (relational, §4.2.5; an empty z is related to everything, so the first acquisition costs
-  λ·ξ_j);
+  ``r = −c_j · (λ if Related(j, k) for every acquired unit k else γ)``, with ``Related`` all-true
+  unless a relation is given (relational, §4.2.5; an empty z is related to everything, so the first
+  acquisition costs λ·c_j);
 * reward for classifying as c: ``r = −C[c, y]`` with the cost matrix C (default ``1 − I``: 0 if
   right, −1 if wrong, §3.1.2).
 
 So the return of a full episode is minus the datum-wise loss of paper eq. (4)/Table 1:
-``−(Σ_t ξ_{j_t} ρ_t + C[ŷ, y])`` with ρ_t = λ or γ. With unit costs, singleton units and no
-relation this is ``−(λ ‖z‖₀ + Δ(ŷ, y))`` (eq. 2); with groups ``−(λ · #groups + Δ)`` (eq. 8).
+``−(Σ_t c_{j_t} ρ_t + C[ŷ, y])`` with ρ_t = λ or γ. With unit costs, singleton units and no
+relation this is ``−(λ ‖z‖₀ + Δ(ŷ, y))`` (eq. 2), and the budget is the paper's ``‖z‖₀ <= M``;
+with groups and unit costs it is ``−(λ · #groups + Δ)`` (eq. 8) and the budget counts groups.
 
 Choices the paper leaves open (documented here and in the README section):
-* ``feature_costs`` multiply λ: ``r = −λ ξ_j``. The paper's cost-sensitive reward −ξ_j is ``lam=1``.
-* with groups, the hard budget counts *features* ``‖z‖₀`` (Table 1) by default; a group is
-  acquirable only if all its features fit. ``budget_unit="groups"`` counts groups instead.
-* feature costs may be given per feature (d,) — a group then costs the sum of its members — or per
-  group (J,).
+
+* costs multiply λ: ``r = −λ c_j``. The paper's cost-sensitive reward −ξ_j is ``lam=1``.
+* the hard budget is a cumulative cost (the library's one meaning of ``budget``). To bound the
+  number of *features* ‖z‖₀ of grouped units (Table 1's count), give each group the cost of its
+  size, ``Groups.from_ids(ids, costs=sizes)`` (the acquisition reward is then −λ·|F_j| as well).
+* a unit whose features are all constant on the training data is never acquirable (constant
+  columns are inert, the library's rule).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxselect.groups import Groups
+from jaxselect._budget import budget_rtol
+from jaxselect._budget import within_budget as _within_budget
+from jaxselect._repr import short_repr
+from jaxselect.groups import Groups, as_groups
 
-from .._validation import check_float, check_int
+from .._validation import as_hyper, default_float, is_traced
 
 __all__ = [
     "DWSMSpec",
     "make_spec",
+    "as_unit_groups",
+    "budget_rtol",
+    "within_budget",
     "acquire_allowed",
     "acquire_reward",
     "classify_reward",
     "feature_mask",
-    "groups_to_ids",
+    "unit_live",
 ]
-
-_NO_BUDGET = np.iinfo(np.int32).max // 2
 
 
 class DWSMSpec(NamedTuple):
     """The MDP of one problem (all arrays, so a policy carrying it is a plain pytree).
 
     Attributes:
-      groups: (d,) int32 unit (group) id of every feature, 0..J-1.
-      unit_cols: (J, s_max) int32 feature indices of each unit, padded with 0.
-      unit_valid: (J, s_max) bool, which entries of ``unit_cols`` are real.
-      unit_size: (J,) int32 budget units used by acquiring each unit (its number of features, or
-        1 with ``budget_unit="groups"``).
-      unit_cost: (J,) float ξ_j, acquisition cost multiplier of each unit (1 without costs).
+      groups: the :class:`~jaxselect.Groups` of the units: ``ids`` (d,) unit of every feature,
+        ``costs`` (J,) acquisition cost c_j of every unit, ``index``/``mask`` (J, s_max) members.
+      live: (J,) bool, unit j can be acquired (it has a non-constant feature on the training data;
+        all True in a spec from :func:`make_spec`, set by the fit).
       related: (J, J) bool, ``related[j, k]``: acquiring j is "related" to an acquired k; shape
         (0, 0) when there is no relation (everything related; a static flag for the compiler).
       cost_matrix: (C, C) float, ``cost_matrix[c, y]`` cost of predicting c when the class is y.
       lam: () float λ, reward multiplier of a related (or any, without a relation) acquisition.
       gamma: () float γ, reward multiplier of an unrelated acquisition.
-      budget: () int32 hard budget M (a huge number when there is none).
+      budget: () float hard budget B on the summed cost of the acquired units (``inf``: none).
     """
 
-    groups: jax.Array
-    unit_cols: jax.Array
-    unit_valid: jax.Array
-    unit_size: jax.Array
-    unit_cost: jax.Array
+    groups: Groups
+    live: jax.Array
     related: jax.Array
     cost_matrix: jax.Array
     lam: jax.Array
     gamma: jax.Array
     budget: jax.Array
 
+    __repr__ = short_repr
+
     @property
     def n_features(self) -> int:
-        return int(self.groups.shape[0])
+        return int(self.groups.ids.shape[0])
 
     @property
     def n_units(self) -> int:
-        return int(self.unit_size.shape[0])
+        return int(self.groups.costs.shape[0])
 
     @property
     def n_classes(self) -> int:
@@ -103,68 +112,99 @@ class DWSMSpec(NamedTuple):
         return self.n_classes + self.n_units
 
 
-def groups_to_ids(groups, d: int) -> np.ndarray:
-    """Validate a feature partition and return the (d,) group id of every feature.
+def as_unit_groups(groups, d: int, *, dtype=None) -> Groups:
+    """The units of a DWSM problem as a :class:`~jaxselect.Groups`.
 
     Args:
-      groups: either a (d,) integer array of group ids using every id 0..J-1, or a sequence of J
-        sequences of feature indices that together cover every feature exactly once.
+      groups: None (every feature its own unit, unit costs), a (d,) array of group ids 0..J-1, a
+        :class:`~jaxselect.Groups` (its costs are the units' costs), or — a convenience — a sequence
+        of J sequences of feature indices that together cover every feature exactly once (unit
+        costs; build a ``Groups`` to give costs).
       d: number of features.
+      dtype: float dtype of the costs.
 
     Returns:
-      (d,) int64 numpy array of ids in 0..J-1.
+      A validated :class:`~jaxselect.Groups` over d features.
     """
-    if groups is None:
-        return np.arange(d, dtype=np.int64)
-    is_nested = (
-        not isinstance(groups, (np.ndarray, jax.Array))
-        and len(groups) > 0
-        and all(isinstance(g, (list, tuple, np.ndarray, range)) for g in groups)
-    )
-    if is_nested:
-        ids = np.full(d, -1, dtype=np.int64)
-        for j, members in enumerate(groups):
-            members = np.asarray(members)
-            if members.ndim != 1 or members.size == 0:
-                raise ValueError(f"groups: group {j} must be a non-empty 1-D list of feature indices")
-            if members.dtype.kind not in "iu":
-                raise TypeError(f"groups: group {j} must hold integer feature indices; got {members.dtype}")
-            if members.min() < 0 or members.max() >= d:
-                raise ValueError(f"groups: group {j} has a feature index outside 0..{d - 1}")
-            if np.any(ids[members] >= 0) or len(np.unique(members)) != members.size:
-                raise ValueError(
-                    "groups must be a partition of the features; feature(s) "
-                    f"{sorted(set(members[ids[members] >= 0].tolist()))} appear in more than one group"
-                )
-            ids[members] = j
-        if np.any(ids < 0):
+    if groups is not None and not isinstance(groups, (Groups, np.ndarray, jax.Array)):
+        is_nested = len(groups) > 0 and all(isinstance(g, (list, tuple, np.ndarray, range)) for g in groups)
+        if is_nested:
+            groups = _nested_to_ids(groups, d)
+    if groups is not None and not isinstance(groups, Groups):
+        ids = np.asarray(groups)
+        if ids.ndim != 1 or ids.shape[0] != d:
+            raise ValueError(f"groups must be a (d,)=({d},) array of group ids; got shape {ids.shape}")
+        try:
+            groups = Groups.from_ids(ids, dtype=dtype)
+        except ValueError as err:
+            raise ValueError(f"groups must be a partition of the features: {err}") from None
+    return as_groups(groups, d, dtype=dtype)
+
+
+def _nested_to_ids(groups, d: int) -> np.ndarray:
+    ids = np.full(d, -1, dtype=np.int64)
+    for j, members in enumerate(groups):
+        members = np.asarray(members)
+        if members.ndim != 1 or members.size == 0:
+            raise ValueError(f"groups: group {j} must be a non-empty 1-D list of feature indices")
+        if members.dtype.kind not in "iu":
+            raise TypeError(f"groups: group {j} must hold integer feature indices; got {members.dtype}")
+        if members.min() < 0 or members.max() >= d:
+            raise ValueError(f"groups: group {j} has a feature index outside 0..{d - 1}")
+        if np.any(ids[members] >= 0) or len(np.unique(members)) != members.size:
             raise ValueError(
-                "groups must be a partition of the features; features "
-                f"{np.flatnonzero(ids < 0).tolist()[:10]} are in no group"
+                "groups must be a partition of the features; feature(s) "
+                f"{sorted(set(members[ids[members] >= 0].tolist()))} appear in more than one group"
             )
-        return ids
-    if isinstance(groups, Groups):
-        groups = groups.ids
-    ids = np.asarray(groups)
-    if ids.ndim != 1 or ids.shape[0] != d:
-        raise ValueError(f"groups must be a (d,)=({d},) array of group ids; got shape {ids.shape}")
-    # the same partition checks as every other solver's groups
-    try:
-        return np.asarray(Groups.from_ids(ids).ids, dtype=np.int64)
-    except ValueError as err:
-        raise ValueError(f"groups must be a partition of the features: {err}") from None
+        ids[members] = j
+    if np.any(ids < 0):
+        raise ValueError(
+            "groups must be a partition of the features; features "
+            f"{np.flatnonzero(ids < 0).tolist()[:10]} are in no group"
+        )
+    return ids
+
+
+def _check_budget(budget, dtype):
+    """A budget B >= 0 (float; a huge or infinite value means no budget) as a () array, or None."""
+    if budget is None:
+        return None
+    if is_traced(budget):
+        if jnp.shape(budget) != ():
+            raise TypeError(f"budget must be a scalar; got shape {jnp.shape(budget)}")
+        return jnp.asarray(budget, dtype)
+    if isinstance(budget, (bool, np.bool_)):
+        raise TypeError(f"budget must be a real number (a cumulative cost); got {budget!r}")
+    if isinstance(budget, (jax.Array, np.ndarray)) and np.shape(budget) == ():
+        budget = np.asarray(budget).item()
+    if not isinstance(budget, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"budget must be a real number (a cumulative cost) or None; got {budget!r}")
+    if isinstance(budget, numbers.Integral):
+        if int(budget) < 0:
+            raise ValueError(f"budget must be >= 0; got {budget}")
+        try:
+            value = float(budget)
+        except OverflowError:  # an integer beyond every float: no budget
+            return None
+    else:
+        value = float(budget)
+        if math.isnan(value):
+            raise ValueError("budget must be a number >= 0; got NaN")
+        if value < 0:
+            raise ValueError(f"budget must be >= 0; got {value}")
+    if math.isinf(value) or value > float(np.finfo(np.dtype(dtype)).max):
+        return None  # larger than any sum of costs in this dtype: no budget
+    return jnp.asarray(value, dtype)
 
 
 def make_spec(
     d: int,
     n_classes: int,
     *,
-    dtype,
+    dtype=None,
     lam=0.01,
     gamma=None,
     budget=None,
-    budget_unit: str = "features",
-    feature_costs=None,
     cost_matrix=None,
     groups=None,
     related=None,
@@ -173,56 +213,28 @@ def make_spec(
 
     Args:
       d: number of features; n_classes: C.
-      dtype: floating dtype of the rewards.
-      lam: λ >= 0. gamma: γ >= 0 (default 2λ; only matters with ``related``).
-      budget: None or hard budget M >= 0 (‖z‖₀ <= M, Table 2).
-      budget_unit: ``"features"`` (count ‖z‖₀, the paper's) or ``"groups"``.
-      feature_costs: None, (d,) per-feature or (J,) per-group costs ξ > 0.
+      dtype: floating dtype of the rewards (default float32, float64 under x64).
+      lam: λ >= 0 (may be traced). gamma: γ >= 0 (default 2λ; only matters with ``related``).
+      budget: None (no budget) or B >= 0, a cumulative cost: a datum acquires unit j only while
+        ``cost so far + c_j <= B`` (relative tolerance ``32·eps``). With unit costs B counts units
+        (features without groups: the paper's ``‖z‖₀ <= M``); a budget beyond the dtype's range is
+        no budget.
       cost_matrix: None (``1 − I``) or (C, C) finite costs ``C[predicted, true]``.
-      groups: None (every feature its own unit), (d,) ids, or a list of index lists.
+      groups: None (every feature its own unit, unit costs), (d,) ids, a
+        :class:`~jaxselect.Groups` (costs c_j = ``groups.costs``), or a list of index lists.
       related: None or (J, J) boolean relation between units (J = d without groups).
 
     Returns:
       A :class:`DWSMSpec`.
     """
-    lam = check_float(lam, "lam", low=0.0)
-    if gamma is None:
-        gamma = 2.0 * lam
-    gamma = check_float(gamma, "gamma", low=0.0)
-    if budget_unit not in ("features", "groups"):
-        raise ValueError(f"budget_unit must be 'features' or 'groups'; got {budget_unit!r}")
-    if budget is None:
-        budget_val = _NO_BUDGET
-    else:
-        budget_val = check_int(budget, "budget", low=0)
-    ids = groups_to_ids(groups, d)
-    J = int(ids.max()) + 1
-    sizes = np.bincount(ids, minlength=J)
-    s_max = int(sizes.max())
-    cols = np.zeros((J, s_max), dtype=np.int32)
-    valid = np.zeros((J, s_max), dtype=bool)
-    for j in range(J):
-        members = np.flatnonzero(ids == j)
-        cols[j, : members.size] = members
-        valid[j, : members.size] = True
-    unit_size = sizes if budget_unit == "features" else np.ones(J, dtype=np.int64)
-
-    if feature_costs is None:
-        xi = np.ones(J)
-    else:
-        fc = np.asarray(feature_costs)
-        if fc.dtype == object or fc.dtype.kind not in "biuf":
-            raise TypeError(f"feature_costs must be numeric; got dtype {fc.dtype}")
-        fc = fc.astype(np.float64)
-        if fc.ndim != 1 or fc.shape[0] not in (d, J):
-            want = f"({d},)" if J == d else f"({d},) per feature or ({J},) per group"
-            raise ValueError(f"feature_costs must have shape {want}; got {fc.shape}")
-        if not np.all(np.isfinite(fc)):
-            raise ValueError("feature_costs contains NaN or Inf")
-        if np.any(fc <= 0):
-            bad = int(np.flatnonzero(fc <= 0)[0])
-            raise ValueError(f"feature_costs must be > 0; got {fc[bad]} at index {bad}")
-        xi = fc if fc.shape[0] == J else np.bincount(ids, weights=fc, minlength=J)
+    f = np.dtype(dtype or default_float())
+    lam = as_hyper(lam, "lam", f, low=0.0)
+    gamma = 2.0 * lam if gamma is None else as_hyper(gamma, "gamma", f, low=0.0)
+    budget_val = _check_budget(budget, f)
+    if budget_val is None:
+        budget_val = jnp.asarray(np.inf, f)
+    units = as_unit_groups(groups, d, dtype=f)
+    J = units.n_groups
 
     if cost_matrix is None:
         cm = 1.0 - np.eye(n_classes)
@@ -240,7 +252,7 @@ def make_spec(
             raise ValueError("cost_matrix contains NaN or Inf")
 
     if related is None:
-        rel = np.ones((0, 0), dtype=bool)  # no relation: every acquisition costs λ ξ_j
+        rel = np.ones((0, 0), dtype=bool)  # no relation: every acquisition costs λ c_j
     else:
         rel = np.asarray(related)
         if rel.ndim != 2 or rel.shape[0] != rel.shape[1]:
@@ -255,28 +267,30 @@ def make_spec(
                 )
             rel = rel.astype(bool)
 
-    f = dtype
     return DWSMSpec(
-        groups=jnp.asarray(ids, dtype=jnp.int32),
-        unit_cols=jnp.asarray(cols),
-        unit_valid=jnp.asarray(valid),
-        unit_size=jnp.asarray(unit_size, dtype=jnp.int32),
-        unit_cost=jnp.asarray(xi, dtype=f),
+        groups=units,
+        live=jnp.ones((J,), bool),
         related=jnp.asarray(rel),
         cost_matrix=jnp.asarray(cm, dtype=f),
-        lam=jnp.asarray(lam, dtype=f),
-        gamma=jnp.asarray(gamma, dtype=f),
-        budget=jnp.asarray(budget_val, dtype=jnp.int32),
+        lam=lam,
+        gamma=jnp.asarray(gamma, f),
+        budget=budget_val,
     )
 
 
-def acquire_allowed(spec: DWSMSpec, z: jax.Array, count: jax.Array) -> jax.Array:
-    """(J,) bool: units acquirable in state z, ``~z_j and count + size_j <= M`` (Table 2)."""
-    return (~z) & (count + spec.unit_size <= spec.budget)
+def within_budget(spent: jax.Array, cost: jax.Array, budget: jax.Array) -> jax.Array:
+    """``spent + cost <= budget`` up to the library's relative budget tolerance
+    (:func:`jaxselect._budget.within_budget`, 32 machine epsilons); broadcasts."""
+    return _within_budget(spent + cost, budget)
+
+
+def acquire_allowed(spec: DWSMSpec, z: jax.Array, spent: jax.Array) -> jax.Array:
+    """(J,) bool: units acquirable in state z, ``~z_j and live_j and spent + c_j <= B`` (Table 2)."""
+    return (~z) & spec.live & within_budget(spent, spec.groups.costs, spec.budget)
 
 
 def acquire_reward(spec: DWSMSpec, z: jax.Array) -> jax.Array:
-    """(J,) reward of acquiring every unit in state z: ``−ξ_j (λ if related to all acquired else γ)``.
+    """(J,) reward of acquiring every unit in state z: ``−c_j (λ if related to all acquired else γ)``.
 
     >>> import jax.numpy as jnp
     >>> s = make_spec(3, 2, dtype=jnp.float32, lam=0.1, gamma=0.5,
@@ -284,11 +298,12 @@ def acquire_reward(spec: DWSMSpec, z: jax.Array) -> jax.Array:
     >>> acquire_reward(s, jnp.array([True, False, False])).tolist()
     [-0.10000000149011612, -0.10000000149011612, -0.5]
     """
+    costs = spec.groups.costs
     if spec.related.shape[0] == 0:
-        return -spec.unit_cost * spec.lam
+        return -costs * spec.lam
     unrelated = jnp.any(~spec.related & z[None, :], axis=1)
     rho = jnp.where(unrelated, spec.gamma, spec.lam)
-    return -spec.unit_cost * rho
+    return -costs * rho
 
 
 def classify_reward(spec: DWSMSpec, y: jax.Array) -> jax.Array:
@@ -298,4 +313,10 @@ def classify_reward(spec: DWSMSpec, y: jax.Array) -> jax.Array:
 
 def feature_mask(spec: DWSMSpec, z: jax.Array) -> jax.Array:
     """(..., d) bool feature mask of a (..., J) unit mask."""
-    return jnp.take(z, spec.groups, axis=-1)
+    return jnp.take(z, spec.groups.ids, axis=-1)
+
+
+def unit_live(groups: Groups, live: jax.Array) -> jax.Array:
+    """(J,) bool: the unit has a live (non-constant) feature, from the (d,) feature flags ``live``."""
+    member_live = jnp.take(live, groups.index, mode="fill", fill_value=False)
+    return jnp.any(member_live & groups.mask, axis=1)

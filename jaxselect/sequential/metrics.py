@@ -2,8 +2,8 @@
 
 * accuracy ``= mean(ŷ = y)`` (1 − error rate, §6.1);
 * mean sparsity ``= 1 − (1/N) Σ_i ‖z_i‖₀ / d``, the mean proportion of features *not* used (§6.1);
-* average cost ``= (1/N) Σ_i [Σ_j ξ_j z_ij + C[ŷ_i, y_i]]`` (Table 6: acquisition costs plus the
-  misclassification cost, per datum);
+* average cost ``= (1/N) Σ_i [Σ_j c_j z_ij + C[ŷ_i, y_i]]`` with c_j the unit costs
+  (``Groups.costs``) (Table 6: acquisition costs plus the misclassification cost, per datum);
 * per-feature usage ``(1/N) Σ_i z_i`` (Fig. 4 left) and per-class usage (Fig. 8: mean mask over the
   correctly classified data of each class).
 """
@@ -16,8 +16,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect._repr import short_repr
+
 from .._validation import as_labels
-from .mdp import groups_to_ids
+from .mdp import as_unit_groups
 from .policy import DWSMPolicy, dwsm_trace
 
 __all__ = [
@@ -60,41 +62,35 @@ def mean_sparsity(acquired) -> jax.Array:
     return 1.0 - jnp.mean(a.astype(jnp.float32))
 
 
-def average_cost(labels, acquired, y, *, feature_costs=None, cost_matrix=None, groups=None) -> jax.Array:
-    """Mean per-datum cost ``Σ_j ξ_j z_ij + C[ŷ_i, y_i]`` (paper Table 6).
+def average_cost(labels, acquired, y, *, groups=None, cost_matrix=None) -> jax.Array:
+    """Mean per-datum cost ``Σ_j c_j z_ij + C[ŷ_i, y_i]`` (paper Table 6).
 
     Args:
       labels: (n,) predictions; acquired: (n, d) bool features used; y: (n,) true labels.
-      feature_costs: (d,) per-feature or (J,) per-group costs (default 1 per feature/group).
+      groups: None (every feature its own unit, cost 1), (d,) group ids (cost 1 per group), a
+        :class:`~jaxselect.Groups` (costs c_j from ``Groups.costs``) or a list of index lists; a
+        group's cost is paid once when any of its features was acquired.
       cost_matrix: (C, C) ``C[predicted, true]`` (default ``1 − I``).
-      groups: (d,) group ids (or list of index lists); a group's cost is paid once when any of its
-        features was acquired.
 
     Returns:
-      () float64/float32 mean cost.
+      () mean cost (computed in float64 on the host).
 
-    >>> average_cost([0, 1], [[True, False], [True, True]], [0, 0], feature_costs=[1.0, 10.0],
+    >>> import jaxselect as js
+    >>> average_cost([0, 1], [[True, False], [True, True]], [0, 0],
+    ...              groups=js.Groups.from_ids([0, 1], costs=[1.0, 10.0]),
     ...              cost_matrix=[[0, 400], [800, 0]]).item()
     406.0
     """
     a = np.asarray(_mask(acquired))
     n, d = a.shape
     labels, y = np.asarray(labels), np.asarray(y)
-    ids = groups_to_ids(groups, d)
-    J = int(ids.max()) + 1
+    units = as_unit_groups(groups, d)
+    ids = np.asarray(units.ids)
+    J = units.n_groups
     unit_used = np.zeros((n, J), bool)
     for j in range(J):
         unit_used[:, j] = a[:, ids == j].any(axis=1)
-    if feature_costs is None:
-        xi = np.ones(J)
-    else:
-        fc = np.asarray(feature_costs, dtype=np.float64)
-        if fc.shape == (J,):
-            xi = fc
-        elif fc.shape == (d,):
-            xi = np.bincount(ids, weights=fc, minlength=J)
-        else:
-            raise ValueError(f"feature_costs must be ({d},) or ({J},); got {fc.shape}")
+    xi = np.asarray(units.costs, dtype=np.float64)
     C = int(max(labels.max(), y.max())) + 1 if cost_matrix is None else np.asarray(cost_matrix).shape[0]
     cm = 1.0 - np.eye(C) if cost_matrix is None else np.asarray(cost_matrix, dtype=np.float64)
     per = unit_used.astype(np.float64) @ xi + cm[labels, y]
@@ -129,7 +125,8 @@ class DWSMReport(NamedTuple):
       sparsity: () mean fraction of features not used.
       mean_features: () mean ‖z‖₀.
       mean_units: () mean number of acquisition actions (groups) per datum.
-      average_cost: () mean ``Σ ξ_j z_j + C[ŷ, y]`` with the policy's ξ and C (λ not applied).
+      average_cost: () mean ``Σ c_j z_j + C[ŷ, y]`` with the policy's unit costs c and C (λ not
+        applied).
       mean_loss: () mean datum-wise loss = minus the mean episode reward (λ, γ applied).
       feature_usage: (d,) fraction of data using each feature.
       class_usage: (C, d) mean mask over the correctly classified data of each class.
@@ -147,6 +144,8 @@ class DWSMReport(NamedTuple):
     labels: jax.Array
     acquired: jax.Array
 
+    __repr__ = short_repr
+
 
 def dwsm_evaluate(policy: DWSMPolicy, X, y) -> DWSMReport:
     """Run the policy on (X, y) and compute every evaluation measure.
@@ -163,8 +162,7 @@ def dwsm_evaluate(policy: DWSMPolicy, X, y) -> DWSMReport:
     yl, _ = as_labels(y, tr.labels.shape[0], n_classes=spec.n_classes)
     yl = jnp.asarray(yl)
     units = jnp.sum(tr.order >= 0, axis=1)
-    xi = spec.unit_cost
-    unit_used = jnp.zeros((tr.labels.shape[0], spec.n_units), bool)
+    xi = spec.groups.costs
     unit_used = jax.vmap(lambda o: jnp.zeros((spec.n_units,), bool).at[jnp.where(o >= 0, o, spec.n_units)].set(True, mode="drop"))(tr.order)
     cost = unit_used.astype(xi.dtype) @ xi + spec.cost_matrix[tr.labels, yl]
     return DWSMReport(

@@ -22,8 +22,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxselect._repr import short_repr
+
 from .._validation import as_float_matrix, as_labels
-from .mdp import DWSMSpec, feature_mask
+from .mdp import DWSMSpec, budget_rtol, feature_mask
 
 __all__ = [
     "DWSMPolicy",
@@ -42,12 +44,17 @@ class DWSMPolicy(NamedTuple):
     Attributes:
       theta: (A, p) score weights used for inference, rows ``[classify 0..C-1, acquire 0..J-1]``,
         columns ``[z_f (d), x⊙z_f (d), 1]``.
-      mean, scale: (d,) standardisation of the raw features (fitted on the training set).
-      spec: the :class:`~jaxselect.sequential.mdp.DWSMSpec` (rewards, budget, groups, relation).
+        The columns of constant features' values ``x⊙z_f`` are 0 (constant columns are inert).
+      mean, scale: (d,) standardisation of the raw features (fitted on the training set; constant
+        columns get scale 1).
+      spec: the :class:`~jaxselect.sequential.mdp.DWSMSpec` (rewards, budget, units and their
+        costs, relation; ``spec.live`` marks the units that have a non-constant feature).
       thetas: (n_iter+1, A, p) the policy iterates θ_0 = 0, θ_1, …, θ_T.
       mix_weights: (n_iter+1,) probabilities of the final α-mixture over ``thetas``.
       train_return: (n_iter,) mean return of the rollout policy from the sampled states.
       train_accuracy: (n_iter,) accuracy of the rollout policy's episodes from the sampled states.
+      status: () int32, 0 when fine; ``NONFINITE`` (1) when θ or the rollouts' returns are not
+        finite (see :func:`jaxselect.raise_for_status`).
     """
 
     theta: jax.Array
@@ -58,6 +65,9 @@ class DWSMPolicy(NamedTuple):
     mix_weights: jax.Array
     train_return: jax.Array
     train_accuracy: jax.Array
+    status: jax.Array
+
+    __repr__ = short_repr
 
 
 class DWSMTrace(NamedTuple):
@@ -74,6 +84,8 @@ class DWSMTrace(NamedTuple):
     acquired: jax.Array
     order: jax.Array
     reward: jax.Array
+
+    __repr__ = short_repr
 
 
 def phi(x: jax.Array, zf: jax.Array) -> jax.Array:
@@ -93,9 +105,10 @@ def unit_contribution(theta: jax.Array, spec: DWSMSpec, x: jax.Array, j: jax.Arr
     With ``transposed=True`` ``theta`` is given as θᵀ (p, A), so the gathered columns are
     contiguous rows (what the inference loop uses).
     """
-    d = spec.groups.shape[0]
-    cols = spec.unit_cols[j]
-    v = spec.unit_valid[j].astype(theta.dtype)
+    d = spec.groups.ids.shape[0]
+    valid = spec.groups.mask[j]
+    cols = jnp.where(valid, spec.groups.index[j], 0)  # padding (index d) → any real column, weight 0
+    v = valid.astype(theta.dtype)
     tt = theta if transposed else theta.T
     tz = jnp.take(tt, cols, axis=0)  # (s_max, A)
     tx = jnp.take(tt, cols + d, axis=0)
@@ -107,10 +120,10 @@ def unit_contribution_table(theta: jax.Array, spec: DWSMSpec, x: jax.Array) -> j
 
     Used by the training rollouts, where one table is shared by the J rollouts of a state.
     """
-    d = spec.groups.shape[0]
-    J = spec.unit_size.shape[0]
+    d = spec.groups.ids.shape[0]
+    J = spec.groups.costs.shape[0]
     per_feature = theta[:, :d] + theta[:, d : 2 * d] * x[None, :]  # (A, d)
-    member = (spec.groups[None, :] == jnp.arange(J, dtype=jnp.int32)[:, None]).astype(theta.dtype)  # (J, d)
+    member = (spec.groups.ids[None, :] == jnp.arange(J, dtype=jnp.int32)[:, None]).astype(theta.dtype)  # (J, d)
     return member @ per_feature.T
 
 
@@ -119,13 +132,13 @@ def _has_relation(spec: DWSMSpec) -> bool:
 
 
 def unrelated_mask(spec: DWSMSpec, z: jax.Array) -> jax.Array:
-    """(J,) bool: unit j is unrelated to some acquired unit (its acquisition then costs γ ξ_j)."""
+    """(J,) bool: unit j is unrelated to some acquired unit (its acquisition then costs γ c_j)."""
     if not _has_relation(spec):
         return jnp.zeros(z.shape, bool)
     return jnp.any(~spec.related & z[None, :], axis=1)
 
 
-def run_episode(theta, spec: DWSMSpec, x, y, z, count, s, *, track_order: bool = False, delta_fn=None):
+def run_episode(theta, spec: DWSMSpec, x, y, z, spent, s, *, track_order: bool = False, delta_fn=None):
     """Follow the greedy policy θ from state (x, z) (scores s) until it classifies.
 
     A bounded ``while_loop`` (at most J+1 steps: every step acquires a new unit or classifies).
@@ -134,15 +147,17 @@ def run_episode(theta, spec: DWSMSpec, x, y, z, count, s, *, track_order: bool =
 
     Args:
       theta: (A, p); spec: the MDP; x: (d,) standardised datum; y: () int class (for the reward;
-        any value when only the decision is wanted); z: (J,) bool acquired units; count: () int32
-        budget units used; s: (A,) scores ``θ φ(x, z)``; delta_fn: optional j ↦ (A,) score change.
+        any value when only the decision is wanted); z: (J,) bool acquired units; spent: () float
+        summed cost of the units in z; s: (A,) scores ``θ φ(x, z)``; delta_fn: optional
+        j ↦ (A,) score change.
 
     Returns:
       ``(reward, label, z, order)``: total reward collected from (x, z), predicted class, final unit
       mask, and (J,) int32 acquisition order (−1 padded; None unless ``track_order``).
     """
     C = spec.cost_matrix.shape[0]
-    J = spec.unit_size.shape[0]
+    J = spec.groups.costs.shape[0]
+    costs = spec.groups.costs
     neg_inf = jnp.asarray(-jnp.inf, s.dtype)
     units = jnp.arange(J, dtype=jnp.int32)
     cls_ok = jnp.ones((C,), bool)
@@ -152,21 +167,25 @@ def run_episode(theta, spec: DWSMSpec, x, y, z, count, s, *, track_order: bool =
     def cond(c):
         return ~c["done"]
 
+    # carried: the units still available (not acquired, acquirable) and the budget left
+    # (B·(1 + rtol) − spent, see mdp.within_budget): the fewest ops in the loop body
+    limit = spec.budget * jnp.asarray(1.0 + budget_rtol(spec.budget.dtype), spec.budget.dtype)
+
     def body(c):
-        z, count = c["z"], c["count"]
-        allowed = (~z) & (count + spec.unit_size <= spec.budget)
+        avail, left = c["avail"], c["left"]
+        allowed = avail & (costs <= left)
         masked = jnp.where(jnp.concatenate([cls_ok, allowed]), c["s"], neg_inf)
         a = jnp.argmax(masked).astype(jnp.int32)
         is_cls = a < C
         j = jnp.clip(a - C, 0, J - 1)
         onehot = (units == j) & ~is_cls
         rho = jnp.where(c["bad"][j], spec.gamma, spec.lam) if has_rel else spec.lam
-        r = jnp.where(is_cls, -spec.cost_matrix[jnp.clip(a, 0, C - 1), y], -spec.unit_cost[j] * rho)
+        r = jnp.where(is_cls, -spec.cost_matrix[jnp.clip(a, 0, C - 1), y], -costs[j] * rho)
         delta = delta_fn(j) if delta_fn is not None else unit_contribution(theta_t, spec, x, j, transposed=True)
         out = dict(c)
         out["s"] = jnp.where(is_cls, c["s"], c["s"] + delta)
-        out["z"] = z | onehot
-        out["count"] = count + jnp.where(is_cls, 0, spec.unit_size[j])
+        out["avail"] = avail & ~onehot
+        out["left"] = left - jnp.where(is_cls, jnp.zeros_like(left), costs[j])
         out["ret"] = c["ret"] + r
         out["done"] = is_cls
         out["label"] = jnp.where(is_cls, a, c["label"])
@@ -179,8 +198,8 @@ def run_episode(theta, spec: DWSMSpec, x, y, z, count, s, *, track_order: bool =
         return out
 
     init = dict(
-        z=z,
-        count=jnp.asarray(count, jnp.int32),
+        avail=(~z) & spec.live,
+        left=limit - jnp.asarray(spent, costs.dtype),
         s=s,
         ret=jnp.zeros((), s.dtype),
         done=jnp.zeros((), bool),
@@ -194,7 +213,8 @@ def run_episode(theta, spec: DWSMSpec, x, y, z, count, s, *, track_order: bool =
         init["t"] = jnp.zeros((), jnp.int32)
         init["order"] = jnp.full((J,), -1, jnp.int32)
     out = jax.lax.while_loop(cond, body, init)
-    return out["ret"], out["label"], out["z"], out.get("order")
+    z_final = z | (spec.live & ~out["avail"])
+    return out["ret"], out["label"], z_final, out.get("order")
 
 
 def standardize(policy: DWSMPolicy, X: jax.Array) -> jax.Array:
@@ -205,7 +225,7 @@ def standardize(policy: DWSMPolicy, X: jax.Array) -> jax.Array:
 def _predict(policy: DWSMPolicy, X: jax.Array):
     Xs = standardize(policy, X)
     theta, spec = policy.theta, policy.spec
-    J = spec.unit_size.shape[0]
+    J = spec.groups.costs.shape[0]
     s0 = theta[:, -1]
 
     def one(x):
@@ -222,7 +242,7 @@ def _predict(policy: DWSMPolicy, X: jax.Array):
 def _trace(policy: DWSMPolicy, X: jax.Array, y: jax.Array):
     Xs = standardize(policy, X)
     theta, spec = policy.theta, policy.spec
-    J = spec.unit_size.shape[0]
+    J = spec.groups.costs.shape[0]
     s0 = theta[:, -1]
 
     def one(x, yi):
@@ -274,8 +294,9 @@ def dwsm_predict(policy: DWSMPolicy, X) -> tuple[jax.Array, jax.Array]:
 def dwsm_trace(policy: DWSMPolicy, X, y) -> DWSMTrace:
     """Episodes with their acquisition order and total reward under the policy's MDP.
 
-    ``reward[i] = −(Σ_t ξ_{j_t} ρ_t + C[ŷ_i, y_i])`` (ρ_t = λ or γ), minus the datum-wise loss of
-    paper eq. (4) / Table 1 for the fitted variant.
+    ``reward[i] = −(Σ_t c_{j_t} ρ_t + C[ŷ_i, y_i])`` (c the unit costs, ρ_t = λ or γ), minus the
+    datum-wise loss of paper eq. (4) / Table 1 for the fitted variant. Runs inside a user's ``jit``
+    (traced y is not value-checked).
 
     Args:
       policy: fitted :class:`DWSMPolicy`; X: (n, d) raw features; y: (n,) labels 0..C-1.
