@@ -6,7 +6,9 @@ import numpy as np
 
 
 def _describe(value) -> str:
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if isinstance(value, float):
+        return repr(float(f"{value:.6g}"))
+    if value is None or isinstance(value, (bool, int, str)):
         return repr(value)
     if hasattr(value, "_fields"):  # a nested NamedTuple (Groups, Transform, ...)
         return short_repr(value)
@@ -17,9 +19,10 @@ def _describe(value) -> str:
     name = np.dtype(dtype).name if not hasattr(dtype, "name") else dtype.name
     if shape == ():
         try:
-            return repr(np.asarray(value).item())
+            item = np.asarray(value).item()
         except Exception:  # noqa: BLE001 - a tracer or a non-addressable array: shape only
             return f"{name}[]"
+        return repr(float(f"{item:.6g}")) if isinstance(item, float) else repr(item)
     return f"{name}{list(shape)}"
 
 
