@@ -45,18 +45,30 @@ def test_sequencing_inside_user_jit_equals_eager():
         np.testing.assert_allclose(jitted[name].coef, eager[name].coef, rtol=1e-4, atol=1e-5)
 
 
+def refit_calls(X, y):
+    support = np.arange(X.shape[1]) < 3
+    labels = (y > np.median(y)).astype(np.int32)
+    js.ridge_refit(X, y, support, l2=1e-3)
+    js.glm_refit(X, labels, support, l2=1e-2)
+    js.rls_refit(X, y, np.array([0, 2]), l2=1e-2)
+
+
 def test_second_call_with_equal_new_arguments_compiles_nothing():
     X, y = regression_data(1)
     sequencing_call(X, y)  # warm up
     problem = js.prepare(X, y, js.Groups.from_ids(IDS, COSTS))
     path = js.cs_fr(problem)
     js.predict(path, X, budget=2.0)
+    js.objective_curve(path, X, y)
     js.group_lasso_path(problem, n_lambdas=5)
+    refit_calls(X, y)
     with count_compiles() as compiles:
         X2, y2 = regression_data(1)  # fresh numpy arrays, same shapes
         out = sequencing_call(X2.copy(), y2.copy())
         js.predict(out["fr"], X2.copy(), budget=3.0)
+        js.objective_curve(out["fr"], X2.copy(), y2.copy())
         js.group_lasso_path(js.prepare(X2, y2, js.Groups.from_ids(IDS, COSTS)), n_lambdas=5)
+        refit_calls(X2.copy(), y2.copy())
     assert compiles[0] == 0
 
 
