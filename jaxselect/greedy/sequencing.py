@@ -183,14 +183,16 @@ def _safe_cholesky(S: jax.Array, m: jax.Array) -> jax.Array:
     return jnp.linalg.cholesky(S + _pivot_floor(S) * eye)
 
 
-def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array) -> SequencingState:
+def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array, take=True) -> SequencingState:
     """Append group h to the selection: block Cholesky append + gradient and Schur downdates.
 
-    Sets the ILL_CONDITIONED status flag when a pivot of the new block falls to the floor (the
-    group is numerically dependent on the selection).
+    With ``take`` False (a traced bool) the group's mask is empty, so every update writes zeros or
+    identity padding where the state already has them: an exact no-op without a select over the
+    whole state. Sets the ILL_CONDITIONED status flag when a pivot of the new block falls to the
+    floor (the group is numerically dependent on the selection).
     """
     index, mask = problem.groups.index, problem.groups.mask
-    idx, m = index[h], mask[h]
+    idx, m = index[h], mask[h] & take
     P = state.K.shape[0]
     s = idx.shape[0]
     dtype = state.K.dtype
@@ -223,7 +225,8 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array) -> Se
     if schur.shape[0]:
         Qg = gather_groups(Q, index, mask, axis=1)  # (s, J, s)
         schur = schur - jnp.einsum("rja,rjb->jab", Qg, Qg)
-    cum_cost, cost_carry = kahan_add(state.cum_cost, state.cost_carry, problem.groups.costs[h].astype(dtype))
+    cost = jnp.where(take, problem.groups.costs[h].astype(dtype), jnp.zeros((), dtype))
+    cum_cost, cost_carry = kahan_add(state.cum_cost, state.cost_carry, cost)
     return SequencingState(
         K=K,
         beta=beta,
@@ -231,7 +234,7 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array) -> Se
         schur=schur,
         U=U,
         slot_feature=slot_feature,
-        selected=state.selected.at[h].set(True),
+        selected=state.selected.at[h].set(state.selected[h] | take),
         count=count + m.sum(dtype=jnp.int32),
         cum_cost=cum_cost,
         cost_carry=cost_carry,
@@ -321,8 +324,7 @@ def sequencing_step(problem: Problem, state: SequencingState, rule: Callable, pa
     Returns ``(state, StepInfo)``; pure and jit-able (``rule`` is a static Python function).
     """
     h, take = rule(problem, state, params)
-    new = sequencing_add(problem, state, h)
-    new = jax.tree.map(partial(jnp.where, take), new, state)._replace(step=state.step + 1)
+    new = sequencing_add(problem, state, h, take)._replace(step=state.step + 1)
     w = sequencing_coef(problem, new)
     inf = jnp.full((), jnp.inf, new.cum_cost.dtype)
     info = StepInfo(jnp.where(take, h, -1), jnp.where(take, new.cum_cost, inf), 2.0 * new.F / problem.n_targets, w)
