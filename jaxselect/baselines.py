@@ -14,7 +14,8 @@ Solver: block coordinate descent over groups with the gradient ``r = b0 − C w`
 (O(D·s·T) per group update, O(D²·T) per sweep, independent of n once C is formed). The block update
 is the proximal step ``w_g ← prox(w_g + r_g / L_g)`` with ``L_g = λ_max(C_gg)`` — the exact block
 minimiser on whitened groups, where ``C_gg = (1 + l2) I``; a group whose update is zero skips the
-O(D·s) gradient update (``lax.cond``). Sweeps run in a ``lax.while_loop``, 4 at a time, until the
+O(D·s) gradient update (``lax.cond``). Sweeps run in a ``lax.while_loop``, 4 at a time (:func:`group_lasso_step`, with
+:class:`GroupLassoState` / :func:`group_lasso_init`: the advanced API), until the
 KKT violation (recomputed from a fresh ``r`` after every 4 sweeps)
 
     ‖r_g − λ a_g w_g/‖w_g‖‖ (w_g ≠ 0),     max(0, ‖r_g‖ − λ a_g) (w_g = 0)
@@ -43,7 +44,15 @@ from jaxselect.linalg import gather_groups
 from jaxselect.prepare import Problem, check_problem, to_raw_coef
 from jaxselect.status import NONFINITE, NOT_CONVERGED
 
-__all__ = ["GroupLassoFit", "group_lasso", "group_lasso_path", "group_lasso_lambda_max"]
+__all__ = [
+    "GroupLassoFit",
+    "GroupLassoState",
+    "group_lasso",
+    "group_lasso_init",
+    "group_lasso_step",
+    "group_lasso_path",
+    "group_lasso_lambda_max",
+]
 
 CHECK_EVERY = 4  # BCD sweeps between two KKT checks (each check costs about two sweeps)
 
@@ -114,10 +123,22 @@ def group_lasso_lambda_max(problem: Problem, *, cost_weighted: bool = True, weig
     return float(_lambda_max(problem, _weights(problem, cost_weighted, weights)))
 
 
-class _BCD(NamedTuple):
-    w: jax.Array
-    viol: jax.Array
-    sweeps: jax.Array
+class GroupLassoState(NamedTuple):
+    """Block-coordinate-descent state of :func:`group_lasso_step` (fixed shapes).
+
+    Attributes:
+      coef: (D, T) current solution w in problem coordinates.
+      kkt: () max KKT violation at ``coef`` (see the module docstring).
+      n_iter: () int32 sweeps done.
+      lipschitz: (J,) block constants ``L_g = λ_max(C_gg)`` (fixed; computed once by the init).
+    """
+
+    coef: jax.Array
+    kkt: jax.Array
+    n_iter: jax.Array
+    lipschitz: jax.Array
+
+    __repr__ = short_repr
 
 
 def _kkt(r, w, lam, weights, index, mask):
@@ -133,20 +154,35 @@ def _kkt(r, w, lam, weights, index, mask):
     return jnp.where(nw > 0, v_active, v_zero)
 
 
-@partial(jax.jit, static_argnames=("max_iter",))
-def _solve_path(problem: Problem, lambdas, weights, tol, *, max_iter: int):
-    C, b0 = problem.C, problem.b0
+def group_lasso_init(problem: Problem, lam, weights, coef=None) -> GroupLassoState:
+    """BCD state at ``coef`` (default 0) for penalty ``lam · Σ_g weights_g ‖w_g‖`` (pure, jit-able).
+
+    Args:
+      problem: a prepared :class:`~jaxselect.Problem` with its Gram matrix.
+      lam: () the penalty λ; weights: (J,) group weights a_g > 0; coef: (D, T) warm start.
+    """
     index, mask = problem.groups.index, problem.groups.mask
-    J, s = index.shape
-    dtype = b0.dtype
     # Block Lipschitz constants L_g = λ_max(C_gg) (padding is identity, so ≥ its real eigenvalues).
     blocks = jnp.where(mask[:, :, None] & mask[:, None, :], problem.diag_blocks, jnp.zeros_like(problem.diag_blocks))
     lip = jnp.max(jnp.linalg.eigvalsh(blocks), axis=1)
     lip = jnp.where(lip > 0, lip, jnp.ones_like(lip))
-    lam_max = _lambda_max(problem, weights)
-    live = problem.live
+    w = jnp.zeros_like(problem.b0) if coef is None else coef
+    kkt = jnp.max(_kkt(problem.b0 - problem.C @ w, w, lam, weights, index, mask))
+    return GroupLassoState(w, kkt, jnp.zeros((), jnp.int32), lip)
 
-    def block_update(g, carry, lam):
+
+def group_lasso_step(problem: Problem, state: GroupLassoState, lam, weights) -> GroupLassoState:
+    """``CHECK_EVERY`` (4) block-coordinate-descent sweeps over the groups, then a fresh KKT check.
+
+    Each block update is the proximal step ``w_g ← prox(w_g + r_g / L_g)`` with the gradient
+    ``r = b0 − Cw`` kept up to date; a group whose update is zero skips the O(D·s) gradient update.
+    """
+    C, b0 = problem.C, problem.b0
+    index, mask = problem.groups.index, problem.groups.mask
+    J = index.shape[0]
+    live, lip = problem.live, state.lipschitz
+
+    def block_update(g, carry):
         w, r = carry
         idx, m = index[g], mask[g]
         keep = (m & jnp.take(live, idx, mode="fill", fill_value=False))[:, None]
@@ -166,30 +202,35 @@ def _solve_path(problem: Problem, lambdas, weights, tol, *, max_iter: int):
         # Groups that stay at zero (most of them early on the path) cost O(s·T), not O(s·D).
         return jax.lax.cond(jnp.any(delta != 0), apply, lambda c: c, (w, r))
 
+    r = b0 - C @ state.coef
+    sweep = lambda _, c: jax.lax.fori_loop(0, J, block_update, c)  # noqa: E731
+    w, _ = jax.lax.fori_loop(0, CHECK_EVERY, sweep, (state.coef, r))
+    kkt = jnp.max(_kkt(b0 - C @ w, w, lam, weights, index, mask))
+    return state._replace(coef=w, kkt=kkt, n_iter=state.n_iter + CHECK_EVERY)
+
+
+@partial(jax.jit, static_argnames=("max_iter",))
+def _solve_path(problem: Problem, lambdas, weights, tol, *, max_iter: int):
+    index, mask = problem.groups.index, problem.groups.mask
+    dtype = problem.b0.dtype
+    lam_max = _lambda_max(problem, weights)
+    lip = group_lasso_init(problem, lambdas[0], weights).lipschitz
+
     def solve(w, lam):
-        def cond(st: _BCD):
-            return (st.sweeps < max_iter) & (st.viol > tol * lam_max)
+        def cond(st: GroupLassoState):
+            return (st.n_iter < max_iter) & (st.kkt > tol * lam_max)
 
-        def body(st: _BCD):
-            # CHECK_EVERY sweeps with the incrementally updated gradient, then a fresh r and the KKT check.
-            r = b0 - C @ st.w
-            sweep = lambda _, c: jax.lax.fori_loop(0, J, lambda g, c2: block_update(g, c2, lam), c)  # noqa: E731
-            w, _ = jax.lax.fori_loop(0, CHECK_EVERY, sweep, (st.w, r))
-            r = b0 - C @ w
-            viol = jnp.max(_kkt(r, w, lam, weights, index, mask))
-            return _BCD(w, viol, st.sweeps + CHECK_EVERY)
-
-        r0 = b0 - C @ w
+        r0 = problem.b0 - problem.C @ w
         v0 = jnp.max(_kkt(r0, w, lam, weights, index, mask))
-        return jax.lax.while_loop(cond, body, _BCD(w, v0, jnp.zeros((), jnp.int32)))
+        state = GroupLassoState(w, v0, jnp.zeros((), jnp.int32), lip)
+        return jax.lax.while_loop(cond, lambda st: group_lasso_step(problem, st, lam, weights), state)
 
     def scan_body(w, lam):
         res = solve(w, lam)
-        return res.w, res
+        return res.coef, res
 
-    w0 = jnp.zeros_like(b0)
-    _, res = jax.lax.scan(scan_body, w0, lambdas)
-    coef = res.w  # (L, D, T)
+    _, res = jax.lax.scan(scan_body, jnp.zeros_like(problem.b0), lambdas)
+    coef = res.coef  # (L, D, T)
     raw_coef, raw_intercept = to_raw_coef(problem.transform, coef)
 
     # Order of entry: first λ index with w_g ≠ 0; ties by larger ‖w_g‖/a_g at entry.
@@ -202,11 +243,11 @@ def _solve_path(problem: Problem, lambdas, weights, tol, *, max_iter: int):
     key = entry.astype(dtype) - at_entry / (1.0 + jnp.max(at_entry))  # entry first, then size
     perm = jnp.argsort(key).astype(jnp.int32)
     order = jnp.where(entry[perm] < L, perm, -1)
-    converged = res.viol <= tol * lam_max
-    finite = jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(res.viol))
+    converged = res.kkt <= tol * lam_max
+    finite = jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(res.kkt))
     status = jnp.where(jnp.all(converged), 0, NOT_CONVERGED) | jnp.where(finite, 0, NONFINITE)
     return GroupLassoFit(
-        lambdas, weights, coef, raw_coef, raw_intercept, res.sweeps, res.viol,
+        lambdas, weights, coef, raw_coef, raw_intercept, res.n_iter, res.kkt,
         converged, entry, order, status.astype(jnp.int32),
     )
 

@@ -184,3 +184,21 @@ def test_iteration_cap_sets_status():
     with pytest.raises(js.SolverError, match="iteration cap"):
         js.raise_for_status(fit)
     assert "GroupLassoFit(lambdas=float32[8]" in repr(fit)
+
+
+def test_advanced_api_steps_equal_the_driver(x64):
+    """group_lasso_init / group_lasso_step driven by hand reach the driver's solution at one λ."""
+    from jaxselect.baselines import group_lasso_init, group_lasso_step
+
+    X, Y, ids, costs = grouped_problem(7)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=1e-3)
+    lam = 0.3 * group_lasso_lambda_max(problem)
+    fit = group_lasso(problem, [lam], tol=1e-10)
+    weights = problem.groups.costs
+    step = jax.jit(group_lasso_step)
+    state = group_lasso_init(problem, lam, weights)
+    while float(state.kkt) > 1e-10 * group_lasso_lambda_max(problem):
+        state = step(problem, state, lam, weights)
+    np.testing.assert_allclose(state.coef, fit.coef[0], atol=1e-9)
+    assert int(state.n_iter) == int(fit.n_iter[0])
+    assert "GroupLassoState(coef=float64[" in repr(state)
