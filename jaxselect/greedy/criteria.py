@@ -19,7 +19,7 @@ import numpy as np
 
 from jaxselect.linalg import gather_groups
 
-__all__ = ["OMP_CRITERIA", "omp_scores", "slot_capacity"]
+__all__ = ["OMP_CRITERIA", "omp_scores", "selectable_groups", "slot_capacity"]
 
 OMP_CRITERIA = ("whiten", "no_whiten", "single")
 
@@ -58,3 +58,9 @@ def slot_capacity(mask, k: int, n_features: int | None = None) -> int:
     except jax.errors.TracerArrayConversionError:  # traced groups (e.g. vmap over problems)
         used = k * s_max if n_features is None else min(n_features, k * s_max)
     return used + s_max
+
+
+def selectable_groups(index: jax.Array, mask: jax.Array, live: jax.Array) -> jax.Array:
+    """(J,) bool: groups with at least one live coordinate; the others (constant columns, dropped
+    whitening directions only) are inert and never selected, by every greedy solver."""
+    return jnp.any(jnp.take(live, index, mode="fill", fill_value=False) & mask, axis=1)

@@ -56,7 +56,7 @@ from jaxselect._validation import (
     host_value,
     is_traced,
 )
-from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores, slot_capacity
+from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores, selectable_groups, slot_capacity
 from jaxselect.groups import Groups
 from jaxselect.losses import GLM_LOSSES, glm_loss
 from jaxselect.newton import choose_solver, default_tol, glm_newton
@@ -296,12 +296,6 @@ def glm_problem(
 # init / step / run.
 
 
-def _selectable(problem: GLMProblem) -> jax.Array:
-    """(J,) bool: groups with at least one live coordinate (the others are never selected)."""
-    index, mask = problem.groups.index, problem.groups.mask
-    return jnp.any(jnp.take(problem.live, index, mode="fill", fill_value=False) & mask, axis=1)
-
-
 def _empty_state(problem: GLMProblem, capacity: int) -> GLMOMPState:
     n, D = problem.Z.shape
     T = problem.Y.shape[1]
@@ -335,7 +329,7 @@ def _advance(problem: GLMProblem, state: GLMOMPState, add_group, *, loss, newton
     grad_full = (G.T @ Z).T / jnp.asarray(n, dtype) + problem.l2 * _slot_coef(problem, state)
     denom = jnp.where(problem.cost_sensitive, costs, jnp.ones_like(costs))
     scores = omp_scores(grad_full, problem.metric_white, problem.metric_std, index, mask, problem.criterion) / denom
-    allowed = ~state.selected & _selectable(problem)
+    allowed = ~state.selected & selectable_groups(groups.index, groups.mask, problem.live)
     h = jnp.argmax(jnp.where(allowed, scores, -jnp.inf)).astype(jnp.int32)
     take = add_group & jnp.any(allowed)
     new_slots = jnp.where(take & mask[h], index[h], D).astype(jnp.int32)

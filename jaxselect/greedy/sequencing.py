@@ -40,7 +40,7 @@ from jax.scipy.linalg import solve_triangular
 from jaxselect._budget import kahan_add
 from jaxselect._repr import short_repr
 from jaxselect._validation import as_hyper, check_choice, check_int, is_traced
-from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores, slot_capacity
+from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores, selectable_groups, slot_capacity
 from jaxselect.linalg import gather_groups
 from jaxselect.path import SelectionPath, link_code
 from jaxselect.prepare import Problem, check_problem, to_raw_coef
@@ -256,10 +256,10 @@ def sequencing_coef(problem: Problem, state: SequencingState) -> jax.Array:
 # leaves the state unchanged (an empty step, order −1).
 
 
-def selectable_groups(problem: Problem) -> jax.Array:
-    """(J,) bool: groups with at least one live coordinate (all others are inert: never selected)."""
-    index, mask = problem.groups.index, problem.groups.mask
-    return jnp.any(jnp.take(problem.live, index, mode="fill", fill_value=False) & mask, axis=1)
+def _remaining(problem: Problem, state: SequencingState) -> jax.Array:
+    """(J,) bool: unselected groups that are not inert."""
+    groups = problem.groups
+    return ~state.selected & selectable_groups(groups.index, groups.mask, problem.live)
 
 
 def _pick(scores: jax.Array, allowed: jax.Array):
@@ -288,19 +288,19 @@ def omp_rule(problem: Problem, state: SequencingState, params: RuleParams):
     """CS-G-OMP: ``argmax_g score_g(b) / c(g)`` (criterion ``params.criterion``, Alg. 1)."""
     groups = problem.groups
     scores = omp_scores(state.b, problem.metric_white, problem.metric_std, groups.index, groups.mask, params.criterion)
-    return _pick(scores / _denominator(problem, params), ~state.selected & selectable_groups(problem))
+    return _pick(scores / _denominator(problem, params), _remaining(problem, state))
 
 
 def fr_rule(problem: Problem, state: SequencingState, params: RuleParams):
     """CS-G-FR: ``argmax_g [F(S ∪ g) − F(S)] / c(g)``."""
     gains = _fr_gains(problem, state)
-    return _pick(gains / _denominator(problem, params), ~state.selected & selectable_groups(problem))
+    return _pick(gains / _denominator(problem, params), _remaining(problem, state))
 
 
 def doubling_rule(problem: Problem, state: SequencingState, params: RuleParams):
     """Doubling (Alg. 2): FR among groups with ``c(g) ≤ c(G_{j−1})`` (first pick ``c(g) ≤ c_min``)."""
     costs = problem.groups.costs
-    remaining = ~state.selected & selectable_groups(problem)
+    remaining = _remaining(problem, state)
     cap = jnp.where(state.step == 0, params.c_min, state.cum_cost)
     # No remaining group under the cap: relax the cap to the cheapest remaining group.
     cheapest = jnp.min(jnp.where(remaining, costs, jnp.inf))
