@@ -40,7 +40,8 @@ from jaxselect.greedy import (
 )
 from jaxselect.groups import Groups
 from jaxselect.path import SelectionPath
-from jaxselect.prepare import Design, Problem, Transform, prepare, whiten_design
+from jaxselect.moments import Moments
+from jaxselect.prepare import Design, Problem, Transform, prepare, problem_from_moments, whiten_design
 from jaxselect.refit import glm_refit, ridge_refit, rls_refit
 from jaxselect.sequential import (
     DWSMPolicy,
@@ -52,6 +53,7 @@ from jaxselect.sequential import (
     dwsm_trace,
 )
 from jaxselect.sharding import data_mesh, row_sharding, shard_rows
+from jaxselect.streaming import prepare_from_batches
 from jaxselect.status import (
     ILL_CONDITIONED,
     NONFINITE,
@@ -76,6 +78,9 @@ __all__ = [
     "Problem",
     "Transform",
     "prepare",
+    "prepare_from_batches",
+    "problem_from_moments",
+    "Moments",
     "Design",
     "whiten_design",
     "SelectionPath",

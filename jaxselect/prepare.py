@@ -37,12 +37,25 @@ from jaxselect._validation import (
     as_targets,
     check_constant_mode,
     check_float,
+    float_dtype_for,
     host_value,
+    is_traced,
 )
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
+from jaxselect.moments import (
+    Moments,
+    Summary,
+    check_scales,
+    column_summary,
+    host_kernel_applies,
+    moments_host,
+    scale_vectors,
+    summary_verdict,
+    xla_moments,
+)
 
-__all__ = ["Problem", "Transform", "Design", "prepare", "whiten_design", "to_raw_coef"]
+__all__ = ["Design", "Problem", "Transform", "prepare", "to_raw_coef", "whiten_design"]
 
 GRAM_AUTO_MAX_FEATURES = 4096
 
@@ -123,7 +136,9 @@ class Problem(NamedTuple):
 def check_problem(problem, *, need_gram: bool = False) -> None:
     """TypeError unless ``problem`` is a :class:`Problem`; with ``need_gram``, ValueError for gram=False."""
     if not isinstance(problem, Problem):
-        raise TypeError(f"expected a Problem from jaxselect.prepare(X, Y, groups); got {type(problem).__name__}")
+        raise TypeError(
+            f"expected a Problem from jaxselect.prepare(X, Y, groups); got {type(problem).__name__}"
+        )
     if need_gram and problem.C is None:
         raise ValueError(
             "this solver works on the Gram matrix; prepare the problem with gram=True "
@@ -136,6 +151,7 @@ def prepare(
     Y,
     groups=None,
     *,
+    sample_weight=None,
     l2: float = 1e-5,
     whiten: bool = True,
     gram: bool | str = "auto",
@@ -144,15 +160,22 @@ def prepare(
 ) -> Problem:
     """Standardise (and group-whiten) X, standardise Y and form the moments C and b0.
 
+    The moments come from :mod:`jaxselect.moments`: for a numpy X on a CPU backend, host BLAS
+    (``syrk``) over row chunks of X with no device copy of X; for a ``jax.Array`` (row-sharded or
+    not), on an accelerator or inside a user's ``jit``, XLA. Both give the same result to rounding.
+
     Args:
       X: (n, D) raw features (numpy or jax; a row-sharded jax.Array stays sharded).
       Y: (n,) or (n, T) raw targets.
       groups: None (every feature its own group, unit costs), a (D,) array of group ids, or a
         :class:`Groups` carrying costs.
+      sample_weight: None, or (n,) non-negative finite row weights: every moment becomes a
+        weighted mean (``XᵀWX/Σw``, ...), so integer weights equal repeated rows and rows of weight
+        0 are absent (padding, cross-validation folds). At least 2 rows need a positive weight.
       l2: ridge constant λ ≥ 0 in ``C = XᵀX/n + λI`` — the library's one ``l2``: the mean
         squared loss ``(1/2n)‖Y − Zw‖² + (λ/2)‖w‖²`` on standardised, group-whitened coordinates
-        (sklearn ``Ridge(alpha)`` on standardised columns is λ = alpha/n). A Python float or a
-        traced scalar: ``jax.vmap`` / ``jax.grad`` over ``l2`` work.
+        (sklearn ``Ridge(alpha)`` on standardised columns is λ = alpha/n, n = Σw with weights). A
+        Python float or a traced scalar: ``jax.vmap`` / ``jax.grad`` over ``l2`` work.
       whiten: group-whiten (Hu et al. Alg. 1 assumes whitened groups); False only standardises.
       gram: form the D×D Gram matrix (True), or keep the design and compute the rows a solver needs
         on the fly, O(n·D) per selected feature (False, for D too large for D×D). "auto" forms it
@@ -165,33 +188,210 @@ def prepare(
     Returns:
       A :class:`Problem`.
 
+    Raises:
+      ValueError: NaN/Inf in X or Y, a constant target, X or Y too large or too small for the
+        compute dtype's second moments, bad weights, every column of X constant.
+
     >>> import numpy as np
     >>> X = np.random.default_rng(0).normal(size=(50, 6)); y = X[:, 0] - 2 * X[:, 3]
     >>> problem = prepare(X, y, Groups.from_ids([0, 0, 1, 1, 2, 2], costs=[1.0, 2.0, 1.0]))
     >>> problem.C.shape, problem.b0.shape
     ((6, 6), (6, 1))
     """
-    X, groups, rank_tol, summary, raw_gram = _check_design(X, groups, constant_columns, rank_tol)
+    check_constant_mode(constant_columns)
+    if gram not in (True, False, "auto"):
+        raise ValueError(f"gram must be True, False or 'auto'; got {gram!r}")
+    if (
+        gram is not False
+        and host_kernel_applies(X, Y, sample_weight)
+        and (gram is True or np.shape(X)[-1] <= GRAM_AUTO_MAX_FEATURES)
+    ):
+        X = _host_matrix(X, "X")
+        dtype = float_dtype_for(X.dtype)
+        Y = _host_targets(Y, X.shape[0], "Y")
+        w = as_sample_weight(sample_weight, X.shape[0])
+        groups = as_groups(groups, X.shape[1], dtype=dtype)
+        rank_tol = _rank_tol(rank_tol, dtype)
+        l2 = as_hyper(l2, "l2", dtype, low=0.0)
+        moments = moments_host(X, Y, None if w is None else np.asarray(w), dtype)
+        return problem_from_moments(
+            moments,
+            groups,
+            l2=l2,
+            whiten=whiten,
+            constant_columns=constant_columns,
+            rank_tol=rank_tol,
+        )
+    X, groups, rank_tol, summary, raw_gram, w = _check_design(
+        X, groups, constant_columns, rank_tol, sample_weight
+    )
     n, d = X.shape
     Y, _ = as_targets(Y, n, "Y", dtype=X.dtype)
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
-    if gram not in (True, False, "auto"):
-        raise ValueError(f"gram must be True, False or 'auto'; got {gram!r}")
     use_gram = d <= GRAM_AUTO_MAX_FEATURES if gram == "auto" else bool(gram)
-    y_constant = host_value(lambda: jnp.max(Y, axis=0) == jnp.min(Y, axis=0))
-    if y_constant is not None and y_constant.any():
-        raise ValueError(f"target column(s) {np.flatnonzero(y_constant).tolist()} of Y are constant")
-    return _prepare(
-        X,
-        Y,
+    if use_gram:
+        moments = xla_moments(X, Y, w, summary, centre=not raw_gram)
+        scales = _concrete(lambda: scale_vectors(moments))
+        if scales is not None:
+            check_scales(*scales)
+        return _from_moments(
+            moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol
+        )
+    problem = _prepare_design(
+        X, Y, w, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol
+    )
+    scales = _concrete(
+        lambda: _design_scale_vectors(
+            problem.transform.x_scale, summary, Y, w, problem.transform.y_scale
+        )
+    )
+    if scales is not None:
+        check_scales(*scales)
+    return problem
+
+
+def problem_from_moments(
+    moments: Moments,
+    groups=None,
+    *,
+    l2: float = 1e-5,
+    whiten: bool = True,
+    constant_columns: str = "inert",
+    rank_tol: float | None = None,
+) -> Problem:
+    """The :class:`Problem` of data given only by its :class:`~jaxselect.moments.Moments` (with the Gram).
+
+    :func:`prepare` and :func:`prepare_from_batches` end here: the constant-column rule and the
+    scale checks run on the moments, then standardising and whitening happen in D×D space.
+    """
+    check_constant_mode(constant_columns)
+    if moments.gram is None:
+        raise ValueError(
+            "problem_from_moments needs moments with the Gram matrix (gram=True)"
+        )
+    dtype = (
+        np.dtype(np.asarray(moments.x_mean).dtype)
+        if not is_traced(moments.x_mean)
+        else moments.x_mean.dtype
+    )
+    groups = as_groups(groups, moments.x_mean.shape[0], dtype=dtype)
+    rank_tol = _rank_tol(rank_tol, dtype)
+    l2 = as_hyper(l2, "l2", dtype, low=0.0)
+    if not is_traced(moments):
+        m = jax.tree.map(np.asarray, moments)
+        _check_constant(m.x_max, m.x_min, constant_columns)
+        check_scales(
+            m.n_samples,
+            m.x_max,
+            m.x_min,
+            np.diagonal(m.gram),
+            m.y_max,
+            m.y_min,
+            m.y_var,
+        )
+    return _from_moments(
+        jax.tree.map(jnp.asarray, moments),
         groups,
         l2,
-        summary,
         whiten=bool(whiten),
-        use_gram=use_gram,
-        raw_gram=bool(raw_gram),
         rank_tol=rank_tol,
     )
+
+
+def as_sample_weight(sample_weight, n: int, name: str = "sample_weight"):
+    """Validate row weights: None, or (n,) finite and ≥ 0 with at least 2 positive entries.
+
+    Returns None or the weights (numpy for host input, a jax.Array for jax input; traced weights
+    are only shape-checked).
+    """
+    if sample_weight is None:
+        return None
+    w = sample_weight
+    if not isinstance(w, (jax.Array, jax.core.Tracer)):
+        w = np.asarray(w)
+        if w.dtype == object or w.dtype.kind not in "biuf":
+            raise TypeError(f"{name} must be a numeric array; got dtype {w.dtype}")
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ValueError(
+            f"{name} must have shape ({n},), one weight per row of X; got {tuple(w.shape)}"
+        )
+    if is_traced(w):
+        return w
+    wh = np.asarray(w)
+    if not np.isfinite(wh).all():
+        raise ValueError(f"{name} contains NaN or Inf")
+    if (wh < 0).any():
+        raise ValueError(
+            f"{name} must be non-negative; row {int(np.flatnonzero(wh < 0)[0])} has {wh[wh < 0][0]}"
+        )
+    if np.count_nonzero(wh > 0) < MIN_ROWS:
+        raise ValueError(
+            f"{name} needs at least {MIN_ROWS} positive weights; got {np.count_nonzero(wh > 0)}"
+        )
+    return w
+
+
+def _concrete(fn):
+    """``fn()``'s pytree as numpy arrays, or None when it depends on traced values (inside a user's jit)."""
+    try:
+        return jax.tree.map(np.asarray, fn())
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return None
+
+
+def _rank_tol(rank_tol, dtype) -> float:
+    if rank_tol is None:
+        rank_tol = float(np.sqrt(np.finfo(dtype).eps))
+    return check_float(rank_tol, "rank_tol", low=0.0, high=1.0)
+
+
+def _host_matrix(X, name: str) -> np.ndarray:
+    """Shape and dtype checks of a host X, without copying or converting it."""
+    X = np.asarray(X)
+    if X.dtype == object or X.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a numeric array; got dtype {X.dtype}")
+    if X.ndim != 2:
+        raise ValueError(
+            f"{name} must be 2-D (n_samples, n_features); got shape {tuple(X.shape)}"
+            + (
+                " — use X.reshape(-1, 1) for a single feature, or X.reshape(1, -1) for a single sample"
+                if X.ndim == 1
+                else ""
+            )
+        )
+    if X.shape[0] < MIN_ROWS:
+        raise ValueError(f"{name} needs at least {MIN_ROWS} rows; got {X.shape[0]}")
+    if X.shape[1] < 1:
+        raise ValueError(f"{name} needs at least 1 columns; got {X.shape[1]}")
+    return X
+
+
+def _host_targets(Y, n: int, name: str) -> np.ndarray:
+    """Host targets as an (n, T) view (finiteness is checked by the moments kernel)."""
+    Y = np.asarray(Y)
+    if Y.dtype == object or Y.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric; got dtype {Y.dtype}")
+    if Y.ndim not in (1, 2):
+        raise ValueError(
+            f"{name} must be 1-D (n,) or 2-D (n, T); got shape {tuple(Y.shape)}"
+        )
+    if Y.shape[0] != n:
+        raise ValueError(f"{name} has {Y.shape[0]} rows but X has {n}; they must match")
+    if Y.ndim == 2 and Y.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one target column")
+    return Y[:, None] if Y.ndim == 1 else Y
+
+
+def _check_constant(x_max, x_min, constant_columns: str) -> None:
+    constant = ~(np.asarray(x_max) > np.asarray(x_min))
+    if constant.all():
+        raise ValueError("every column of X is constant; there is nothing to select")
+    if constant.any() and constant_columns == "raise":
+        cols = np.flatnonzero(constant)
+        raise ValueError(
+            f"X has constant column(s) {cols[:10].tolist()} and constant_columns='raise'; remove them, "
+            "or use the default constant_columns='inert' (they are then never selected)"
+        )
 
 
 # Largest squared offset-to-spread ratio (mean² / variance, over non-constant columns) for which
@@ -201,32 +401,26 @@ def prepare(
 RAW_GRAM_MAX_OFFSET_RATIO = 100.0
 
 
-class _Summary(NamedTuple):
-    """Per-column statistics of X from one fused pass (all (D,))."""
-
-    col_max: jax.Array
-    col_min: jax.Array
-    col_sum: jax.Array
-    col_sumsq: jax.Array
-
-
-def _check_design(X, groups, constant_columns: str, rank_tol):
+def _check_design(X, groups, constant_columns: str, rank_tol, sample_weight=None):
     """Validate X (one fused pass: finiteness, constant columns, first two moments), groups, rank_tol.
 
-    Returns ``(X, groups, rank_tol, summary, raw_gram)``: ``summary`` is a :class:`_Summary` and
+    Returns ``(X, groups, rank_tol, summary, raw_gram, w)``: ``summary`` is a :class:`Summary`,
     ``raw_gram`` says whether the centred Gram may be formed without centring X first (False
-    inside a user's jit/vmap, where the data cannot be inspected).
+    inside a user's jit/vmap, where the data cannot be inspected) and ``w`` the validated weights.
     """
     check_constant_mode(constant_columns)
     X = as_float_matrix(X, "X", min_rows=MIN_ROWS, check_finite=False)
+    w = as_sample_weight(sample_weight, X.shape[0])
+    if w is not None:
+        w = jnp.asarray(w, X.dtype)
     groups = as_groups(groups, X.shape[1], dtype=X.dtype)
-    if rank_tol is None:
-        rank_tol = float(np.sqrt(np.finfo(X.dtype).eps))
-    rank_tol = check_float(rank_tol, "rank_tol", low=0.0, high=1.0)
-    summary = _column_summary(X)
-    verdict = host_value(lambda: _verdict(summary, jnp.asarray(X.shape[0], X.dtype)))
-    if verdict is None:  # inside a user's jit/vmap: value checks cannot run; constant columns stay inert
-        return X, groups, rank_tol, summary, False
+    rank_tol = _rank_tol(rank_tol, X.dtype)
+    summary = column_summary(X, w)
+    verdict = host_value(lambda: summary_verdict(summary))
+    if (
+        verdict is None
+    ):  # inside a user's jit/vmap: value checks cannot run; constant columns stay inert
+        return X, groups, rank_tol, summary, False, w
     nonfinite, overflow, offset_ratio = (float(v) for v in verdict)
     if nonfinite:
         raise ValueError("X contains NaN or Inf; remove or impute those entries first")
@@ -235,39 +429,8 @@ def _check_design(X, groups, constant_columns: str, rank_tol):
             f"X has entries too large for {X.dtype} second moments (sums of squares overflow); "
             "rescale X (or use float64 with jax_enable_x64)"
         )
-    constant = ~np.asarray(summary.col_max > summary.col_min)
-    if constant.all():
-        raise ValueError("every column of X is constant; there is nothing to select")
-    if constant.any() and constant_columns == "raise":
-        cols = np.flatnonzero(constant)
-        raise ValueError(
-            f"X has constant column(s) {cols[:10].tolist()} and constant_columns='raise'; remove them, "
-            "or use the default constant_columns='inert' (they are then never selected)"
-        )
-    return X, groups, rank_tol, summary, offset_ratio <= RAW_GRAM_MAX_OFFSET_RATIO
-
-
-@jax.jit
-def _column_summary(X) -> _Summary:
-    """Column max, min, sum and sum of squares of X in one fused pass."""
-    return _Summary(jnp.max(X, axis=0), jnp.min(X, axis=0), jnp.sum(X, axis=0), jnp.sum(X * X, axis=0))
-
-
-@jax.jit
-def _verdict(summary: _Summary, n):
-    """(has NaN/Inf, sums of squares overflow, max mean²/variance over non-constant columns).
-
-    XLA's max/min reductions may skip NaNs, but a NaN always poisons the column sum.
-    """
-    finite_extremes = jnp.isfinite(summary.col_max) & jnp.isfinite(summary.col_min)
-    nonfinite = jnp.any(~finite_extremes | jnp.isnan(summary.col_sum))
-    overflow = jnp.any(~jnp.isfinite(summary.col_sumsq) | ~jnp.isfinite(summary.col_sum))
-    mean = summary.col_sum / n
-    var = jnp.maximum(summary.col_sumsq / n - mean * mean, 0.0)
-    nonconstant = summary.col_max > summary.col_min
-    tiny = jnp.finfo(var.dtype).tiny
-    ratio = jnp.where(nonconstant, mean * mean / jnp.maximum(var, tiny), jnp.zeros_like(var))
-    return jnp.stack([nonfinite.astype(var.dtype), overflow.astype(var.dtype), jnp.max(ratio)])
+    _check_constant(summary.col_max, summary.col_min, constant_columns)
+    return X, groups, rank_tol, summary, offset_ratio <= RAW_GRAM_MAX_OFFSET_RATIO, w
 
 
 class Design(NamedTuple):
@@ -292,14 +455,29 @@ class Design(NamedTuple):
     live: jax.Array
 
 
-def whiten_design(X, groups=None, *, whiten: bool = True, constant_columns: str = "inert", rank_tol=None):
+def whiten_design(
+    X,
+    groups=None,
+    *,
+    sample_weight=None,
+    whiten: bool = True,
+    constant_columns: str = "inert",
+    rank_tol=None,
+):
     """Standardise X and group-whiten it, for solvers that work on the design rather than moments.
 
-    Same coordinates and checks as :func:`prepare` (which uses it). Returns ``(design, groups)``
-    with ``design`` a :class:`Design` and ``groups`` the validated :class:`Groups`.
+    Same coordinates and checks as :func:`prepare`; with ``sample_weight`` the means, scales and
+    whitening use weighted moments (the rows of Z themselves are not scaled). Returns
+    ``(design, groups)`` with ``design`` a :class:`Design` and ``groups`` the validated :class:`Groups`.
     """
-    X, groups, rank_tol, summary, _ = _check_design(X, groups, constant_columns, rank_tol)
-    return _design(X, groups, summary, whiten=bool(whiten), rank_tol=rank_tol), groups
+    X, groups, rank_tol, summary, _, w = _check_design(
+        X, groups, constant_columns, rank_tol, sample_weight
+    )
+    design = _design(X, w, groups, summary, whiten=bool(whiten), rank_tol=rank_tol)
+    scales = _concrete(lambda: _design_scale_vectors(design.x_scale, summary))
+    if scales is not None:
+        check_scales(*scales)
+    return design, groups
 
 
 class _Bases(NamedTuple):
@@ -315,7 +493,9 @@ def _scales(x_sd, nonconstant):
     return x_scale, col_w
 
 
-def _group_bases(G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_tol: float) -> _Bases:
+def _group_bases(
+    G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_tol: float
+) -> _Bases:
     """Whitening bases and gradient metrics from the per-group moments of standardised features.
 
     ``G_blocks`` (J, s, s) holds ``X_gᵀX_g/n``. With ``V Λ Vᵀ`` its eigen-decomposition (decreasing
@@ -324,11 +504,15 @@ def _group_bases(G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_to
     index, mask = groups.index, groups.mask
     J, s_max = index.shape
     d = groups.ids.shape[0]
-    eye_s = jnp.broadcast_to(jnp.eye(s_max, dtype=G_blocks.dtype)[None, :, :], (J, s_max, s_max))
+    eye_s = jnp.broadcast_to(
+        jnp.eye(s_max, dtype=G_blocks.dtype)[None, :, :], (J, s_max, s_max)
+    )
     pad2 = mask[:, :, None] & mask[:, None, :]
     zeros_blocks = jnp.zeros_like(G_blocks)
     # Padding gets eigenvalue -1 so its eigenvectors never mix with real directions.
-    G_blocks_p = jnp.where(pad2, G_blocks, zeros_blocks) - jnp.where(mask[:, :, None], zeros_blocks, eye_s)
+    G_blocks_p = jnp.where(pad2, G_blocks, zeros_blocks) - jnp.where(
+        mask[:, :, None], zeros_blocks, eye_s
+    )
     evals, evecs = jnp.linalg.eigh(G_blocks_p)
     evals, evecs = evals[:, ::-1], evecs[:, :, ::-1]  # decreasing; padding last
     top = jnp.max(evals, axis=1, keepdims=True)
@@ -344,89 +528,176 @@ def _group_bases(G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_to
     else:
         basis = identity_real
         live_table = mask & jnp.take(nonconstant, index, mode="fill", fill_value=False)
-        metric_white = jnp.swapaxes(evecs * jnp.where(keep, 1.0 / jnp.sqrt(safe), zero)[:, None, :], 1, 2)
+        metric_white = jnp.swapaxes(
+            evecs * jnp.where(keep, 1.0 / jnp.sqrt(safe), zero)[:, None, :], 1, 2
+        )
         metric_std = identity_real
-    live = jnp.zeros(d, bool).at[index.reshape(-1)].set(live_table.reshape(-1), mode="drop")
+    live = (
+        jnp.zeros(d, bool)
+        .at[index.reshape(-1)]
+        .set(live_table.reshape(-1), mode="drop")
+    )
     return _Bases(basis, metric_white, metric_std, live)
 
 
 @partial(jax.jit, static_argnames=("whiten", "rank_tol"))
-def _design(X, groups: Groups, summary: _Summary, *, whiten: bool, rank_tol: float) -> Design:
-    n = X.shape[0]
-    nf = jnp.asarray(n, X.dtype)
+def _design(
+    X, w, groups: Groups, summary: Summary, *, whiten: bool, rank_tol: float
+) -> Design:
+    nf = summary.n_samples
     nonconstant = summary.col_max > summary.col_min
     x_mean = summary.col_sum / nf  # the means come from the validation pass
     Xc = X - x_mean[None, :]
-    x_scale, col_w = _scales(jnp.sqrt(jnp.mean(Xc * Xc, axis=0)), nonconstant)
+    sq = Xc * Xc
+    x_var = (jnp.sum(sq, axis=0) if w is None else w @ sq) / nf
+    x_scale, col_w = _scales(jnp.sqrt(x_var), nonconstant)
     Xs = Xc * col_w[None, :]  # standardised; constant columns are exactly zero
     # Per-group second moments of the standardised features (J, s, s): O(n·D·s).
-    Xg = gather_groups(Xs, groups.index, groups.mask, axis=1)  # (n, J, s)
+    Xw = Xs if w is None else Xs * jnp.sqrt(w)[:, None]
+    Xg = gather_groups(Xw, groups.index, groups.mask, axis=1)  # (n, J, s)
     G_blocks = jnp.einsum("nja,njb->jab", Xg, Xg) / nf
-    bases = _group_bases(G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol)
+    bases = _group_bases(
+        G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol
+    )
     Z = apply_block_diag(Xs, bases.basis, groups.index, groups.mask) if whiten else Xs
-    return Design(Z, x_mean, x_scale, bases.basis, bases.metric_white, bases.metric_std, bases.live)
+    return Design(
+        Z,
+        x_mean,
+        x_scale,
+        bases.basis,
+        bases.metric_white,
+        bases.metric_std,
+        bases.live,
+    )
 
 
-@partial(jax.jit, static_argnames=("whiten", "use_gram", "raw_gram", "rank_tol"))
-def _prepare(
-    X, Y, groups: Groups, l2, summary: _Summary, *, whiten: bool, use_gram: bool, raw_gram: bool, rank_tol: float
-) -> Problem:
-    n, d = X.shape
+@jax.jit
+def _design_scale_vectors(x_scale, summary: Summary, Y=None, w=None, y_scale=None):
+    """Scale-check vectors of a design path, (n, x_max, x_min, x_var, y_max, y_min, y_var): the
+    variance is the standardisation scale² on non-constant columns (Y entries None without Y)."""
     nonconstant = summary.col_max > summary.col_min
+    x_var = jnp.where(nonconstant, x_scale**2, jnp.ones_like(x_scale))
+    y_max = y_min = y_var = None
+    if Y is not None:
+        pos = jnp.ones((Y.shape[0], 1), bool) if w is None else (w > 0)[:, None]
+        y_max = jnp.max(jnp.where(pos, Y, -jnp.inf), axis=0)
+        y_min = jnp.min(jnp.where(pos, Y, jnp.inf), axis=0)
+        y_var = y_scale**2
+    return (
+        summary.n_samples,
+        summary.col_max,
+        summary.col_min,
+        x_var,
+        y_max,
+        y_min,
+        y_var,
+    )
+
+
+@partial(jax.jit, static_argnames=("whiten", "rank_tol"))
+def _from_moments(
+    m: Moments, groups: Groups, l2, *, whiten: bool, rank_tol: float
+) -> Problem:
+    """Standardise and group-whiten moments into a :class:`Problem`, all in D×D space."""
+    d = m.x_mean.shape[0]
+    dtype = m.x_mean.dtype
+    nonconstant = m.x_max > m.x_min
+    index, mask = groups.index, groups.mask
+    J, s_max = index.shape
+    eye_s = jnp.broadcast_to(jnp.eye(s_max, dtype=dtype)[None, :, :], (J, s_max, s_max))
+    pad2 = mask[:, :, None] & mask[:, None, :]
+    y_scale = jnp.sqrt(m.y_var)
+    x_scale, col_w = _scales(
+        jnp.sqrt(jnp.maximum(jnp.diagonal(m.gram), 0.0)), nonconstant
+    )
+    G = m.gram * col_w[:, None] * col_w[None, :]
+    rows = jnp.take(G, index, axis=0, mode="fill", fill_value=0)  # (J, s, D)
+    G_blocks = jnp.take_along_axis(rows, jnp.minimum(index, d - 1)[:, None, :], axis=2)
+    bases = _group_bases(
+        G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol
+    )
+    live = bases.live
+    b0t = (m.cross / y_scale[None, :]).T * col_w[None, :]  # (T, D)
+    if whiten:
+        G = apply_block_diag(G, bases.basis, index, mask)
+        G = apply_block_diag(G.T, bases.basis, index, mask)
+        b0t = apply_block_diag(b0t, bases.basis, index, mask)
+    inert_diag = jnp.where(live, l2, jnp.ones_like(m.x_mean))
+    C = jnp.where(live[:, None] & live[None, :], G, jnp.zeros_like(G)) + jnp.diag(
+        inert_diag
+    )
+    C = 0.5 * (C + C.T)
+    # Diagonal blocks C_gg taken from the same moments the solvers use.
+    rows = jnp.take(C, index, axis=0, mode="fill", fill_value=0)
+    diag_blocks = jnp.take_along_axis(
+        rows, jnp.minimum(index, d - 1)[:, None, :], axis=2
+    )
+    diag_blocks = jnp.where(pad2, diag_blocks, eye_s)
+    transform = Transform(
+        m.x_mean, x_scale, m.y_mean, y_scale, bases.basis, index, mask
+    )
+    return Problem(
+        C,
+        None,
+        b0t.T,
+        diag_blocks,
+        bases.metric_white,
+        bases.metric_std,
+        live,
+        groups,
+        transform,
+        l2,
+        jnp.asarray(m.n_samples, dtype),
+    )
+
+
+@partial(jax.jit, static_argnames=("whiten", "rank_tol"))
+def _prepare_design(
+    X, Y, w, groups: Groups, l2, summary: Summary, *, whiten: bool, rank_tol: float
+) -> Problem:
+    """gram=False: keep the design Z (rows scaled by √w) instead of forming C."""
     dtype = X.dtype
     index, mask = groups.index, groups.mask
     J, s_max = index.shape
-    nf = jnp.asarray(n, dtype)
-    y_mean = jnp.mean(Y, axis=0)
-    y_scale = jnp.sqrt(jnp.mean((Y - y_mean[None, :]) ** 2, axis=0))
-    Ys = (Y - y_mean[None, :]) / y_scale[None, :]
+    nf = summary.n_samples
     eye_s = jnp.broadcast_to(jnp.eye(s_max, dtype=dtype)[None, :, :], (J, s_max, s_max))
     pad2 = mask[:, :, None] & mask[:, None, :]
-
-    if use_gram:
-        # The summary pass gave the means; one GEMM gives the centred Gram, one GEMV-like pass XᵀY;
-        # scaling, whitening and the diagonal blocks then happen in D×D space.
-        x_mean = summary.col_sum / nf
-        if raw_gram:  # offsets small against spreads: XᵀX − n·μμᵀ, no centred copy of X
-            G = jax.lax.dot_general(X, X, (((0,), (0,)), ((), ()))) / nf - jnp.outer(x_mean, x_mean)
-            b0t = Ys.T @ X - jnp.sum(Ys, axis=0)[:, None] * x_mean[None, :]
-        else:
-            Xc = X - x_mean[None, :]
-            G = jax.lax.dot_general(Xc, Xc, (((0,), (0,)), ((), ()))) / nf
-            b0t = Ys.T @ Xc
-        x_scale, col_w = _scales(jnp.sqrt(jnp.maximum(jnp.diagonal(G), 0.0)), nonconstant)
-        G = G * col_w[:, None] * col_w[None, :]
-        rows = jnp.take(G, index, axis=0, mode="fill", fill_value=0)  # (J, s, D)
-        G_blocks = jnp.take_along_axis(rows, jnp.minimum(index, d - 1)[:, None, :], axis=2)
-        bases = _group_bases(G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol)
-        live = bases.live
-        b0t = b0t * col_w[None, :] / nf  # (T, D), written as u @ X
-        if whiten:
-            G = apply_block_diag(G, bases.basis, index, mask)
-            G = apply_block_diag(G.T, bases.basis, index, mask)
-            b0t = apply_block_diag(b0t, bases.basis, index, mask)
-        inert_diag = jnp.where(live, l2, jnp.ones_like(x_mean))
-        C = jnp.where(live[:, None] & live[None, :], G, jnp.zeros_like(G)) + jnp.diag(inert_diag)
-        C = 0.5 * (C + C.T)
-        b0 = b0t.T
-        # Diagonal blocks C_gg taken from the same moments the solvers use.
-        rows = jnp.take(C, index, axis=0, mode="fill", fill_value=0)
-        diag_blocks = jnp.take_along_axis(rows, jnp.minimum(index, d - 1)[:, None, :], axis=2)
-        Z_out = None
+    if w is None:
+        y_mean = jnp.mean(Y, axis=0)
+        Yc = Y - y_mean[None, :]
     else:
-        design = _design(X, groups, summary, whiten=whiten, rank_tol=rank_tol)
-        x_mean, x_scale, live = design.x_mean, design.x_scale, design.live
-        bases = _Bases(design.basis, design.metric_white, design.metric_std, live)
-        Z_out = design.Z
-        C = None
-        inert_diag = jnp.where(live, l2, jnp.ones_like(x_mean))
-        b0 = (Ys.T @ Z_out).T / nf  # (Yᵀ Z)ᵀ: no X.T @ u
-        Zg = gather_groups(Z_out, index, mask, axis=1)  # (n, J, s)
-        diag_blocks = jnp.einsum("nja,njb->jab", Zg, Zg) / nf
-        diag_blocks = diag_blocks + eye_s * jnp.take(inert_diag, index, mode="fill", fill_value=1)[:, None, :]
+        y_mean = (w @ Y) / nf
+        Yc = (Y - y_mean[None, :]) * jnp.sqrt(w)[:, None]
+    y_scale = jnp.sqrt(jnp.sum(Yc * Yc, axis=0) / nf)
+    Ys = Yc / y_scale[None, :]
+    design = _design(X, w, groups, summary, whiten=whiten, rank_tol=rank_tol)
+    Z = design.Z if w is None else design.Z * jnp.sqrt(w)[:, None]
+    live = design.live
+    inert_diag = jnp.where(live, l2, jnp.ones_like(design.x_mean))
+    b0 = (Ys.T @ Z).T / nf  # (Yᵀ Z)ᵀ: no X.T @ u
+    Zg = gather_groups(Z, index, mask, axis=1)  # (n, J, s)
+    diag_blocks = jnp.einsum("nja,njb->jab", Zg, Zg) / nf
+    diag_blocks = (
+        diag_blocks
+        + eye_s * jnp.take(inert_diag, index, mode="fill", fill_value=1)[:, None, :]
+    )
     diag_blocks = jnp.where(pad2, diag_blocks, eye_s)
-    transform = Transform(x_mean, x_scale, y_mean, y_scale, bases.basis, index, mask)
-    return Problem(C, Z_out, b0, diag_blocks, bases.metric_white, bases.metric_std, live, groups, transform, l2, nf)
+    transform = Transform(
+        design.x_mean, design.x_scale, y_mean, y_scale, design.basis, index, mask
+    )
+    return Problem(
+        None,
+        Z,
+        b0,
+        diag_blocks,
+        design.metric_white,
+        design.metric_std,
+        live,
+        groups,
+        transform,
+        l2,
+        nf,
+    )
 
 
 def to_raw_coef(transform: Transform, w: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -434,9 +705,13 @@ def to_raw_coef(transform: Transform, w: jax.Array) -> tuple[jax.Array, jax.Arra
     lead = w.shape[:-2]
     d, t = w.shape[-2:]
     w2 = jnp.moveaxis(w.reshape((-1, d, t)), 1, 2).reshape((-1, d))  # (B·T, D)
-    std = apply_block_diag(w2, jnp.swapaxes(transform.basis, 1, 2), transform.index, transform.mask)
+    std = apply_block_diag(
+        w2, jnp.swapaxes(transform.basis, 1, 2), transform.index, transform.mask
+    )
     std = jnp.moveaxis(std.reshape((-1, t, d)), 1, 2).reshape(lead + (d, t))
-    scale = (transform.y_scale[None, :] / transform.x_scale[:, None]).reshape((1,) * len(lead) + (d, t))
+    scale = (transform.y_scale[None, :] / transform.x_scale[:, None]).reshape(
+        (1,) * len(lead) + (d, t)
+    )
     coef = std * scale
     offset = jnp.einsum("d,...dt->...t", transform.x_mean, coef)
     intercept = transform.y_mean.reshape((1,) * len(lead) + (t,)) - offset

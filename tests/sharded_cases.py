@@ -50,6 +50,8 @@ def test_sequencing(gram, offset):
     X = X + offset
     groups = js.Groups.from_ids(np.arange(12) // 2, np.linspace(1, 3, 6))
     Xs, Ys = js.shard_rows(X), js.shard_rows(Y)
+    X, Y = jnp.asarray(X), jnp.asarray(Y)  # the same (XLA) moments kernel on one device; numpy X
+    # takes the host kernel, compared with XLA in test_moments.py
     for solver in (js.cs_omp, js.cs_fr, js.doubling):
         a = solver(js.prepare(X, Y, groups, gram=gram))
         b = solver(js.prepare(Xs, Ys, groups, gram=gram))
@@ -60,7 +62,7 @@ def test_sequencing(gram, offset):
 def test_group_lasso_path():
     X, Y = regression_data(seed=1)
     groups = js.Groups.from_ids(np.arange(12) // 3, [1.0, 2.0, 1.0, 3.0])
-    a = js.group_lasso_path(js.prepare(X, Y, groups), n_lambdas=8)
+    a = js.group_lasso_path(js.prepare(jnp.asarray(X), jnp.asarray(Y), groups), n_lambdas=8)
     b = js.group_lasso_path(js.prepare(js.shard_rows(X), js.shard_rows(Y), groups), n_lambdas=8)
     assert a.order.tolist() == b.order.tolist()
     close(a, b, rtol=2e-3, atol=2e-4)  # float32 BCD stops anywhere within its KKT tolerance (1e-5·λ_max)

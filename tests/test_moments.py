@@ -1,0 +1,262 @@
+"""The moments engine behind prepare: host and XLA kernels against the plain float64 formulas."""
+
+import itertools
+import tracemalloc
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxselect as js
+from jaxselect import moments as moments_mod
+from jaxselect.moments import column_summary as _column_summary
+from jaxselect.moments import xla_moments as _xla_moments
+
+
+def reference_moments(X, Y, w=None):
+    """Weighted means, centred Gram and cross moments, in float64 numpy (the plain formulas)."""
+    X, Y = np.asarray(X, np.float64), np.asarray(Y, np.float64).reshape(len(X), -1)
+    w = np.ones(len(X)) if w is None else np.asarray(w, np.float64)
+    n = w.sum()
+    mu, nu = w @ X / n, w @ Y / n
+    Xc, Yc = X - mu, Y - nu
+    return (
+        n,
+        mu,
+        (Xc * w[:, None]).T @ Xc / n,
+        nu,
+        w @ (Yc * Yc) / n,
+        (Xc * w[:, None]).T @ Yc / n,
+    )
+
+
+def data(n=403, d=7, t=2, offset=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * np.linspace(0.5, 3.0, d) + offset
+    X[:, 2] = 4.0  # a constant column
+    Y = X[:, :2] @ np.ones((2, t)) + rng.normal(size=(n, t))
+    return X, Y
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Force many host chunks (and a ragged last one) on small data."""
+    monkeypatch.setattr(moments_mod, "HOST_CHUNK_BYTES", 64)
+    monkeypatch.setattr(moments_mod, "HOST_CHUNK_MIN_ROWS", 50)
+
+
+def assert_moments(m, ref, rtol):
+    n, mu, G, nu, v, B = ref
+    scale = np.sqrt(np.maximum(np.diagonal(G), 1e-30))
+    np.testing.assert_allclose(float(m.n_samples), n, rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(m.x_mean), mu, rtol=rtol, atol=rtol * (1 + np.abs(mu).max())
+    )
+    np.testing.assert_allclose(
+        np.asarray(m.gram), G, atol=rtol * np.outer(scale, scale).max() * 10
+    )
+    np.testing.assert_allclose(
+        np.asarray(m.y_mean), nu, rtol=rtol, atol=rtol * (1 + np.abs(nu).max())
+    )
+    np.testing.assert_allclose(np.asarray(m.y_var), v, rtol=10 * rtol)
+    np.testing.assert_allclose(
+        np.asarray(m.cross), B, atol=10 * rtol * scale.max() * np.sqrt(v).max()
+    )
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3], ids=["centred", "offset"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_host_kernel_equals_plain_formulas(small_chunks, dtype, offset, weighted):
+    X, Y = data(offset=offset)
+    w = np.random.default_rng(3).uniform(0.0, 2.0, len(X)) if weighted else None
+    if weighted:
+        w[::7] = 0.0
+    Xd = X.astype(dtype)  # the data the engine sees, in the compute dtype
+    m = moments_mod.moments_host(Xd, Y.astype(dtype), w, dtype)
+    assert np.asarray(m.gram).dtype == dtype
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    assert_moments(m, reference_moments(Xd, Y.astype(dtype), w), rtol)
+    live = np.asarray(m.x_max) > np.asarray(m.x_min)
+    assert live.tolist() == [True, True, False, True, True, True, True]
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("centre", [False, True], ids=["raw-gram", "centred-copy"])
+def test_xla_kernel_equals_plain_formulas(dtype, weighted, centre):
+    X, Y = data()
+    w = np.random.default_rng(3).uniform(0.0, 2.0, len(X)) if weighted else None
+    Xj, Yj = jnp.asarray(X, dtype), jnp.asarray(Y, dtype)
+    wj = None if w is None else jnp.asarray(w, dtype)
+    m = _xla_moments(Xj, Yj, wj, _column_summary(Xj, wj), centre=centre)
+    rtol = 1e-12 if dtype == np.float64 else 2e-5
+    assert_moments(m, reference_moments(np.asarray(Xj), np.asarray(Yj), w), rtol)
+
+
+def test_host_and_xla_prepare_agree_and_offsets_cost_no_precision(small_chunks):
+    """float32 with a large offset: the host kernel's shifted pass is at least as accurate as XLA's."""
+    X, Y = data(offset=1e4)
+    X32, Y32 = X.astype(np.float32), Y.astype(np.float32)
+    with jax.enable_x64():
+        truth = js.prepare(X32.astype(np.float64), Y32.astype(np.float64), l2=1e-6)
+        truth_C, truth_b0 = np.asarray(truth.C), np.asarray(truth.b0)
+    host = js.prepare(X32, Y32, l2=1e-6)
+    xla = js.prepare(jnp.asarray(X32), jnp.asarray(Y32), l2=1e-6)
+    err_host = np.abs(np.asarray(host.C) - truth_C).max()
+    err_xla = np.abs(np.asarray(xla.C) - truth_C).max()
+    assert err_host <= max(err_xla, 1e-5)
+    assert np.abs(np.asarray(host.b0) - truth_b0).max() < 1e-4
+    assert js.cs_omp(host).order.tolist() == js.cs_omp(xla).order.tolist()
+
+
+def test_integer_weights_equal_repeated_rows_and_zero_weights_equal_dropped_rows(
+    small_chunks,
+):
+    X, Y = data(n=120, t=1)
+    w = np.random.default_rng(5).integers(0, 4, len(X))
+    groups = js.Groups.from_ids(np.arange(7) // 2, [1.0, 2.0, 1.5, 1.0])
+    repeated = js.prepare(np.repeat(X, w, 0), np.repeat(Y, w, 0), groups, l2=1e-4)
+    for Xin, Yin, win, gram in (
+        (X, Y, w, True),  # host kernel
+        (
+            jnp.asarray(X, jnp.float32),
+            jnp.asarray(Y, jnp.float32),
+            jnp.asarray(w, jnp.float32),
+            True,
+        ),  # XLA
+        (
+            jnp.asarray(X, jnp.float32),
+            jnp.asarray(Y, jnp.float32),
+            jnp.asarray(w, jnp.float32),
+            False,
+        ),  # design
+    ):
+        weighted = js.prepare(Xin, Yin, groups, sample_weight=win, l2=1e-4, gram=gram)
+        assert float(weighted.n_samples) == w.sum()
+        a, b = js.cs_fr(weighted), js.cs_fr(repeated)
+        assert a.order.tolist() == b.order.tolist()
+        np.testing.assert_allclose(a.objective, b.objective, rtol=1e-4)
+        np.testing.assert_allclose(a.coef, b.coef, rtol=2e-3, atol=2e-4)
+        np.testing.assert_allclose(a.intercept, b.intercept, rtol=2e-3, atol=2e-4)
+
+
+def test_weighted_full_prefix_equals_sklearn_weighted_least_squares():
+    from sklearn.linear_model import LinearRegression
+
+    X, Y = data(n=200, t=1, seed=2)
+    X = np.delete(X, 2, axis=1)
+    w = np.random.default_rng(7).uniform(0.1, 3.0, len(X))
+    with jax.enable_x64():
+        path = js.cs_omp(js.prepare(X, Y[:, 0], sample_weight=w, l2=0.0))
+        ref = LinearRegression().fit(X, Y[:, 0], sample_weight=w)
+        np.testing.assert_allclose(
+            np.asarray(path.coef[-1, :, 0]), ref.coef_, rtol=1e-8
+        )
+        np.testing.assert_allclose(
+            float(path.intercept[-1, 0]), ref.intercept_, rtol=1e-8
+        )
+
+
+def test_prepare_from_batches_equals_prepare(small_chunks):
+    X, Y = data(offset=50.0)
+    groups = js.Groups.from_ids(np.arange(7) // 3, [1.0, 2.0, 3.0])
+    w = np.random.default_rng(1).uniform(0, 2, len(X))
+    whole = js.prepare(X, Y, groups, sample_weight=w)
+    sizes = [0, 100, 1, 150, 152]
+    starts = np.cumsum([0] + sizes)
+    batches = [(X[a:b], Y[a:b], w[a:b]) for a, b in itertools.pairwise(starts)]
+    chunked = js.prepare_from_batches(iter(batches), groups)
+    for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(chunked)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=2e-5)
+    memmap_like = ((X[i : i + 64], Y[i : i + 64, 0]) for i in range(0, len(X), 64))
+    assert (
+        js.cs_fr(js.prepare_from_batches(memmap_like)).order.tolist()
+        == js.cs_fr(js.prepare(X, Y[:, 0])).order.tolist()
+    )
+
+
+def test_prepare_from_batches_names_the_bad_chunk():
+    X, Y = data(n=300)
+    bad = X.copy()
+    bad[250, 4] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or Inf in batch 2 \(rows 200–299\)"):
+        js.prepare_from_batches(
+            (bad[i : i + 100], Y[i : i + 100]) for i in range(0, 300, 100)
+        )
+    with pytest.raises(
+        ValueError, match="batch 1 has 6 columns; earlier rows had 7|X in batch 1"
+    ):
+        js.prepare_from_batches([(X[:100], Y[:100]), (X[100:200, :6], Y[100:200])])
+    with pytest.raises(ValueError, match="batches is empty"):
+        js.prepare_from_batches([])
+    with pytest.raises(TypeError, match="batch 0 must be a tuple"):
+        js.prepare_from_batches([X])
+    with pytest.raises(ValueError, match="Y has 99 rows but X has 100"):
+        js.prepare_from_batches([(X[:100], Y[:99])])
+
+
+@pytest.mark.parametrize("kernel", ["host", "xla"])
+def test_nonfinite_and_scale_errors_from_both_kernels(small_chunks, kernel):
+    as_input = (
+        (lambda a: a) if kernel == "host" else (lambda a: jnp.asarray(a, jnp.float32))
+    )
+    X, Y = data(n=200, t=1)
+    for value in (np.nan, np.inf, -np.inf):
+        bad = X.copy()
+        bad[170, 5] = value
+        with pytest.raises(ValueError, match="X contains NaN or Inf"):
+            js.prepare(as_input(bad), as_input(Y))
+    bad_y = Y.copy()
+    bad_y[3, 0] = np.nan
+    with pytest.raises(ValueError, match="Y contains NaN or Inf|X or Y contains NaN"):
+        js.prepare(as_input(X), as_input(bad_y))
+    with pytest.raises(ValueError, match="too large"):
+        js.prepare(as_input(X * 1e30), as_input(Y))
+    with pytest.raises(ValueError, match="vary too little"):
+        js.prepare(as_input(X * 1e-21), as_input(Y))
+    with pytest.raises(ValueError, match="of Y vary too little"):
+        js.prepare(as_input(X), as_input(Y * 1e-30))
+    with pytest.raises(ValueError, match="Y has entries too large"):
+        js.prepare(as_input(X), as_input(Y * 1e20))
+    with pytest.raises(ValueError, match="are constant"):
+        js.prepare(as_input(X), as_input(np.ones_like(Y)))
+    with pytest.raises(ValueError, match="non-negative"):
+        js.prepare(as_input(X), as_input(Y), sample_weight=-np.ones(200))
+    with pytest.raises(ValueError, match=r"shape \(200,\)"):
+        js.prepare(as_input(X), as_input(Y), sample_weight=np.ones(199))
+    with pytest.raises(ValueError, match="at least 2 positive"):
+        js.prepare(as_input(X), as_input(Y), sample_weight=np.eye(200)[0])
+
+
+def test_traced_input_keeps_the_xla_path_and_matches_host():
+    X, Y = data(t=1)
+    host = js.prepare(X, Y)
+    traced = jax.jit(lambda X, Y: js.prepare(X, Y))(
+        X.astype(np.float32), Y.astype(np.float32)
+    )
+    np.testing.assert_allclose(np.asarray(traced.C), np.asarray(host.C), atol=2e-5)
+    np.testing.assert_allclose(np.asarray(traced.b0), np.asarray(host.b0), atol=2e-5)
+    # a numpy X closed over by a user's jit is concrete: the host kernel runs at trace time
+    l2s = jnp.asarray([1e-4, 1e-2], jnp.float32)
+    C = jax.vmap(lambda l2: js.prepare(X, Y, l2=l2).C)(l2s)
+    np.testing.assert_allclose(
+        np.asarray(C[1] - C[0]),
+        np.diag(np.where(np.asarray(host.live), 0.0099, 0.0)),
+        atol=1e-6,
+    )
+
+
+def test_host_kernel_streams_without_copying_x(monkeypatch):
+    """numpy X on the CPU backend: the host memory the engine allocates is a chunk, not a copy of X."""
+    monkeypatch.setattr(moments_mod, "HOST_CHUNK_BYTES", 1 << 20)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20_000, 100)).astype(np.float32)  # 8 MB
+    y = X[:, 0] + rng.normal(size=20_000).astype(np.float32)
+    js.prepare(X, y)  # compile first
+    tracemalloc.start()
+    js.prepare(X, y)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < X.nbytes / 2, (
+        f"peak {peak / 2**20:.1f} MiB for an X of {X.nbytes / 2**20:.1f} MiB"
+    )
