@@ -67,13 +67,9 @@ def interleaved(fns: dict, repeat: int) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--quick", action="store_true", help="small sizes (CI-sized run)"
-    )
+    parser.add_argument("--quick", action="store_true", help="small sizes (CI-sized run)")
     parser.add_argument("--float64", action="store_true")
-    parser.add_argument(
-        "--large", action="store_true", help="also n = 1 000 000 (accelerators)"
-    )
+    parser.add_argument("--large", action="store_true", help="also n = 1 000 000 (accelerators)")
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args(argv)
     if args.float64:
@@ -82,9 +78,7 @@ def main(argv=None):
     from sklearn.linear_model import LinearRegression, OrthogonalMatchingPursuit
 
     dtype = np.float64 if args.float64 else np.float32
-    sizes = (
-        [(2000, 100, 20)] if args.quick else [(20_000, 500, 100), (100_000, 500, 250)]
-    )
+    sizes = [(2000, 100, 20)] if args.quick else [(20_000, 500, 100), (100_000, 500, 250)]
     if args.large:
         sizes.append((1_000_000, 500, 250))
     raw_fn = jax.jit(raw_gram)
@@ -133,15 +127,11 @@ def main(argv=None):
                 "prepare s": t["prepare"],
                 "cs_omp s": t["cs_omp"],
                 "cs_fr s": t["cs_fr"],
-                "fr/omp total": (t["prepare"] + t["cs_fr"])
-                / (t["prepare"] + t["cs_omp"]),
+                "fr/omp total": (t["prepare"] + t["cs_fr"]) / (t["prepare"] + t["cs_omp"]),
                 "first call s": first,
                 "first cs_fr s": first_fr,
                 "same picks": len(ours & theirs) / k,
-                "device peak GiB": (device_memory() or {}).get(
-                    "peak_bytes_in_use", float("nan")
-                )
-                / 2**30,
+                "device peak GiB": (device_memory() or {}).get("peak_bytes_in_use", float("nan")) / 2**30,
             }
         )
         print(table(rows[-1:], list(rows[-1].keys())), flush=True)
@@ -151,9 +141,7 @@ def main(argv=None):
 
     n, d, k = (500, 30, 5) if args.quick else (2000, 100, 10)
     X, y = make_data(n, d, k, dtype, seed=1)
-    sfs = SequentialFeatureSelector(
-        LinearRegression(), n_features_to_select=k, direction="forward", cv=2
-    )
+    sfs = SequentialFeatureSelector(LinearRegression(), n_features_to_select=k, direction="forward", cv=2)
     _, t_sfs = timeit(lambda: sfs.fit(X, y), repeat=1, warmup=1)
     _, t_fr = timeit(lambda: js.cs_fr(js.prepare(X, y, l2=1e-6), k=k))
     fr_set = set(np.asarray(js.cs_fr(js.prepare(X, y, l2=1e-6), k=k).order).tolist())

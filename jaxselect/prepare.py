@@ -136,9 +136,7 @@ class Problem(NamedTuple):
 def check_problem(problem, *, need_gram: bool = False) -> None:
     """TypeError unless ``problem`` is a :class:`Problem`; with ``need_gram``, ValueError for gram=False."""
     if not isinstance(problem, Problem):
-        raise TypeError(
-            f"expected a Problem from jaxselect.prepare(X, Y, groups); got {type(problem).__name__}"
-        )
+        raise TypeError(f"expected a Problem from jaxselect.prepare(X, Y, groups); got {type(problem).__name__}")
     if need_gram and problem.C is None:
         raise ValueError(
             "this solver works on the Gram matrix; prepare the problem with gram=True "
@@ -222,9 +220,7 @@ def prepare(
             constant_columns=constant_columns,
             rank_tol=rank_tol,
         )
-    X, groups, rank_tol, summary, raw_gram, w = _check_design(
-        X, groups, constant_columns, rank_tol, sample_weight
-    )
+    X, groups, rank_tol, summary, raw_gram, w = _check_design(X, groups, constant_columns, rank_tol, sample_weight)
     n, d = X.shape
     Y, _ = as_targets(Y, n, "Y", dtype=X.dtype)
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
@@ -234,16 +230,10 @@ def prepare(
         scales = _concrete(lambda: scale_vectors(moments))
         if scales is not None:
             check_scales(*scales)
-        return _from_moments(
-            moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol
-        )
-    problem = _prepare_design(
-        X, Y, w, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol
-    )
+        return _from_moments(moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
+    problem = _prepare_design(X, Y, w, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)
     scales = _concrete(
-        lambda: _design_scale_vectors(
-            problem.transform.x_scale, summary, Y, w, problem.transform.y_scale
-        )
+        lambda: _design_scale_vectors(problem.transform.x_scale, summary, Y, w, problem.transform.y_scale)
     )
     if scales is not None:
         check_scales(*scales)
@@ -266,36 +256,16 @@ def problem_from_moments(
     """
     check_constant_mode(constant_columns)
     if moments.gram is None:
-        raise ValueError(
-            "problem_from_moments needs moments with the Gram matrix (gram=True)"
-        )
-    dtype = (
-        np.dtype(np.asarray(moments.x_mean).dtype)
-        if not is_traced(moments.x_mean)
-        else moments.x_mean.dtype
-    )
+        raise ValueError("problem_from_moments needs moments with the Gram matrix (gram=True)")
+    dtype = np.dtype(np.asarray(moments.x_mean).dtype) if not is_traced(moments.x_mean) else moments.x_mean.dtype
     groups = as_groups(groups, moments.x_mean.shape[0], dtype=dtype)
     rank_tol = _rank_tol(rank_tol, dtype)
     l2 = as_hyper(l2, "l2", dtype, low=0.0)
     if not is_traced(moments):
         m = jax.tree.map(np.asarray, moments)
-        _check_constant(m.x_max, m.x_min, constant_columns)
-        check_scales(
-            m.n_samples,
-            m.x_max,
-            m.x_min,
-            np.diagonal(m.gram),
-            m.y_max,
-            m.y_min,
-            m.y_var,
-        )
-    return _from_moments(
-        jax.tree.map(jnp.asarray, moments),
-        groups,
-        l2,
-        whiten=bool(whiten),
-        rank_tol=rank_tol,
-    )
+        _check_constant(m.constant, constant_columns)
+        check_scales(m.n_samples, m.constant, np.diagonal(m.gram), m.y_constant, m.y_var, m.x_spread)
+    return _from_moments(jax.tree.map(jnp.asarray, moments), groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
 
 
 def as_sample_weight(sample_weight, n: int, name: str = "sample_weight"):
@@ -312,22 +282,16 @@ def as_sample_weight(sample_weight, n: int, name: str = "sample_weight"):
         if w.dtype == object or w.dtype.kind not in "biuf":
             raise TypeError(f"{name} must be a numeric array; got dtype {w.dtype}")
     if w.ndim != 1 or w.shape[0] != n:
-        raise ValueError(
-            f"{name} must have shape ({n},), one weight per row of X; got {tuple(w.shape)}"
-        )
+        raise ValueError(f"{name} must have shape ({n},), one weight per row of X; got {tuple(w.shape)}")
     if is_traced(w):
         return w
     wh = np.asarray(w)
     if not np.isfinite(wh).all():
         raise ValueError(f"{name} contains NaN or Inf")
     if (wh < 0).any():
-        raise ValueError(
-            f"{name} must be non-negative; row {int(np.flatnonzero(wh < 0)[0])} has {wh[wh < 0][0]}"
-        )
+        raise ValueError(f"{name} must be non-negative; row {int(np.flatnonzero(wh < 0)[0])} has {wh[wh < 0][0]}")
     if np.count_nonzero(wh > 0) < MIN_ROWS:
-        raise ValueError(
-            f"{name} needs at least {MIN_ROWS} positive weights; got {np.count_nonzero(wh > 0)}"
-        )
+        raise ValueError(f"{name} needs at least {MIN_ROWS} positive weights; got {np.count_nonzero(wh > 0)}")
     return w
 
 
@@ -372,9 +336,7 @@ def _host_targets(Y, n: int, name: str) -> np.ndarray:
     if Y.dtype == object or Y.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be numeric; got dtype {Y.dtype}")
     if Y.ndim not in (1, 2):
-        raise ValueError(
-            f"{name} must be 1-D (n,) or 2-D (n, T); got shape {tuple(Y.shape)}"
-        )
+        raise ValueError(f"{name} must be 1-D (n,) or 2-D (n, T); got shape {tuple(Y.shape)}")
     if Y.shape[0] != n:
         raise ValueError(f"{name} has {Y.shape[0]} rows but X has {n}; they must match")
     if Y.ndim == 2 and Y.shape[1] < 1:
@@ -382,8 +344,8 @@ def _host_targets(Y, n: int, name: str) -> np.ndarray:
     return Y[:, None] if Y.ndim == 1 else Y
 
 
-def _check_constant(x_max, x_min, constant_columns: str) -> None:
-    constant = ~(np.asarray(x_max) > np.asarray(x_min))
+def _check_constant(constant, constant_columns: str) -> None:
+    constant = np.asarray(constant, bool)
     if constant.all():
         raise ValueError("every column of X is constant; there is nothing to select")
     if constant.any() and constant_columns == "raise":
@@ -417,9 +379,7 @@ def _check_design(X, groups, constant_columns: str, rank_tol, sample_weight=None
     rank_tol = _rank_tol(rank_tol, X.dtype)
     summary = column_summary(X, w)
     verdict = host_value(lambda: summary_verdict(summary))
-    if (
-        verdict is None
-    ):  # inside a user's jit/vmap: value checks cannot run; constant columns stay inert
+    if verdict is None:  # inside a user's jit/vmap: value checks cannot run; constant columns stay inert
         return X, groups, rank_tol, summary, False, w
     nonfinite, overflow, offset_ratio = (float(v) for v in verdict)
     if nonfinite:
@@ -429,7 +389,7 @@ def _check_design(X, groups, constant_columns: str, rank_tol, sample_weight=None
             f"X has entries too large for {X.dtype} second moments (sums of squares overflow); "
             "rescale X (or use float64 with jax_enable_x64)"
         )
-    _check_constant(summary.col_max, summary.col_min, constant_columns)
+    _check_constant(~np.asarray(summary.col_max > summary.col_min), constant_columns)
     return X, groups, rank_tol, summary, offset_ratio <= RAW_GRAM_MAX_OFFSET_RATIO, w
 
 
@@ -470,9 +430,7 @@ def whiten_design(
     whitening use weighted moments (the rows of Z themselves are not scaled). Returns
     ``(design, groups)`` with ``design`` a :class:`Design` and ``groups`` the validated :class:`Groups`.
     """
-    X, groups, rank_tol, summary, _, w = _check_design(
-        X, groups, constant_columns, rank_tol, sample_weight
-    )
+    X, groups, rank_tol, summary, _, w = _check_design(X, groups, constant_columns, rank_tol, sample_weight)
     design = _design(X, w, groups, summary, whiten=bool(whiten), rank_tol=rank_tol)
     scales = _concrete(lambda: _design_scale_vectors(design.x_scale, summary))
     if scales is not None:
@@ -493,9 +451,7 @@ def _scales(x_sd, nonconstant):
     return x_scale, col_w
 
 
-def _group_bases(
-    G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_tol: float
-) -> _Bases:
+def _group_bases(G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_tol: float) -> _Bases:
     """Whitening bases and gradient metrics from the per-group moments of standardised features.
 
     ``G_blocks`` (J, s, s) holds ``X_gᵀX_g/n``. With ``V Λ Vᵀ`` its eigen-decomposition (decreasing
@@ -504,15 +460,11 @@ def _group_bases(
     index, mask = groups.index, groups.mask
     J, s_max = index.shape
     d = groups.ids.shape[0]
-    eye_s = jnp.broadcast_to(
-        jnp.eye(s_max, dtype=G_blocks.dtype)[None, :, :], (J, s_max, s_max)
-    )
+    eye_s = jnp.broadcast_to(jnp.eye(s_max, dtype=G_blocks.dtype)[None, :, :], (J, s_max, s_max))
     pad2 = mask[:, :, None] & mask[:, None, :]
     zeros_blocks = jnp.zeros_like(G_blocks)
     # Padding gets eigenvalue -1 so its eigenvectors never mix with real directions.
-    G_blocks_p = jnp.where(pad2, G_blocks, zeros_blocks) - jnp.where(
-        mask[:, :, None], zeros_blocks, eye_s
-    )
+    G_blocks_p = jnp.where(pad2, G_blocks, zeros_blocks) - jnp.where(mask[:, :, None], zeros_blocks, eye_s)
     evals, evecs = jnp.linalg.eigh(G_blocks_p)
     evals, evecs = evals[:, ::-1], evecs[:, :, ::-1]  # decreasing; padding last
     top = jnp.max(evals, axis=1, keepdims=True)
@@ -528,22 +480,14 @@ def _group_bases(
     else:
         basis = identity_real
         live_table = mask & jnp.take(nonconstant, index, mode="fill", fill_value=False)
-        metric_white = jnp.swapaxes(
-            evecs * jnp.where(keep, 1.0 / jnp.sqrt(safe), zero)[:, None, :], 1, 2
-        )
+        metric_white = jnp.swapaxes(evecs * jnp.where(keep, 1.0 / jnp.sqrt(safe), zero)[:, None, :], 1, 2)
         metric_std = identity_real
-    live = (
-        jnp.zeros(d, bool)
-        .at[index.reshape(-1)]
-        .set(live_table.reshape(-1), mode="drop")
-    )
+    live = jnp.zeros(d, bool).at[index.reshape(-1)].set(live_table.reshape(-1), mode="drop")
     return _Bases(basis, metric_white, metric_std, live)
 
 
 @partial(jax.jit, static_argnames=("whiten", "rank_tol"))
-def _design(
-    X, w, groups: Groups, summary: Summary, *, whiten: bool, rank_tol: float
-) -> Design:
+def _design(X, w, groups: Groups, summary: Summary, *, whiten: bool, rank_tol: float) -> Design:
     nf = summary.n_samples
     nonconstant = summary.col_max > summary.col_min
     x_mean = summary.col_sum / nf  # the means come from the validation pass
@@ -556,9 +500,7 @@ def _design(
     Xw = Xs if w is None else Xs * jnp.sqrt(w)[:, None]
     Xg = gather_groups(Xw, groups.index, groups.mask, axis=1)  # (n, J, s)
     G_blocks = jnp.einsum("nja,njb->jab", Xg, Xg) / nf
-    bases = _group_bases(
-        G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol
-    )
+    bases = _group_bases(G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol)
     Z = apply_block_diag(Xs, bases.basis, groups.index, groups.mask) if whiten else Xs
     return Design(
         Z,
@@ -573,49 +515,34 @@ def _design(
 
 @jax.jit
 def _design_scale_vectors(x_scale, summary: Summary, Y=None, w=None, y_scale=None):
-    """Scale-check vectors of a design path, (n, x_max, x_min, x_var, y_max, y_min, y_var): the
+    """Scale-check vectors of a design path, (n, constant, x_var, y_constant, y_var, x_spread): the
     variance is the standardisation scale² on non-constant columns (Y entries None without Y)."""
-    nonconstant = summary.col_max > summary.col_min
-    x_var = jnp.where(nonconstant, x_scale**2, jnp.ones_like(x_scale))
-    y_max = y_min = y_var = None
+    constant = ~(summary.col_max > summary.col_min)
+    x_var = jnp.where(constant, jnp.ones_like(x_scale), x_scale**2)
+    y_constant = y_var = None
     if Y is not None:
         pos = jnp.ones((Y.shape[0], 1), bool) if w is None else (w > 0)[:, None]
-        y_max = jnp.max(jnp.where(pos, Y, -jnp.inf), axis=0)
-        y_min = jnp.min(jnp.where(pos, Y, jnp.inf), axis=0)
+        y_constant = ~(jnp.max(jnp.where(pos, Y, -jnp.inf), axis=0) > jnp.min(jnp.where(pos, Y, jnp.inf), axis=0))
         y_var = y_scale**2
-    return (
-        summary.n_samples,
-        summary.col_max,
-        summary.col_min,
-        x_var,
-        y_max,
-        y_min,
-        y_var,
-    )
+    return summary.n_samples, constant, x_var, y_constant, y_var, summary.col_max - summary.col_min
 
 
 @partial(jax.jit, static_argnames=("whiten", "rank_tol"))
-def _from_moments(
-    m: Moments, groups: Groups, l2, *, whiten: bool, rank_tol: float
-) -> Problem:
+def _from_moments(m: Moments, groups: Groups, l2, *, whiten: bool, rank_tol: float) -> Problem:
     """Standardise and group-whiten moments into a :class:`Problem`, all in D×D space."""
     d = m.x_mean.shape[0]
     dtype = m.x_mean.dtype
-    nonconstant = m.x_max > m.x_min
+    nonconstant = ~m.constant
     index, mask = groups.index, groups.mask
     J, s_max = index.shape
     eye_s = jnp.broadcast_to(jnp.eye(s_max, dtype=dtype)[None, :, :], (J, s_max, s_max))
     pad2 = mask[:, :, None] & mask[:, None, :]
     y_scale = jnp.sqrt(m.y_var)
-    x_scale, col_w = _scales(
-        jnp.sqrt(jnp.maximum(jnp.diagonal(m.gram), 0.0)), nonconstant
-    )
+    x_scale, col_w = _scales(jnp.sqrt(jnp.maximum(jnp.diagonal(m.gram), 0.0)), nonconstant)
     G = m.gram * col_w[:, None] * col_w[None, :]
     rows = jnp.take(G, index, axis=0, mode="fill", fill_value=0)  # (J, s, D)
     G_blocks = jnp.take_along_axis(rows, jnp.minimum(index, d - 1)[:, None, :], axis=2)
-    bases = _group_bases(
-        G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol
-    )
+    bases = _group_bases(G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol)
     live = bases.live
     b0t = (m.cross / y_scale[None, :]).T * col_w[None, :]  # (T, D)
     if whiten:
@@ -623,19 +550,13 @@ def _from_moments(
         G = apply_block_diag(G.T, bases.basis, index, mask)
         b0t = apply_block_diag(b0t, bases.basis, index, mask)
     inert_diag = jnp.where(live, l2, jnp.ones_like(m.x_mean))
-    C = jnp.where(live[:, None] & live[None, :], G, jnp.zeros_like(G)) + jnp.diag(
-        inert_diag
-    )
+    C = jnp.where(live[:, None] & live[None, :], G, jnp.zeros_like(G)) + jnp.diag(inert_diag)
     C = 0.5 * (C + C.T)
     # Diagonal blocks C_gg taken from the same moments the solvers use.
     rows = jnp.take(C, index, axis=0, mode="fill", fill_value=0)
-    diag_blocks = jnp.take_along_axis(
-        rows, jnp.minimum(index, d - 1)[:, None, :], axis=2
-    )
+    diag_blocks = jnp.take_along_axis(rows, jnp.minimum(index, d - 1)[:, None, :], axis=2)
     diag_blocks = jnp.where(pad2, diag_blocks, eye_s)
-    transform = Transform(
-        m.x_mean, x_scale, m.y_mean, y_scale, bases.basis, index, mask
-    )
+    transform = Transform(m.x_mean, x_scale, m.y_mean, y_scale, bases.basis, index, mask)
     return Problem(
         C,
         None,
@@ -652,9 +573,7 @@ def _from_moments(
 
 
 @partial(jax.jit, static_argnames=("whiten", "rank_tol"))
-def _prepare_design(
-    X, Y, w, groups: Groups, l2, summary: Summary, *, whiten: bool, rank_tol: float
-) -> Problem:
+def _prepare_design(X, Y, w, groups: Groups, l2, summary: Summary, *, whiten: bool, rank_tol: float) -> Problem:
     """gram=False: keep the design Z (rows scaled by √w) instead of forming C."""
     dtype = X.dtype
     index, mask = groups.index, groups.mask
@@ -677,14 +596,9 @@ def _prepare_design(
     b0 = (Ys.T @ Z).T / nf  # (Yᵀ Z)ᵀ: no X.T @ u
     Zg = gather_groups(Z, index, mask, axis=1)  # (n, J, s)
     diag_blocks = jnp.einsum("nja,njb->jab", Zg, Zg) / nf
-    diag_blocks = (
-        diag_blocks
-        + eye_s * jnp.take(inert_diag, index, mode="fill", fill_value=1)[:, None, :]
-    )
+    diag_blocks = diag_blocks + eye_s * jnp.take(inert_diag, index, mode="fill", fill_value=1)[:, None, :]
     diag_blocks = jnp.where(pad2, diag_blocks, eye_s)
-    transform = Transform(
-        design.x_mean, design.x_scale, y_mean, y_scale, design.basis, index, mask
-    )
+    transform = Transform(design.x_mean, design.x_scale, y_mean, y_scale, design.basis, index, mask)
     return Problem(
         None,
         Z,
@@ -705,13 +619,9 @@ def to_raw_coef(transform: Transform, w: jax.Array) -> tuple[jax.Array, jax.Arra
     lead = w.shape[:-2]
     d, t = w.shape[-2:]
     w2 = jnp.moveaxis(w.reshape((-1, d, t)), 1, 2).reshape((-1, d))  # (B·T, D)
-    std = apply_block_diag(
-        w2, jnp.swapaxes(transform.basis, 1, 2), transform.index, transform.mask
-    )
+    std = apply_block_diag(w2, jnp.swapaxes(transform.basis, 1, 2), transform.index, transform.mask)
     std = jnp.moveaxis(std.reshape((-1, t, d)), 1, 2).reshape(lead + (d, t))
-    scale = (transform.y_scale[None, :] / transform.x_scale[:, None]).reshape(
-        (1,) * len(lead) + (d, t)
-    )
+    scale = (transform.y_scale[None, :] / transform.x_scale[:, None]).reshape((1,) * len(lead) + (d, t))
     coef = std * scale
     offset = jnp.einsum("d,...dt->...t", transform.x_mean, coef)
     intercept = transform.y_mean.reshape((1,) * len(lead) + (t,)) - offset

@@ -68,13 +68,9 @@ def prepare_from_batches(
         X, Y, w = _unpack(batch, i)
         if acc is None:
             acc = MomentAccumulator(float_dtype_for(X.dtype))
-        acc.add(
-            X, Y, w, what=f"batch {i} (rows {acc.n_rows}–{acc.n_rows + X.shape[0] - 1})"
-        )
+        acc.add(X, Y, w, what=f"batch {i} (rows {acc.n_rows}–{acc.n_rows + X.shape[0] - 1})")
     if acc is None:
-        raise ValueError(
-            "batches is empty; it must yield at least one (X_chunk, Y_chunk) pair"
-        )
+        raise ValueError("batches is empty; it must yield at least one (X_chunk, Y_chunk) pair")
     if acc.n_rows < 2:
         raise ValueError(f"X needs at least 2 rows; the batches held {acc.n_rows}")
     moments = acc.finish()
@@ -95,30 +91,18 @@ def _unpack(batch, i: int):
         )
     X, Y = np.asarray(batch[0]), np.asarray(batch[1])
     w = None if len(batch) == 2 or batch[2] is None else np.asarray(batch[2])
-    for name, a in (("X", X), ("Y", Y)) + (
-        (("sample_weight", w),) if w is not None else ()
-    ):
+    for name, a in (("X", X), ("Y", Y)) + ((("sample_weight", w),) if w is not None else ()):
         if a.dtype == object or a.dtype.kind not in "biuf":
             raise TypeError(f"{name} in batch {i} must be numeric; got dtype {a.dtype}")
     if X.ndim != 2:
-        raise ValueError(
-            f"X in batch {i} must be 2-D (rows, features); got shape {X.shape}"
-        )
+        raise ValueError(f"X in batch {i} must be 2-D (rows, features); got shape {X.shape}")
     if Y.ndim not in (1, 2):
-        raise ValueError(
-            f"Y in batch {i} must be 1-D (rows,) or 2-D (rows, T); got shape {Y.shape}"
-        )
+        raise ValueError(f"Y in batch {i} must be 1-D (rows,) or 2-D (rows, T); got shape {Y.shape}")
     if Y.shape[0] != X.shape[0]:
-        raise ValueError(
-            f"batch {i}: Y has {Y.shape[0]} rows but X has {X.shape[0]}; they must match"
-        )
+        raise ValueError(f"batch {i}: Y has {Y.shape[0]} rows but X has {X.shape[0]}; they must match")
     if w is not None:
         if w.shape != (X.shape[0],):
-            raise ValueError(
-                f"batch {i}: sample_weight must have shape ({X.shape[0]},); got {w.shape}"
-            )
+            raise ValueError(f"batch {i}: sample_weight must have shape ({X.shape[0]},); got {w.shape}")
         if not np.isfinite(w).all() or (w < 0).any():
-            raise ValueError(
-                f"batch {i}: sample_weight must be finite and non-negative"
-            )
+            raise ValueError(f"batch {i}: sample_weight must be finite and non-negative")
     return X, (Y[:, None] if Y.ndim == 1 else Y), w

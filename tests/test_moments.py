@@ -50,19 +50,11 @@ def assert_moments(m, ref, rtol):
     n, mu, G, nu, v, B = ref
     scale = np.sqrt(np.maximum(np.diagonal(G), 1e-30))
     np.testing.assert_allclose(float(m.n_samples), n, rtol=1e-6)
-    np.testing.assert_allclose(
-        np.asarray(m.x_mean), mu, rtol=rtol, atol=rtol * (1 + np.abs(mu).max())
-    )
-    np.testing.assert_allclose(
-        np.asarray(m.gram), G, atol=rtol * np.outer(scale, scale).max() * 10
-    )
-    np.testing.assert_allclose(
-        np.asarray(m.y_mean), nu, rtol=rtol, atol=rtol * (1 + np.abs(nu).max())
-    )
+    np.testing.assert_allclose(np.asarray(m.x_mean), mu, rtol=rtol, atol=rtol * (1 + np.abs(mu).max()))
+    np.testing.assert_allclose(np.asarray(m.gram), G, atol=rtol * np.outer(scale, scale).max() * 10)
+    np.testing.assert_allclose(np.asarray(m.y_mean), nu, rtol=rtol, atol=rtol * (1 + np.abs(nu).max()))
     np.testing.assert_allclose(np.asarray(m.y_var), v, rtol=10 * rtol)
-    np.testing.assert_allclose(
-        np.asarray(m.cross), B, atol=10 * rtol * scale.max() * np.sqrt(v).max()
-    )
+    np.testing.assert_allclose(np.asarray(m.cross), B, atol=10 * rtol * scale.max() * np.sqrt(v).max())
 
 
 @pytest.mark.parametrize("offset", [0.0, 1e3], ids=["centred", "offset"])
@@ -77,7 +69,7 @@ def test_host_kernel_equals_plain_formulas(small_chunks, dtype, offset, weighted
     assert np.asarray(m.gram).dtype == dtype
     rtol = 1e-12 if dtype == np.float64 else 1e-5
     assert_moments(m, reference_moments(Xd, Y.astype(dtype), w), rtol)
-    live = np.asarray(m.x_max) > np.asarray(m.x_min)
+    live = ~np.asarray(m.constant)
     assert live.tolist() == [True, True, False, True, True, True, True]
 
 
@@ -149,12 +141,8 @@ def test_weighted_full_prefix_equals_sklearn_weighted_least_squares():
     with jax.enable_x64():
         path = js.cs_omp(js.prepare(X, Y[:, 0], sample_weight=w, l2=0.0))
         ref = LinearRegression().fit(X, Y[:, 0], sample_weight=w)
-        np.testing.assert_allclose(
-            np.asarray(path.coef[-1, :, 0]), ref.coef_, rtol=1e-8
-        )
-        np.testing.assert_allclose(
-            float(path.intercept[-1, 0]), ref.intercept_, rtol=1e-8
-        )
+        np.testing.assert_allclose(np.asarray(path.coef[-1, :, 0]), ref.coef_, rtol=1e-8)
+        np.testing.assert_allclose(float(path.intercept[-1, 0]), ref.intercept_, rtol=1e-8)
 
 
 def test_prepare_from_batches_equals_prepare(small_chunks):
@@ -170,8 +158,7 @@ def test_prepare_from_batches_equals_prepare(small_chunks):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=2e-5)
     memmap_like = ((X[i : i + 64], Y[i : i + 64, 0]) for i in range(0, len(X), 64))
     assert (
-        js.cs_fr(js.prepare_from_batches(memmap_like)).order.tolist()
-        == js.cs_fr(js.prepare(X, Y[:, 0])).order.tolist()
+        js.cs_fr(js.prepare_from_batches(memmap_like)).order.tolist() == js.cs_fr(js.prepare(X, Y[:, 0])).order.tolist()
     )
 
 
@@ -180,12 +167,8 @@ def test_prepare_from_batches_names_the_bad_chunk():
     bad = X.copy()
     bad[250, 4] = np.nan
     with pytest.raises(ValueError, match=r"NaN or Inf in batch 2 \(rows 200–299\)"):
-        js.prepare_from_batches(
-            (bad[i : i + 100], Y[i : i + 100]) for i in range(0, 300, 100)
-        )
-    with pytest.raises(
-        ValueError, match="batch 1 has 6 columns; earlier rows had 7|X in batch 1"
-    ):
+        js.prepare_from_batches((bad[i : i + 100], Y[i : i + 100]) for i in range(0, 300, 100))
+    with pytest.raises(ValueError, match="batch 1 has 6 columns; earlier rows had 7|X in batch 1"):
         js.prepare_from_batches([(X[:100], Y[:100]), (X[100:200, :6], Y[100:200])])
     with pytest.raises(ValueError, match="batches is empty"):
         js.prepare_from_batches([])
@@ -197,9 +180,7 @@ def test_prepare_from_batches_names_the_bad_chunk():
 
 @pytest.mark.parametrize("kernel", ["host", "xla"])
 def test_nonfinite_and_scale_errors_from_both_kernels(small_chunks, kernel):
-    as_input = (
-        (lambda a: a) if kernel == "host" else (lambda a: jnp.asarray(a, jnp.float32))
-    )
+    as_input = (lambda a: a) if kernel == "host" else (lambda a: jnp.asarray(a, jnp.float32))
     X, Y = data(n=200, t=1)
     for value in (np.nan, np.inf, -np.inf):
         bad = X.copy()
@@ -231,9 +212,7 @@ def test_nonfinite_and_scale_errors_from_both_kernels(small_chunks, kernel):
 def test_traced_input_keeps_the_xla_path_and_matches_host():
     X, Y = data(t=1)
     host = js.prepare(X, Y)
-    traced = jax.jit(lambda X, Y: js.prepare(X, Y))(
-        X.astype(np.float32), Y.astype(np.float32)
-    )
+    traced = jax.jit(lambda X, Y: js.prepare(X, Y))(X.astype(np.float32), Y.astype(np.float32))
     np.testing.assert_allclose(np.asarray(traced.C), np.asarray(host.C), atol=2e-5)
     np.testing.assert_allclose(np.asarray(traced.b0), np.asarray(host.b0), atol=2e-5)
     # a numpy X closed over by a user's jit is concrete: the host kernel runs at trace time
@@ -257,6 +236,26 @@ def test_host_kernel_streams_without_copying_x(monkeypatch):
     js.prepare(X, y)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert peak < X.nbytes / 2, (
-        f"peak {peak / 2**20:.1f} MiB for an X of {X.nbytes / 2**20:.1f} MiB"
-    )
+    assert peak < X.nbytes / 2, f"peak {peak / 2**20:.1f} MiB for an X of {X.nbytes / 2**20:.1f} MiB"
+
+
+def test_host_constant_rule_is_exact_max_equals_min(small_chunks):
+    """Constant columns shift to exact zeros (float64 input computed in float32, weights, a column
+    constant only over the rows of positive weight); a column varying below what float32 squares
+    hold is not taken for constant but named."""
+    X, Y = data(n=200, t=1)
+    X[:, 3] = 0.1  # not a float32 number: rounded once, then constant
+    X[:, 5] = 1.0
+    X[::50, 5] = 2.0
+    w = np.ones(200)
+    w[::50] = 0.0
+    m = moments_mod.moments_host(X, Y, w, np.float32)
+    assert np.asarray(m.constant).tolist() == [False, False, True, True, False, True, False]
+    assert np.all(np.diagonal(np.asarray(m.gram))[[2, 3, 5]] == 0)
+    m_xla = js.prepare(jnp.asarray(X, jnp.float32), jnp.asarray(Y, jnp.float32), sample_weight=jnp.asarray(w, jnp.float32))
+    assert np.asarray(js.prepare(X, Y, sample_weight=w).live).tolist() == np.asarray(m_xla.live).tolist()
+    tiny = X.copy()
+    tiny[:, 4] = 0.0
+    tiny[7, 4] = 1e-30  # a normal float32, but its square underflows
+    with pytest.raises(ValueError, match=r"column\(s\) \[4\] vary too little"):
+        js.prepare(tiny, Y)
