@@ -53,7 +53,7 @@ def prepare_from_batches(
     >>> import numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(1000, 5)); y = X[:, 1] - X[:, 3]
     >>> chunks = ((X[i:i + 300], y[i:i + 300]) for i in range(0, 1000, 300))
-    >>> js.cs_omp(js.prepare_from_batches(chunks)).order.tolist()[:2]
+    >>> sorted(js.cs_omp(js.prepare_from_batches(chunks)).order.tolist()[:2])
     [1, 3]
     """
     iterator = iter(batches)
