@@ -10,10 +10,11 @@ Data model → solvers → evaluation:
 """
 
 from jaxselect import datasets, losses
+from jaxselect.anneal import FSAResult, annealing_schedule, fsa, fsa_predict
 from jaxselect.anytime import (
     Curve,
-    as_path,
     alpha_stopping_cost,
+    as_path,
     objective_curve,
     oracle_curve,
     plateau_alpha,
@@ -21,8 +22,12 @@ from jaxselect.anytime import (
     timeliness,
     train_curve,
 )
-from jaxselect.anneal import FSAResult, annealing_schedule, fsa, fsa_predict
-from jaxselect.baselines import GroupLassoFit, group_lasso, group_lasso_lambda_max, group_lasso_path
+from jaxselect.baselines import (
+    GroupLassoFit,
+    group_lasso,
+    group_lasso_lambda_max,
+    group_lasso_path,
+)
 from jaxselect.greedy import (
     GLMInfo,
     RLSResult,
@@ -39,9 +44,17 @@ from jaxselect.greedy import (
     rls_to_path,
 )
 from jaxselect.groups import Groups
-from jaxselect.path import SelectionPath
+from jaxselect.model_selection import CVResult, cross_validate_fsa, cross_validate_path
 from jaxselect.moments import Moments
-from jaxselect.prepare import Design, Problem, Transform, prepare, problem_from_moments, whiten_design
+from jaxselect.path import SelectionPath
+from jaxselect.prepare import (
+    Design,
+    Problem,
+    Transform,
+    prepare,
+    problem_from_moments,
+    whiten_design,
+)
 from jaxselect.refit import glm_refit, ridge_refit, rls_refit
 from jaxselect.sequential import (
     DWSMPolicy,
@@ -53,7 +66,6 @@ from jaxselect.sequential import (
     dwsm_trace,
 )
 from jaxselect.sharding import data_mesh, row_sharding, shard_rows
-from jaxselect.streaming import prepare_from_batches
 from jaxselect.status import (
     ILL_CONDITIONED,
     NONFINITE,
@@ -63,70 +75,74 @@ from jaxselect.status import (
     raise_for_status,
     status_message,
 )
+from jaxselect.streaming import prepare_from_batches
 
 __version__ = "0.2.0"
 
 __all__ = [
-    "raise_for_status",
-    "status_message",
-    "STATUS_MESSAGES",
-    "NONFINITE",
     "ILL_CONDITIONED",
+    "NONFINITE",
     "NOT_CONVERGED",
-    "SolverError",
-    "Groups",
-    "Problem",
-    "Transform",
-    "prepare",
-    "prepare_from_batches",
-    "problem_from_moments",
-    "Moments",
+    "STATUS_MESSAGES",
+    "CVResult",
+    "Curve",
+    "DWSMPolicy",
+    "DWSMReport",
+    "DWSMTrace",
     "Design",
-    "whiten_design",
-    "SelectionPath",
-    "cs_omp",
-    "cs_fr",
-    "doubling",
-    "fixed_order_path",
-    "glm_omp",
-    "glm_predict",
-    "glm_accuracy",
-    "GLMInfo",
-    "group_lasso_path",
-    "group_lasso",
-    "group_lasso_lambda_max",
-    "GroupLassoFit",
-    "ridge_refit",
-    "rls_refit",
-    "glm_refit",
-    "greedy_rls",
-    "RLSResult",
-    "rls_predict",
-    "rls_predict_path",
-    "rls_to_path",
-    "fsa",
-    "fsa_predict",
     "FSAResult",
+    "GLMInfo",
+    "GroupLassoFit",
+    "Groups",
+    "Moments",
+    "Problem",
+    "RLSResult",
+    "SelectionPath",
+    "SolverError",
+    "Transform",
+    "alpha_stopping_cost",
     "annealing_schedule",
+    "as_path",
+    "cross_validate_fsa",
+    "cross_validate_path",
+    "cs_fr",
+    "cs_omp",
+    "data_mesh",
+    "datasets",
+    "doubling",
+    "dwsm_evaluate",
     "dwsm_fit",
     "dwsm_predict",
     "dwsm_trace",
-    "dwsm_evaluate",
-    "DWSMPolicy",
-    "DWSMTrace",
-    "DWSMReport",
-    "Curve",
-    "as_path",
-    "predict",
-    "objective_curve",
-    "train_curve",
-    "alpha_stopping_cost",
-    "plateau_alpha",
-    "timeliness",
-    "oracle_curve",
-    "datasets",
+    "fixed_order_path",
+    "fsa",
+    "fsa_predict",
+    "glm_accuracy",
+    "glm_omp",
+    "glm_predict",
+    "glm_refit",
+    "greedy_rls",
+    "group_lasso",
+    "group_lasso_lambda_max",
+    "group_lasso_path",
     "losses",
-    "data_mesh",
+    "objective_curve",
+    "oracle_curve",
+    "plateau_alpha",
+    "predict",
+    "prepare",
+    "prepare_from_batches",
+    "problem_from_moments",
+    "raise_for_status",
+    "ridge_refit",
+    "rls_predict",
+    "rls_predict_path",
+    "rls_refit",
+    "rls_to_path",
     "row_sharding",
     "shard_rows",
+    "status_message",
+    "timeliness",
+    "train_curve",
+    "whiten_design",
 ]

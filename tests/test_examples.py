@@ -18,6 +18,8 @@ EXAMPLES = {
     "tune_l2.py": "final l2 =",
     "greedy_rls_multilabel.py": "label scores",
     "dwsm_quickstart.py": "cost-sensitive",
+    "sklearn_pipeline_pima.py": "selected columns",
+    "sklearn_fsa_gridsearch.py": "at equal k",
 }
 
 

@@ -1,0 +1,503 @@
+"""Choose the budget (or k) by cross-validation: every fold in one jitted, vmapped call.
+
+:func:`cross_validate_path` runs a sequencing solver (CS-G-OMP, CS-G-FR or Doubling, Hu et al.) on
+K training folds at once and scores every prefix of every fold's path on that fold's held-out rows.
+The K folds are K row weightings of the *same* X — ``prepare(X, y, groups, sample_weight=w_f)``
+with ``w_f`` the 0/1 training mask of fold f — so folds of unequal size (any n, the folds of
+scikit-learn's ``KFold``) share one compiled program and one ``jax.vmap``; nothing is gathered and
+no Python loop runs over folds. Held-out scores use the fold's 0/1 test mask on the same rows.
+
+Each fold's path is an anytime predictor, so the held-out score is a step function of the budget
+B: at B the fold uses its longest prefix with cumulative cost ≤ B (the rule of
+:func:`jaxselect.predict`, relative tolerance 32ε). The curves are evaluated on a grid of budgets
+(by default every cumulative cost reached by some fold, and 0: the intercept-only model), where
+the mean over folds attains every value it takes. :func:`cross_validate_fsa` does the same for
+FSA over a grid of k (one fit per k, each vmapped over the folds).
+
+The selection rules:
+
+* ``best``: the grid point maximising the mean held-out score (the smallest on ties — what
+  scikit-learn's ``GridSearchCV`` picks on an ascending grid);
+* ``best_1se``: the smallest grid point whose mean is within one standard error of the best,
+  ``mean ≥ mean[best] − sem[best]`` with ``sem = std(ddof=1)/√K`` (Hastie, Tibshirani & Friedman,
+  *Elements of Statistical Learning*, §7.10; glmnet's ``lambda.1se``).
+
+Scores (higher is better, as in scikit-learn's scorers): ``"r2"`` — ``1 − SSE/SST`` on the fold's
+held-out rows, SST around their own mean, averaged over targets (scikit-learn's ``r2_score``);
+``"neg_mse"`` — minus the mean squared error; ``"accuracy"`` (FSA's classification losses) — the
+fraction of held-out labels whose sign the score predicts.
+
+This module does not import scikit-learn; :mod:`jaxselect.sklearn` builds its ``*CV`` estimators
+on it.
+"""
+
+from __future__ import annotations
+
+import numbers
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxselect._budget import budget_rtol
+from jaxselect._repr import short_repr
+from jaxselect._validation import (
+    MIN_ROWS,
+    as_float_matrix,
+    as_hyper,
+    as_targets,
+    check_choice,
+    check_int,
+    is_traced,
+)
+from jaxselect.greedy.criteria import OMP_CRITERIA
+from jaxselect.groups import as_groups
+from jaxselect.status import OK
+
+__all__ = ["CVResult", "cross_validate_fsa", "cross_validate_path", "fold_masks"]
+
+METHODS = ("omp", "fr", "doubling")
+REGRESSION_SCORES = ("r2", "neg_mse")
+
+
+class CVResult(NamedTuple):
+    """Cross-validated held-out scores on a grid of budgets (or of k), and the chosen grid points.
+
+    Attributes:
+      grid: (B,) ascending budgets (:func:`cross_validate_path`) or k values (:func:`cross_validate_fsa`).
+      scores: (K, B) held-out score of every fold at every grid point (the per-fold curves).
+      mean: (B,) mean over folds.
+      std: (B,) standard deviation over folds (ddof=0, as ``GridSearchCV``'s ``std_test_score``).
+      sem: (B,) standard error of the mean, ``std(ddof=1)/√K``.
+      best_index, best: the grid point maximising ``mean`` (the smallest on ties).
+      index_1se, best_1se: the smallest grid point with ``mean ≥ mean[best_index] − sem[best_index]``.
+      fold_order: (K, m) group order of each fold's path (−1 = no group), or None (FSA).
+      fold_cum_cost: (K, m) cumulative cost of each fold's prefixes (+inf where no group), or None.
+      fold_path_scores: (K, m+1) held-out score of each fold's intercept-only model and of each of its
+        prefixes, or None (FSA).
+      status: OR of the folds' status flags (0 = fine; see :func:`jaxselect.status_message`).
+    """
+
+    grid: np.ndarray
+    scores: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+    sem: np.ndarray
+    best_index: int
+    best: float
+    index_1se: int
+    best_1se: float
+    fold_order: np.ndarray | None
+    fold_cum_cost: np.ndarray | None
+    fold_path_scores: np.ndarray | None
+    status: int
+
+    __repr__ = short_repr
+
+
+# ---------------------------------------------------------------------------------------------
+# Folds.
+
+
+def fold_masks(folds, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(K, n) boolean training and test masks from a fold specification.
+
+    Args:
+      folds: an int K ≥ 2 — scikit-learn's ``KFold(K)`` without shuffling: contiguous test blocks,
+        the first ``n % K`` of size ``n // K + 1``, the others ``n // K``; or an (n,) integer array
+        of fold ids 0..K−1 (row i is held out in fold ``folds[i]``; e.g. from a shuffled or
+        stratified split); or a sequence of ``(train_indices, test_indices)`` pairs (what a
+        scikit-learn splitter's ``split`` yields; the test sets need not partition the rows).
+      n: number of rows.
+
+    Returns:
+      ``(train, test)``, each (K, n) bool. Every training set has ≥ 2 rows, every test set ≥ 1.
+    """
+    if isinstance(folds, (numbers.Integral, np.integer)) and not isinstance(folds, bool):
+        K = check_int(folds, "folds", low=2)
+        if K > n:
+            raise ValueError(f"folds={K} exceeds the number of rows n={n}; choose folds <= {n}")
+        sizes = np.full(K, n // K)
+        sizes[: n % K] += 1
+        ids = np.repeat(np.arange(K), sizes)
+        test = ids[None, :] == np.arange(K)[:, None]
+        return ~test, test
+    if isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.dtype.kind in "iu":
+        if folds.shape[0] != n:
+            raise ValueError(f"fold ids must have one entry per row: shape ({n},); got {folds.shape}")
+        ids, inverse = np.unique(folds, return_inverse=True)
+        if ids.size < 2:
+            raise ValueError("fold ids must name at least 2 folds")
+        test = inverse[None, :] == np.arange(ids.size)[:, None]
+        train = ~test
+    else:
+        try:
+            pairs = list(folds)
+        except TypeError:
+            raise TypeError(
+                "folds must be an int (K contiguous folds, as KFold), an (n,) integer array of fold ids, "
+                f"or a sequence of (train_indices, test_indices) pairs; got {type(folds).__name__}"
+            ) from None
+        if len(pairs) < 1 or not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
+            raise TypeError("folds given as a sequence must hold (train_indices, test_indices) pairs")
+        train = np.zeros((len(pairs), n), bool)
+        test = np.zeros((len(pairs), n), bool)
+        for f, (tr, te) in enumerate(pairs):
+            for mask, idx, what in ((train, tr, "train"), (test, te, "test")):
+                idx = np.asarray(idx)
+                if idx.dtype == bool:
+                    if idx.shape != (n,):
+                        raise ValueError(f"fold {f}: a boolean {what} mask must have shape ({n},); got {idx.shape}")
+                    idx = np.flatnonzero(idx)
+                if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+                    raise TypeError(f"fold {f}: {what} indices must be a 1-D integer array")
+                if idx.size and (idx.min() < -n or idx.max() >= n):
+                    raise ValueError(f"fold {f}: {what} indices must lie in 0..{n - 1}")
+                mask[f, idx] = True
+            if (train[f] & test[f]).any():
+                raise ValueError(f"fold {f}: a row is in both its training and its test set")
+    small = np.flatnonzero(train.sum(axis=1) < MIN_ROWS)
+    if small.size:
+        raise ValueError(f"fold {small[0]} has fewer than {MIN_ROWS} training rows; use fewer folds")
+    empty = np.flatnonzero(test.sum(axis=1) < 1)
+    if empty.size:
+        raise ValueError(f"fold {empty[0]} has no test row")
+    return train, test
+
+
+def _size_buckets(train: np.ndarray) -> list[np.ndarray]:
+    """Fold indices grouped by training-set size (solvers without row weights vmap per size)."""
+    sizes = train.sum(axis=1)
+    return [np.flatnonzero(sizes == s) for s in np.unique(sizes)]
+
+
+def _gathered_rows(train: np.ndarray, folds: np.ndarray) -> np.ndarray:
+    """(len(folds), n_train) row indices of the training sets of ``folds`` (all of one size)."""
+    return np.stack([np.flatnonzero(train[f]) for f in folds])
+
+
+# ---------------------------------------------------------------------------------------------
+# Held-out scores (inside the vmapped fold function).
+
+
+def _fold_score(Y, P, w, *, score: str):
+    """Held-out score of predictions P (n, T) against Y (n, T) on the rows with test weight w (n,)."""
+    wsum = jnp.sum(w)
+    r = (Y - P) * w[:, None]
+    sse = jnp.sum(r * (Y - P), axis=0)  # (T,)
+    if score == "neg_mse":
+        return -jnp.sum(sse) / (wsum * Y.shape[1])
+    mean = jnp.sum(Y * w[:, None], axis=0) / wsum
+    dev = Y - mean[None, :]
+    sst = jnp.sum(dev * dev * w[:, None], axis=0)
+    ok = sst > 0
+    # r2_score's convention for a constant held-out target: 1 when predicted exactly, else 0
+    r2 = jnp.where(ok, 1.0 - sse / jnp.where(ok, sst, jnp.ones_like(sst)), jnp.where(sse == 0, 1.0, 0.0).astype(sse.dtype))
+    return jnp.mean(r2)
+
+
+def _accuracy(y, s, w):
+    """Fraction of rows (weight w) whose label y ∈ {0, 1} is predicted by the sign of the score s."""
+    hit = ((s > 0) == (y > 0.5)).astype(s.dtype)
+    return jnp.sum(hit * w) / jnp.sum(w)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sequencing paths.
+
+
+def _solve(problem, c_min, *, method: str, k: int, criterion: str, cost_sensitive: bool):
+    from jaxselect.greedy import cs_fr, cs_omp, doubling
+
+    if method == "omp":
+        return cs_omp(problem, criterion=criterion, cost_sensitive=cost_sensitive, k=k)
+    if method == "fr":
+        return cs_fr(problem, cost_sensitive=cost_sensitive, k=k)
+    return doubling(problem, c_min=c_min, k=k)
+
+
+def _path_scores(path, X, Y, test_w, *, score: str):
+    """(m+1,) held-out scores: the intercept-only model, then every prefix of ``path``."""
+    null = _fold_score(Y, jnp.broadcast_to(path.null_intercept[None, :], Y.shape), test_w, score=score)
+
+    def prefix(_, cb):
+        coef, intercept = cb
+        return None, _fold_score(Y, X @ coef + intercept[None, :], test_w, score=score)
+
+    _, scores = jax.lax.scan(prefix, None, (path.coef, path.intercept))  # memory O(n·T), not O(m·n·T)
+    return jnp.concatenate([null[None], scores])
+
+
+@partial(jax.jit, static_argnames=("method", "k", "criterion", "cost_sensitive", "whiten", "score"))
+def _cv_weighted(X, Y, groups, train_w, test_w, l2, c_min, *, method, k, criterion, cost_sensitive, whiten, score):
+    from jaxselect.prepare import prepare
+
+    def fold(tw, vw):
+        problem = prepare(X, Y, groups, l2=l2, whiten=whiten, sample_weight=tw)
+        path = _solve(problem, c_min, method=method, k=k, criterion=criterion, cost_sensitive=cost_sensitive)
+        return path.order, path.cum_cost, _path_scores(path, X, Y, vw, score=score), path.status
+
+    return jax.vmap(fold)(train_w, test_w)
+
+
+def _budget_grid(cum_cost: np.ndarray, dtype) -> np.ndarray:
+    """0 and every finite cumulative cost, ascending, near-duplicates (within the budget tolerance) merged."""
+    values = np.unique(np.concatenate([[0.0], cum_cost[np.isfinite(cum_cost)].astype(np.float64)]))
+    rtol = budget_rtol(dtype)
+    keep = [values[0]]
+    for v in values[1:]:
+        if v > keep[-1] * (1.0 + rtol):
+            keep.append(v)
+    return np.asarray(keep)
+
+
+def _steps_within(cum_cost: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """(K, B) number of prefixes of each fold within each budget (the rule of ``predict``)."""
+    dtype = cum_cost.dtype
+    cap = (grid.astype(dtype) * dtype.type(1.0 + budget_rtol(dtype))).astype(dtype)
+    return np.sum(cum_cost[:, None, :] <= cap[None, :, None], axis=2)
+
+
+def _summarise(grid, scores, *, fold_order=None, fold_cum_cost=None, fold_path_scores=None, status=0) -> CVResult:
+    scores = np.asarray(scores, np.float64)
+    K = scores.shape[0]
+    mean = scores.mean(axis=0)
+    std = scores.std(axis=0)
+    sem = scores.std(axis=0, ddof=1) / np.sqrt(K) if K > 1 else np.zeros_like(mean)
+    if not np.all(np.isfinite(mean)):
+        mean_for_choice = np.where(np.isfinite(mean), mean, -np.inf)
+    else:
+        mean_for_choice = mean
+    best = int(np.argmax(mean_for_choice))  # first maximum: the smallest grid point on ties
+    threshold = mean_for_choice[best] - sem[best]
+    one_se = int(np.flatnonzero(mean_for_choice >= threshold)[0])
+    return CVResult(
+        grid=np.asarray(grid),
+        scores=scores,
+        mean=mean,
+        std=std,
+        sem=sem,
+        best_index=best,
+        best=float(grid[best]),
+        index_1se=one_se,
+        best_1se=float(grid[one_se]),
+        fold_order=fold_order,
+        fold_cum_cost=fold_cum_cost,
+        fold_path_scores=fold_path_scores,
+        status=int(status),
+    )
+
+
+def cross_validate_path(
+    X,
+    y,
+    groups=None,
+    *,
+    method: str = "omp",
+    folds=5,
+    budgets=None,
+    k=None,
+    l2=1e-5,
+    whiten: bool = True,
+    criterion: str = "whiten",
+    cost_sensitive: bool = True,
+    c_min=None,
+    score: str = "r2",
+) -> CVResult:
+    """K-fold cross-validation of a sequencing path: held-out score against budget, in one call.
+
+    For each fold f, ``prepare(X, y, groups, sample_weight=train_f)`` and the solver give the fold's
+    anytime path; every prefix (and the intercept-only model) is scored on the fold's held-out rows;
+    the score at budget B is that of the longest prefix with cumulative cost ≤ B. All folds run in
+    one jitted ``jax.vmap`` over the 0/1 training masks of the same X (so unequal folds share one
+    program, compiled once per shape of X).
+
+    Args:
+      X: (n, D) raw features (concrete: the folds are built on the host).
+      y: (n,) or (n, T) regression targets.
+      groups: None, (D,) group ids, or a :class:`jaxselect.Groups` with costs (budgets are in its
+        cost units; with unit costs a budget is a number of groups).
+      method: "omp" (:func:`jaxselect.cs_omp`), "fr" (:func:`jaxselect.cs_fr`) or "doubling"
+        (:func:`jaxselect.doubling`).
+      folds: an int K (scikit-learn's ``KFold(K)``, unshuffled), an (n,) array of fold ids, or a
+        sequence of ``(train_indices, test_indices)`` (e.g. ``list(StratifiedKFold(5).split(X, y))``);
+        see :func:`fold_masks`.
+      budgets: (B,) budgets ≥ 0 to evaluate; default: 0 and every cumulative cost some fold reaches
+        (the mean curve takes all its values there).
+      k: number of groups each fold sequences (default all J).
+      l2, whiten: as in :func:`jaxselect.prepare` (``l2`` may not be traced here).
+      criterion, cost_sensitive: as in :func:`jaxselect.cs_omp` (``cost_sensitive`` also for "fr").
+      c_min: Doubling's first cap (default the cheapest cost).
+      score: "r2" (held-out R², averaged over targets, as scikit-learn's ``r2_score``) or "neg_mse".
+
+    Returns:
+      A :class:`CVResult` with ``grid`` = the budgets, ``best`` the budget maximising the mean
+      held-out score and ``best_1se`` the smallest budget within one standard error of it.
+
+    >>> import numpy as np, jaxselect as js
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(103, 6))
+    >>> y = X[:, 0] - 2 * X[:, 3] + 0.5 * rng.normal(size=103)
+    >>> cv = js.cross_validate_path(X, y, folds=5)
+    >>> cv.grid.tolist(), cv.best, cv.scores.shape
+    ([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2.0, (5, 7))
+    """
+    check_choice(method, "method", METHODS)
+    check_choice(criterion, "criterion", OMP_CRITERIA)
+    check_choice(score, "score", REGRESSION_SCORES)
+    if is_traced((X, y)):
+        raise ValueError("cross_validate_path builds its folds on the host: call it outside jax.jit/vmap")
+    X = as_float_matrix(X, "X", min_rows=2 * MIN_ROWS)
+    n, d = X.shape
+    Y, _ = as_targets(y, n, "y", dtype=X.dtype)
+    groups = as_groups(groups, d, dtype=X.dtype)
+    steps = groups.n_groups if k is None else min(check_int(k, "k", low=1), groups.n_groups)
+    l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
+    c_min = groups.costs.min() if c_min is None else as_hyper(c_min, "c_min", X.dtype, low=0.0, strict_low=True)
+    c_min = jnp.asarray(c_min, X.dtype)
+    train, test = fold_masks(folds, n)
+    options = {"method": method, "k": steps, "criterion": criterion, "cost_sensitive": bool(cost_sensitive),
+               "whiten": bool(whiten), "score": score}
+    dt = X.dtype
+    out = _cv_weighted(X, Y, groups, jnp.asarray(train, dt), jnp.asarray(test, dt), l2, c_min, **options)
+    order, cum_cost, path_scores, status = (np.asarray(a) for a in out)
+    if budgets is None:
+        grid = _budget_grid(cum_cost, cum_cost.dtype)
+    else:
+        grid = np.asarray(budgets, np.float64)
+        if grid.ndim != 1 or grid.size < 1 or not np.all(np.isfinite(grid)) or np.any(grid < 0):
+            raise ValueError("budgets must be a non-empty 1-D array of finite budgets >= 0")
+        grid = np.unique(grid)
+    counts = _steps_within(cum_cost, grid)
+    scores = np.take_along_axis(path_scores, counts, axis=1)
+    return _summarise(
+        grid, scores, fold_order=order, fold_cum_cost=cum_cost, fold_path_scores=path_scores,
+        status=int(np.bitwise_or.reduce(status.astype(np.int32))) if status.size else OK,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# FSA over a grid of k.
+
+_FSA_OPTIONS = ("loss", "n_iter", "mu", "lr", "bins", "smoothness", "huber_h")
+
+
+@partial(jax.jit, static_argnames=("k", "score", "options"))
+def _cv_fsa(X, y, rows, test_w, l2, *, k, score, options):
+    from jaxselect.anneal import fsa, fsa_predict
+
+    opts = dict(options)
+
+    def fold(r, vw):
+        res = fsa(X[r], y[r], k, l2=l2, **opts)
+        s = fsa_predict(res, X)
+        if score == "accuracy":
+            return _accuracy(y, s, vw), res.status
+        return _fold_score(y[:, None], s[:, None], vw, score=score), res.status
+
+    return jax.vmap(fold)(rows, test_w)
+
+
+def cross_validate_fsa(
+    X,
+    y,
+    ks,
+    *,
+    folds=5,
+    loss: str = "squared",
+    n_iter: int = 500,
+    mu: float = 300.0,
+    lr=None,
+    l2=0.0,
+    bins=None,
+    smoothness: float = 0.0,
+    huber_h: float = 0.1,
+    score: str | None = None,
+) -> CVResult:
+    """K-fold cross-validation of :func:`jaxselect.fsa` over a grid of k.
+
+    For each k one jitted call runs FSA on every fold at once (``jax.vmap`` over the folds' training
+    rows) and scores the fits on the held-out rows. FSA has no row weights, so folds are gathered
+    and batched by training-set size: one call per k for equal folds, two for ``KFold`` with
+    ``n % K ≠ 0``. Every k is a separate compiled program (the schedule depends on k).
+
+    Args:
+      X: (n, M) raw features (concrete).
+      y: (n,) targets (``loss="squared"``) or binary labels in {0, 1}, {−1, +1} or bool
+        (``"logistic"``, ``"huber_hinge"``, ``"lorenz"``).
+      ks: the k values to try (integers ≥ 1, at most the number of non-constant columns).
+      folds: as in :func:`cross_validate_path`.
+      loss, n_iter, mu, lr, l2, bins, smoothness, huber_h: as in :func:`jaxselect.fsa`.
+      score: "r2" or "neg_mse" for the squared loss (default "r2"), "accuracy" for the
+        classification losses (their default).
+
+    Returns:
+      A :class:`CVResult` with ``grid`` = the sorted distinct ks (``fold_*`` fields None).
+
+    >>> import numpy as np, jaxselect as js
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(60, 10))
+    >>> y = X[:, 3] - 2 * X[:, 7] + 0.3 * rng.normal(size=60)
+    >>> cv = js.cross_validate_fsa(X, y, [1, 2], n_iter=50)
+    >>> cv.best, cv.scores.shape
+    (2.0, (5, 2))
+    """
+    from jaxselect.anneal.fsa import LOSSES
+
+    if not isinstance(loss, str) or loss not in LOSSES or loss == "ranking":
+        raise ValueError(f"loss must be one of {tuple(x for x in LOSSES if x != 'ranking')}; got {loss!r}")
+    classify = loss != "squared"
+    score = ("accuracy" if classify else "r2") if score is None else score
+    check_choice(score, "score", ("accuracy",) if classify else REGRESSION_SCORES)
+    if is_traced((X, y)):
+        raise ValueError("cross_validate_fsa builds its folds on the host: call it outside jax.jit/vmap")
+    X = as_float_matrix(X, "X", min_rows=2 * MIN_ROWS)
+    n, m = X.shape
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y must have shape ({n},) or ({n}, 1); got {np.shape(y)}")
+    if classify:
+        from jaxselect._validation import as_binary_labels
+
+        y = np.asarray(as_binary_labels(y, n, "y", dtype=X.dtype)).reshape(-1)
+        y = (y > 0).astype(np.dtype(X.dtype))  # {0, 1}: FSA reads labels as y > 0 under trace
+    else:
+        y = np.asarray(as_targets(y, n, "y", dtype=X.dtype)[0])[:, 0]
+    try:
+        grid = sorted({check_int(kk, "ks entries", low=1, high=m) for kk in np.atleast_1d(np.asarray(ks)).tolist()})
+    except TypeError:
+        raise TypeError(f"ks must be a sequence of integers k ≥ 1; got {ks!r}") from None
+    if not grid:
+        raise ValueError("ks must name at least one k")
+    l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
+    options = (("loss", loss), ("n_iter", n_iter), ("mu", mu), ("lr", lr), ("bins", bins),
+               ("smoothness", smoothness), ("huber_h", huber_h))
+    _check_fsa_options(X, max(grid), dict(options))  # the vmapped fits skip value checks
+    train, test = fold_masks(folds, n)
+    K = train.shape[0]
+    scores = np.zeros((K, len(grid)))
+    status = 0
+    Xj, yj = X, jnp.asarray(y)
+    for b, kk in enumerate(grid):
+        for bucket in _size_buckets(train):
+            rows = jnp.asarray(_gathered_rows(train, bucket))
+            sc, st = _cv_fsa(Xj, yj, rows, jnp.asarray(test[bucket], X.dtype), l2, k=kk, score=score, options=options)
+            scores[bucket, b] = np.asarray(sc)
+            status |= int(np.bitwise_or.reduce(np.asarray(st).astype(np.int32)))
+    return _summarise(np.asarray(grid, np.float64), scores, status=status)
+
+
+def _check_fsa_options(X, k_max: int, options: dict) -> None:
+    """Run FSA's own option and data checks (k against the non-constant columns) before vmapping."""
+    from jaxselect._validation import column_standardization
+    from jaxselect.anneal.fsa import _validate_options
+
+    _validate_options(X.shape, k_max, options["n_iter"], options["mu"], options["lr"], None, options["bins"],
+                      options["smoothness"], options["huber_h"])
+    live = np.asarray(column_standardization(X)[2])
+    if k_max > int(live.sum()):
+        raise ValueError(
+            f"ks holds k={k_max} but X has only {int(live.sum())} non-constant columns; choose k <= {int(live.sum())}"
+        )

@@ -1,0 +1,829 @@
+"""scikit-learn estimators: jaxselect inside ``Pipeline``, ``GridSearchCV`` and pandas workflows.
+
+Every estimator follows scikit-learn's conventions — hyper-parameters are the ``__init__``
+arguments (``get_params``/``set_params``/``clone``), fitted attributes end with ``_``, input is
+validated by scikit-learn's helpers (``n_features_in_``, ``feature_names_in_`` from a DataFrame),
+and each is a feature selector (``get_support``, ``transform``, ``get_feature_names_out``,
+``set_output(transform="pandas")``):
+
+=============================  ==========================================  ==========================
+estimator                      solver                                      predicts
+=============================  ==========================================  ==========================
+GroupSequencingRegressor       :func:`~jaxselect.cs_omp` / ``cs_fr`` /     real targets (multi-output)
+                               ``doubling`` on :func:`~jaxselect.prepare`
+GroupSequencingClassifier      :func:`~jaxselect.glm_omp` (logistic /      labels, probabilities
+                               softmax from the labels)
+GroupSequencingRegressorCV     the above, budget by                        real targets
+                               :func:`~jaxselect.cross_validate_path`
+FSARegressor / FSAClassifier   :func:`~jaxselect.fsa`                      targets / binary labels
+FSARegressorCV                 ``fsa``, k by :func:`~jaxselect.cross_validate_fsa`
+GreedyRLSRegressor             :func:`~jaxselect.greedy_rls`               real targets (multi-output)
+DWSMClassifier                 :func:`~jaxselect.dwsm_fit`                 labels, per-datum features
+=============================  ==========================================  ==========================
+
+Groups and costs: ``groups`` is None (every feature its own group), a (n_features,) array of group
+ids 0..J−1, or a :class:`jaxselect.Groups`; ``costs`` is None (unit costs) or (J,) costs > 0 (it
+replaces a ``Groups``' costs). Selection is by whole groups: ``get_support()`` marks every feature
+of the groups the model uses. Sequencing estimators learn an order of groups once; ``budget`` (a
+cumulative cost) picks the longest prefix within it, and ``path_`` keeps the whole anytime path —
+``jaxselect.predict(est.path_, X, budget=B)`` predicts at any other budget without refitting.
+
+The solvers compute in float32 unless ``jax_enable_x64`` is on; fitted arrays are numpy arrays
+(the estimators pickle and ``clone`` like any scikit-learn estimator). Solver status flags
+(:mod:`jaxselect.status`) are kept in ``status_``; a refit that hit ``max_iter`` gives a
+``ConvergenceWarning``, other flags a ``RuntimeWarning``.
+
+This is the only module of jaxselect that imports scikit-learn (``pip install 'jaxselect[sklearn]'``).
+
+>>> import numpy as np
+>>> from jaxselect.sklearn import GroupSequencingRegressor
+>>> rng = np.random.default_rng(0); X = rng.normal(size=(60, 4)); y = X[:, 1] - X[:, 3]
+>>> est = GroupSequencingRegressor(costs=[1.0, 1.0, 1.0, 5.0], budget=2.0).fit(X, y)
+>>> est.order_.tolist(), est.get_support().tolist()   # feature 3 is worth its cost 5, but not within 2
+([1, 3, 0, 2], [False, True, False, False])
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+try:
+    import sklearn  # noqa: F401
+except ImportError as err:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "jaxselect.sklearn needs scikit-learn >= 1.6: pip install 'jaxselect[sklearn]'"
+    ) from err
+
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    RegressorMixin,
+    TransformerMixin,
+)
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.feature_selection import SelectorMixin
+from sklearn.model_selection import check_cv
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import (
+    _check_feature_names_in,
+    check_is_fitted,
+    validate_data,
+)
+
+from jaxselect._budget import within_budget
+from jaxselect._validation import check_float, check_int
+from jaxselect.anneal import fsa, fsa_predict
+from jaxselect.greedy import cs_fr, cs_omp, doubling, glm_omp, greedy_rls
+from jaxselect.groups import Groups
+from jaxselect.model_selection import cross_validate_fsa, cross_validate_path
+from jaxselect.prepare import prepare
+from jaxselect.sequential import dwsm_fit as _dwsm_fit
+from jaxselect.sequential import dwsm_predict
+from jaxselect.status import NOT_CONVERGED, status_message
+
+__all__ = [
+    "DWSMClassifier",
+    "FSAClassifier",
+    "FSARegressor",
+    "FSARegressorCV",
+    "GreedyRLSRegressor",
+    "GroupSequencingClassifier",
+    "GroupSequencingRegressor",
+    "GroupSequencingRegressorCV",
+]
+
+_FLOATS = (np.float64, np.float32)
+_METHODS = ("omp", "fr", "doubling")
+_RULES = ("best", "1se")
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers.
+
+
+def _host(tree):
+    """The pytree with every array leaf as a numpy array (picklable, no device buffers kept)."""
+    return jax.tree.map(np.asarray, tree)
+
+
+def _check_choice(value, name: str, choices) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}; got {value!r}")
+    return value
+
+
+def _check_budget(budget, name: str = "budget"):
+    if budget is None:
+        return None
+    return check_float(budget, name, low=0.0)
+
+
+def _check_k(k, name: str = "k", *, allow_none: bool = True):
+    if k is None and allow_none:
+        return None
+    return check_int(k, name, low=1)
+
+
+def _make_groups(groups, costs, n_features: int) -> Groups:
+    """A :class:`Groups` from the estimator's ``groups`` (None, ids or Groups) and ``costs`` parameters."""
+    if isinstance(groups, Groups):
+        ids = np.asarray(groups.ids)
+        if costs is None:
+            out = groups
+        else:
+            out = Groups.from_ids(ids, costs)
+    elif groups is None:
+        out = Groups.singletons(n_features, costs)
+    else:
+        out = Groups.from_ids(np.asarray(groups), costs)
+    if out.n_features != n_features:
+        raise ValueError(
+            f"groups cover {out.n_features} features but X has {n_features} columns; give one group id per column"
+        )
+    return out
+
+
+def _report_status(status: int, who: str) -> None:
+    """A ConvergenceWarning for NOT_CONVERGED, a RuntimeWarning for the other flags."""
+    status = int(status)
+    if status & NOT_CONVERGED:
+        warnings.warn(f"{who}: {status_message(NOT_CONVERGED)}", ConvergenceWarning, stacklevel=3)
+    if status & ~NOT_CONVERGED:
+        warnings.warn(f"{who}: {status_message(status & ~NOT_CONVERGED)}", RuntimeWarning, stacklevel=3)
+
+
+def _group_support(order: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """(D,) bool: the features of the groups in ``order`` (entries −1 ignored)."""
+    chosen = order[order >= 0]
+    return np.isin(ids, chosen)
+
+
+def _binary_only(y) -> None:
+    y_type = type_of_target(y, input_name="y", raise_unknown=True)
+    if y_type != "binary":
+        raise ValueError(
+            f"Only binary classification is supported. The type of the target is {y_type}. "
+            "FSA's classification losses are binary; for several classes use GroupSequencingClassifier "
+            "or DWSMClassifier, or wrap FSAClassifier in sklearn.multiclass.OneVsRestClassifier"
+        )
+
+
+def _encode_labels(est, y, *, min_classes: int = 2):
+    """Check classification targets, set ``classes_`` and return labels 0..C−1 (int32)."""
+    check_classification_targets(y)
+    encoder = LabelEncoder()
+    labels = encoder.fit_transform(y).astype(np.int32)
+    est.classes_ = encoder.classes_
+    if len(est.classes_) < min_classes:
+        raise ValueError(
+            f"{type(est).__name__} needs samples of at least {min_classes} classes; the data contain only "
+            f"one class ({est.classes_[0]!r})"
+        )
+    return labels
+
+
+def _linear_predict(X, coef, intercept):
+    """``X @ coefᵀ + intercept`` in float64 (coef (D,) → (n,); coef (T, D) → (n, T))."""
+    return np.asarray(X, np.float64) @ np.asarray(coef, np.float64).T + intercept
+
+
+class _Base(BaseEstimator):
+    """Tags shared by every estimator here: dense, finite input."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = False
+        return tags
+
+    def _validate_fit(self, X, y, *, multi_output: bool, numeric: bool):
+        return validate_data(
+            self, X, y, dtype=_FLOATS, multi_output=multi_output, y_numeric=numeric, ensure_min_samples=2
+        )
+
+    def _validate_X(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, dtype=_FLOATS, reset=False)
+
+
+class _Selector(SelectorMixin):
+    """``SelectorMixin`` with the mask from ``support_``."""
+
+    def _get_support_mask(self):
+        check_is_fitted(self)
+        return self.support_
+
+
+# ---------------------------------------------------------------------------------------------
+# Group sequencing (Hu et al.): regression, classification, cross-validated budget.
+
+
+class _SequencingMixin:
+    """Prefix selection shared by the sequencing estimators (needs ``path_`` and ``groups_``)."""
+
+    def _use_budget(self, budget) -> None:
+        """Set ``n_groups_selected_``, ``support_``, ``coef_``, ``intercept_`` for ``budget`` (None: all)."""
+        path = self.path_
+        order = np.asarray(path.order)
+        taken = order >= 0
+        self.order_ = order[taken]
+        self.cum_cost_ = np.asarray(path.cum_cost)[taken]
+        if budget is None:
+            j = int(taken.sum())
+        else:
+            j = int(np.asarray(within_budget(jnp.asarray(path.cum_cost), budget)).sum())
+        self.n_groups_selected_ = j
+        self.support_ = _group_support(order[:j], np.asarray(self.groups_.ids))
+        coef = np.asarray(path.coef[j - 1] if j > 0 else np.zeros_like(path.coef[0]), np.float64)  # (D, T)
+        intercept = np.asarray(path.intercept[j - 1] if j > 0 else path.null_intercept, np.float64)  # (T,)
+        self._set_linear(coef.T, intercept)
+
+    def _set_linear(self, coef, intercept):
+        self.coef_ = coef
+        self.intercept_ = intercept
+
+
+class GroupSequencingRegressor(_SequencingMixin, _Selector, RegressorMixin, _Base):
+    """Anytime linear regression by cost-sensitive group sequencing (Hu et al.), as an estimator.
+
+    ``fit`` standardises and group-whitens X (:func:`jaxselect.prepare`) and learns an order of
+    the feature groups with CS-G-OMP, CS-G-FR or Doubling; the model of every prefix is kept in
+    ``path_``. ``predict`` and ``transform`` use the longest prefix whose cumulative cost is within
+    ``budget`` (every sequenced group when ``budget`` is None). ``score`` is R².
+
+    Args:
+      method: "omp" (:func:`jaxselect.cs_omp`), "fr" (:func:`jaxselect.cs_fr`) or "doubling"
+        (:func:`jaxselect.doubling`).
+      groups: None (every feature its own group), (n_features,) group ids 0..J−1, or a
+        :class:`jaxselect.Groups`.
+      costs: None (unit costs, or those of a ``Groups``) or (J,) costs > 0.
+      budget: a cumulative cost ≥ 0 (with unit costs, a number of groups), or None.
+      criterion: OMP's criterion, "whiten", "no_whiten" or "single" (ignored by "fr"/"doubling").
+      cost_sensitive: divide the criterion by the group's cost (OMP, FR).
+      l2: ridge λ of :func:`jaxselect.prepare`: mean squared loss + (λ/2)‖w‖² on standardised,
+        group-whitened coefficients (scikit-learn ``Ridge(alpha)`` ↔ ``l2 = alpha/n``).
+      k: number of groups to sequence (None: all).
+      whiten: group-whiten (False only standardises).
+
+    Attributes:
+      path_: the :class:`jaxselect.SelectionPath` (numpy leaves).
+      order_: (m,) the groups in the order they were added; ``cum_cost_``: (m,) their cumulative costs.
+      n_groups_selected_: the prefix length used at ``budget``.
+      support_: (n_features,) bool, the features of the used groups.
+      coef_: (n_features,) or (n_targets, n_features) raw-space coefficients at ``budget``;
+        ``intercept_``: () or (n_targets,).
+      groups_: the :class:`jaxselect.Groups` used; ``status_``: solver status flags (0 = fine).
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(60, 3)); y = 2 * X[:, 2]
+    >>> GroupSequencingRegressor(budget=1).fit(X, y).get_support(indices=True).tolist()
+    [2]
+    """
+
+    def __init__(self, method="omp", *, groups=None, costs=None, budget=None, criterion="whiten",
+                 cost_sensitive=True, l2=1e-5, k=None, whiten=True):
+        self.method = method
+        self.groups = groups
+        self.costs = costs
+        self.budget = budget
+        self.criterion = criterion
+        self.cost_sensitive = cost_sensitive
+        self.l2 = l2
+        self.k = k
+        self.whiten = whiten
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def _fit_path(self, X, y):
+        """Validate, fit the path on (X, y) and set ``path_``, ``groups_``, ``status_``."""
+        method = _check_choice(self.method, "method", _METHODS)
+        _check_choice(self.criterion, "criterion", ("whiten", "no_whiten", "single"))
+        k = _check_k(self.k)
+        X, y = self._validate_fit(X, y, multi_output=True, numeric=True)
+        self._y_1d = y.ndim == 1
+        groups = _make_groups(self.groups, self.costs, X.shape[1])
+        problem = prepare(X, y, groups, l2=self.l2, whiten=bool(self.whiten))
+        if method == "omp":
+            path = cs_omp(problem, criterion=self.criterion, cost_sensitive=bool(self.cost_sensitive), k=k)
+        elif method == "fr":
+            path = cs_fr(problem, cost_sensitive=bool(self.cost_sensitive), k=k)
+        else:
+            path = doubling(problem, k=k)
+        self.path_ = _host(path)
+        self.groups_ = _host(groups)
+        self.status_ = int(self.path_.status)
+        _report_status(self.status_, type(self).__name__)
+        return X, y
+
+    def _set_linear(self, coef, intercept):  # (T, D), (T,)
+        if self._y_1d:
+            coef, intercept = coef[0], float(intercept[0])
+        self.coef_ = coef
+        self.intercept_ = intercept
+
+    def fit(self, X, y):
+        """Learn the group order on (X, y) (n_samples, n_features), (n_samples,) or (n_samples, n_targets)."""
+        budget = _check_budget(self.budget)
+        self._fit_path(X, y)
+        self._use_budget(budget)
+        return self
+
+    def predict(self, X):
+        """Predictions of the prefix within ``budget``: (n_samples,) or (n_samples, n_targets)."""
+        X = self._validate_X(X)
+        return _linear_predict(X, self.coef_, self.intercept_)
+
+
+class GroupSequencingRegressorCV(GroupSequencingRegressor):
+    """:class:`GroupSequencingRegressor` whose budget is chosen by K-fold cross-validation.
+
+    All folds run in one jitted, vmapped call (:func:`jaxselect.cross_validate_path`): each fold's
+    path is scored on its held-out rows at every budget of the grid; ``budget_`` is the budget of
+    the best mean held-out score (``rule="best"``) or the smallest budget within one standard error
+    of it (``rule="1se"``). The path is then refitted on all rows and used at ``budget_``.
+
+    Args:
+      budgets: (B,) candidate budgets, or None: 0 and every cumulative cost some fold reaches.
+      cv: int K (``KFold(K)``, unshuffled), a scikit-learn splitter, or an iterable of
+        (train, test) index pairs — as ``GridSearchCV``'s ``cv``.
+      rule: "best" or "1se".
+      scoring: "r2" (the default, as a regressor's ``score``) or "neg_mse".
+      method, groups, costs, criterion, cost_sensitive, l2, k, whiten: as in
+        :class:`GroupSequencingRegressor`.
+
+    Attributes:
+      budget_: the chosen budget; cv_result_: the :class:`jaxselect.model_selection.CVResult`
+        (``grid``, per-fold ``scores``, ``mean``, ``std``, ...); the attributes of
+        :class:`GroupSequencingRegressor` for the refitted path at ``budget_``.
+    """
+
+    def __init__(self, method="omp", *, groups=None, costs=None, budgets=None, cv=5, rule="best",
+                 scoring="r2", criterion="whiten", cost_sensitive=True, l2=1e-5, k=None, whiten=True):
+        self.method = method
+        self.groups = groups
+        self.costs = costs
+        self.budgets = budgets
+        self.cv = cv
+        self.rule = rule
+        self.scoring = scoring
+        self.criterion = criterion
+        self.cost_sensitive = cost_sensitive
+        self.l2 = l2
+        self.k = k
+        self.whiten = whiten
+
+    def fit(self, X, y):
+        """Cross-validate the budget, then fit the path on all of (X, y)."""
+        rule = _check_choice(self.rule, "rule", _RULES)
+        _check_choice(self.scoring, "scoring", ("r2", "neg_mse"))
+        X, y = self._fit_path(X, y)
+        splitter = check_cv(self.cv, y, classifier=False)
+        folds = list(splitter.split(X, y))
+        cv = cross_validate_path(
+            X, y, self.groups_, method=self.method, folds=folds, budgets=self.budgets, k=_check_k(self.k),
+            l2=self.l2, whiten=bool(self.whiten), criterion=self.criterion,
+            cost_sensitive=bool(self.cost_sensitive), score=self.scoring,
+        )
+        self.cv_result_ = cv
+        self.budget_ = cv.best if rule == "best" else cv.best_1se
+        self._use_budget(self.budget_)
+        return self
+
+
+class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _Base):
+    """Anytime linear classifier by cost-sensitive group OMP for GLMs (Hu et al., Algorithm 3).
+
+    ``fit`` runs :func:`jaxselect.glm_omp` with the logistic loss for two classes and the softmax
+    loss for more (any label values: they are encoded with ``LabelEncoder``; ``classes_`` keeps
+    them). ``predict``, ``predict_proba``, ``decision_function`` and ``transform`` use the longest
+    prefix within ``budget`` (all sequenced groups when None).
+
+    Args:
+      groups, costs, budget, criterion, cost_sensitive, k, whiten: as in
+        :class:`GroupSequencingRegressor`.
+      l2: λ of :func:`jaxselect.glm_omp`: mean loss + (λ/2)‖W‖² (``LogisticRegression(C)`` ↔
+        ``l2 = 1/(C·n)``).
+      max_iter, tol: each Newton refit's cap and tolerance (``tol=None``: the solver's default).
+
+    Attributes:
+      classes_: the labels; path_, order_, cum_cost_, n_groups_selected_, support_, groups_,
+      status_: as in :class:`GroupSequencingRegressor`; n_iter_: Newton iterations of all refits;
+      coef_: (1, n_features) for two classes,
+      else (n_classes, n_features); intercept_: (1,) or (n_classes,).
+    """
+
+    def __init__(self, *, groups=None, costs=None, budget=None, criterion="whiten", cost_sensitive=True,
+                 l2=1e-3, k=None, whiten=True, max_iter=50, tol=None):
+        self.groups = groups
+        self.costs = costs
+        self.budget = budget
+        self.criterion = criterion
+        self.cost_sensitive = cost_sensitive
+        self.l2 = l2
+        self.k = k
+        self.whiten = whiten
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def fit(self, X, y):
+        """Learn the group order on (X, y) with labels y (n_samples,)."""
+        budget = _check_budget(self.budget)
+        _check_choice(self.criterion, "criterion", ("whiten", "no_whiten", "single"))
+        k = _check_k(self.k)
+        X, y = self._validate_fit(X, y, multi_output=False, numeric=False)
+        labels = _encode_labels(self, y)
+        groups = _make_groups(self.groups, self.costs, X.shape[1])
+        loss = "logistic" if len(self.classes_) == 2 else "softmax"
+        path, info = glm_omp(
+            X, labels, groups, loss=loss, l2=self.l2, k=k, criterion=self.criterion,
+            cost_sensitive=bool(self.cost_sensitive), whiten=bool(self.whiten), tol=self.tol,
+            max_iter=self.max_iter, n_classes=None if loss == "logistic" else len(self.classes_), return_info=True,
+        )
+        self.n_iter_ = int(np.sum(np.asarray(info.n_iter)))
+        self.path_ = _host(path)
+        self.groups_ = _host(groups)
+        self.status_ = int(self.path_.status)
+        _report_status(self.status_, type(self).__name__)
+        self._use_budget(budget)
+        return self
+
+    def decision_function(self, X):
+        """Linear scores: (n_samples,) for two classes (> 0 means ``classes_[1]``), else (n_samples, n_classes)."""
+        X = self._validate_X(X)
+        scores = _linear_predict(X, self.coef_, self.intercept_)
+        return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def predict_proba(self, X):
+        """Class probabilities (n_samples, n_classes): σ(score) for two classes, softmax for more."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            p = 1.0 / (1.0 + np.exp(-scores))
+            return np.stack([1.0 - p, p], axis=1)
+        scores = scores - scores.max(axis=1, keepdims=True)
+        e = np.exp(scores)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """Predicted labels (n_samples,)."""
+        scores = self.decision_function(X)
+        idx = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
+        return self.classes_[idx]
+
+
+# ---------------------------------------------------------------------------------------------
+# FSA (Barbu et al.).
+
+
+class _FSABase(_Selector, _Base):
+    def _fsa(self, X, y, loss, k):
+        k = _check_k(k, allow_none=False)
+        result = fsa(
+            X, y, k, loss=loss, n_iter=self.n_iter, mu=self.mu, lr=self.lr, l2=self.l2, bins=self.bins,
+            smoothness=self.smoothness, **({"huber_h": self.huber_h} if hasattr(self, "huber_h") else {}),
+        )
+        self.result_ = _host(result)
+        self.status_ = int(self.result_.status)
+        support = np.asarray(self.result_.support)
+        self.support_ = np.zeros(X.shape[1], bool)
+        self.support_[support] = True
+        coef = np.asarray(self.result_.coef, np.float64)
+        dense = np.zeros((X.shape[1],) + coef.shape[1:])
+        dense[support] = coef
+        self.coef_ = dense
+        self.intercept_ = float(self.result_.intercept)
+
+    def _scores(self, X):
+        X = self._validate_X(X)
+        if self.bins is None:
+            return _linear_predict(X, self.coef_, self.intercept_)
+        return np.asarray(fsa_predict(self.result_, X), np.float64)
+
+
+class FSARegressor(RegressorMixin, _FSABase):
+    """Feature Selection with Annealing (Barbu et al.) for regression: k features, a linear model.
+
+    Args:
+      k: number of features to keep (≤ the number of non-constant columns).
+      loss: "squared" (½·mean squared error) or a callable ``loss(scores, y) -> scalar``.
+      n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa` (``l2``: mean loss +
+        (l2/2)‖β‖² on standardised features; ``bins``: piecewise-linear learners).
+
+    Attributes:
+      support_: (n_features,) bool; coef_: (n_features,) raw-space coefficients, 0 off the support
+      ((n_features, bins+1) for piecewise-linear learners); intercept_; result_: the
+      :class:`jaxselect.FSAResult`; status_.
+    """
+
+    def __init__(self, k=10, *, loss="squared", n_iter=500, mu=300.0, lr=None, l2=0.0, bins=None, smoothness=0.0):
+        self.k = k
+        self.loss = loss
+        self.n_iter = n_iter
+        self.mu = mu
+        self.lr = lr
+        self.l2 = l2
+        self.bins = bins
+        self.smoothness = smoothness
+
+    def fit(self, X, y):
+        """Select ``k`` features of X (n_samples, n_features) for the targets y (n_samples,)."""
+        if not callable(self.loss):
+            _check_choice(self.loss, "loss", ("squared",))
+        X, y = self._validate_fit(X, y, multi_output=False, numeric=True)
+        self._fsa(X, y, self.loss, self.k)
+        return self
+
+    def predict(self, X):
+        """Predictions (n_samples,)."""
+        return self._scores(X)
+
+
+class FSARegressorCV(FSARegressor):
+    """:class:`FSARegressor` whose k is chosen by K-fold cross-validation over a grid.
+
+    :func:`jaxselect.cross_validate_fsa` fits every k of the grid on all folds (one vmapped call
+    per k) and scores the held-out rows; ``k_`` maximises the mean score (``rule="best"``) or is
+    the smallest k within one standard error of it (``rule="1se"``); FSA is then refitted on all rows.
+
+    Args:
+      ks: candidate k values; those above the number of features are dropped with a warning.
+      cv: int K (``KFold(K)``), a scikit-learn splitter or (train, test) index pairs.
+      rule: "best" or "1se". scoring: "r2" or "neg_mse".
+      loss, n_iter, mu, lr, l2, bins, smoothness: as in :class:`FSARegressor`.
+
+    Attributes:
+      k_: the chosen k; cv_result_: the :class:`jaxselect.model_selection.CVResult`; and the
+      attributes of :class:`FSARegressor`.
+    """
+
+    def __init__(self, ks=(1, 2, 5, 10, 20), *, cv=5, rule="best", scoring="r2", loss="squared", n_iter=500,
+                 mu=300.0, lr=None, l2=0.0, bins=None, smoothness=0.0):
+        self.ks = ks
+        self.cv = cv
+        self.rule = rule
+        self.scoring = scoring
+        self.loss = loss
+        self.n_iter = n_iter
+        self.mu = mu
+        self.lr = lr
+        self.l2 = l2
+        self.bins = bins
+        self.smoothness = smoothness
+
+    def fit(self, X, y):
+        """Cross-validate k on (X, y), then fit FSA with ``k_`` on all rows."""
+        rule = _check_choice(self.rule, "rule", _RULES)
+        _check_choice(self.loss, "loss", ("squared",))
+        _check_choice(self.scoring, "scoring", ("r2", "neg_mse"))
+        X, y = self._validate_fit(X, y, multi_output=False, numeric=True)
+        ks = np.atleast_1d(np.asarray(self.ks))
+        if ks.size == 0 or ks.dtype.kind not in "iu":
+            raise ValueError(f"ks must be a non-empty sequence of integers >= 1; got {self.ks!r}")
+        n_live = int(np.sum(np.ptp(X, axis=0) > 0))
+        fit_ks = ks[ks <= n_live]
+        if fit_ks.size < ks.size:
+            warnings.warn(
+                f"ks {sorted(set(ks[ks > n_live].tolist()))} exceed the {n_live} non-constant features of X and "
+                "are left out", UserWarning, stacklevel=2,
+            )
+        if fit_ks.size == 0:
+            raise ValueError(f"every k in ks exceeds the {n_live} non-constant features of X")
+        folds = list(check_cv(self.cv, y, classifier=False).split(X, y))
+        cv = cross_validate_fsa(
+            X, y, fit_ks, folds=folds, loss="squared", n_iter=self.n_iter, mu=self.mu, lr=self.lr, l2=self.l2,
+            bins=self.bins, smoothness=self.smoothness, score=self.scoring,
+        )
+        self.cv_result_ = cv
+        self.k_ = int(cv.best if rule == "best" else cv.best_1se)
+        self._fsa(X, y, "squared", self.k_)
+        return self
+
+
+class FSAClassifier(ClassifierMixin, _FSABase):
+    """Feature Selection with Annealing (Barbu et al.) for binary classification: k features.
+
+    Labels may be any two values (``classes_``); ``decision_function`` gives the linear score
+    (> 0: ``classes_[1]``), ``predict_proba`` exists for the logistic loss (σ of the score).
+
+    Args:
+      k: number of features to keep.
+      loss: "logistic", "huber_hinge" (``huber_h`` its h) or "lorenz".
+      n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa`.
+
+    Attributes:
+      classes_, support_, coef_, intercept_, result_, status_ (see :class:`FSARegressor`).
+    """
+
+    def __init__(self, k=10, *, loss="logistic", n_iter=500, mu=300.0, lr=None, l2=0.0, bins=None,
+                 smoothness=0.0, huber_h=0.1):
+        self.k = k
+        self.loss = loss
+        self.n_iter = n_iter
+        self.mu = mu
+        self.lr = lr
+        self.l2 = l2
+        self.bins = bins
+        self.smoothness = smoothness
+        self.huber_h = huber_h
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def fit(self, X, y):
+        """Select ``k`` features of X (n_samples, n_features) for the binary labels y (n_samples,)."""
+        _check_choice(self.loss, "loss", ("logistic", "huber_hinge", "lorenz"))
+        X, y = self._validate_fit(X, y, multi_output=False, numeric=False)
+        check_classification_targets(y)
+        _binary_only(y)
+        labels = _encode_labels(self, y)
+        self._fsa(X, labels, self.loss, self.k)
+        return self
+
+    def decision_function(self, X):
+        """Scores (n_samples,); > 0 predicts ``classes_[1]``."""
+        return self._scores(X)
+
+    def predict(self, X):
+        """Predicted labels (n_samples,)."""
+        scores = self.decision_function(X)
+        return self.classes_[(scores > 0).astype(int)]
+
+    def _is_logistic(self):
+        return self.loss == "logistic"
+
+    @available_if(_is_logistic)
+    def predict_proba(self, X):
+        """Probabilities (n_samples, 2) of the logistic model (``loss="logistic"`` only)."""
+        p = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
+        return np.stack([1.0 - p, p], axis=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Greedy RLS (Airola & Pahikkala).
+
+
+class GreedyRLSRegressor(_Selector, RegressorMixin, _Base):
+    """Multi-target greedy RLS: the k features shared by all targets with the lowest LOO error.
+
+    Features are used as given (no centring or scaling), as in :func:`jaxselect.greedy_rls`.
+
+    Args:
+      k: number of features (≤ the number of non-constant columns).
+      l2: ridge penalty > 0 on the mean loss (RLScore's ``regparam / n``).
+      bias: ≥ 0; a constant feature of value √bias is always in the model (its intercept,
+        penalised by ``(l2/2)·b²/bias``); the default 1.0 gives an intercept that is hardly
+        shrunk; 0 means no intercept.
+
+    Attributes:
+      support_: (n_features,) bool; selected_: (k,) the features in selection order;
+      coef_: (n_features,) or (n_targets, n_features); intercept_; result_: the
+      :class:`jaxselect.RLSResult`; status_.
+    """
+
+    def __init__(self, k=10, *, l2=1e-3, bias=1.0):
+        self.k = k
+        self.l2 = l2
+        self.bias = bias
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def fit(self, X, y):
+        """Select ``k`` features of X (n_samples, n_features) for y (n_samples,) or (n_samples, n_targets)."""
+        k = _check_k(self.k, allow_none=False)
+        X, y = self._validate_fit(X, y, multi_output=True, numeric=True)
+        result = greedy_rls(X, y, k, l2=self.l2, bias=self.bias)
+        self.result_ = _host(result)
+        self.status_ = int(self.result_.status)
+        _report_status(self.status_, type(self).__name__)
+        selected = np.asarray(self.result_.selected)
+        self.selected_ = selected[selected >= 0]
+        self.support_ = np.zeros(X.shape[1], bool)
+        self.support_[self.selected_] = True
+        coef = np.asarray(self.result_.coef, np.float64)
+        self.coef_ = coef if coef.ndim == 1 else coef.T
+        intercept = np.asarray(self.result_.intercept, np.float64)
+        self.intercept_ = float(intercept) if intercept.ndim == 0 else intercept
+        return self
+
+    def predict(self, X):
+        """Predictions (n_samples,) or (n_samples, n_targets)."""
+        X = self._validate_X(X)
+        return _linear_predict(X, self.coef_, self.intercept_)
+
+
+# ---------------------------------------------------------------------------------------------
+# Datum-wise sparse classification (Dulac-Arnold et al.).
+
+
+class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
+    """Datum-wise sparse classifier (Dulac-Arnold et al.): each datum acquires its own features.
+
+    ``fit`` learns an acquisition-and-classification policy by RCPI (:func:`jaxselect.dwsm_fit`);
+    ``predict`` classifies every datum after the features its episode acquired; ``acquired(X)``
+    gives the per-datum (n_samples, n_features) mask. Being datum-wise, ``transform`` keeps every
+    column and sets the entries a datum did not acquire to ``fill_value`` (NaN by default — a
+    downstream estimator that handles missing values, e.g. ``HistGradientBoostingClassifier``,
+    then sees only what was paid for; use ``fill_value=0.0`` for one that does not).
+    ``get_support()`` marks the features at least one training datum acquired.
+
+    Args:
+      lam: λ ≥ 0, the cost per unit cost of an acquired feature (group).
+      budget: None, or a hard cap B ≥ 0 on the summed cost a datum may acquire.
+      groups, costs: acquisition units and their costs (as in :class:`GroupSequencingRegressor`).
+      random_state: seed of the RCPI sampling (None: a fresh seed from numpy's global RNG).
+      n_iter, states_per_example, alpha, l2, gamma: as in :func:`jaxselect.dwsm_fit`.
+      cost_matrix: None (0/1 loss) or (n_classes, n_classes) ``C[predicted, true]`` in the order of
+        ``classes_``.
+      fill_value: the value of unacquired entries in ``transform``.
+
+    Attributes:
+      classes_; policy_: the :class:`jaxselect.DWSMPolicy` (numpy leaves); support_: (n_features,)
+      bool; mean_features_: mean number of features acquired per training datum; status_.
+    """
+
+    def __init__(self, *, lam=0.01, budget=None, groups=None, costs=None, random_state=None, n_iter=10,
+                 states_per_example=10, alpha=0.7, l2=1e-3, gamma=None, cost_matrix=None, fill_value=np.nan):
+        self.lam = lam
+        self.budget = budget
+        self.groups = groups
+        self.costs = costs
+        self.random_state = random_state
+        self.n_iter = n_iter
+        self.states_per_example = states_per_example
+        self.alpha = alpha
+        self.l2 = l2
+        self.gamma = gamma
+        self.cost_matrix = cost_matrix
+        self.fill_value = fill_value
+
+    def fit(self, X, y):
+        """Learn the policy on X (n_samples, n_features) and labels y (n_samples,)."""
+        budget = _check_budget(self.budget)
+        X, y = self._validate_fit(X, y, multi_output=False, numeric=False)
+        labels = _encode_labels(self, y)
+        groups = None if self.groups is None and self.costs is None else _make_groups(self.groups, self.costs, X.shape[1])
+        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        policy = _dwsm_fit(
+            jax.random.key(seed), X, labels, lam=self.lam, budget=budget, groups=groups, n_iter=self.n_iter,
+            states_per_example=self.states_per_example, alpha=self.alpha, l2=self.l2, gamma=self.gamma,
+            cost_matrix=self.cost_matrix, n_classes=len(self.classes_),
+        )
+        self.policy_ = _host(policy)
+        self.status_ = int(self.policy_.status)
+        _report_status(self.status_, type(self).__name__)
+        _, acquired = dwsm_predict(self.policy_, X)
+        acquired = np.asarray(acquired)
+        self.support_ = acquired.any(axis=0)
+        self.mean_features_ = float(acquired.sum(axis=1).mean())
+        return self
+
+    def _episodes(self, X):
+        X = self._validate_X(X)
+        labels, acquired = dwsm_predict(self.policy_, X)
+        return X, np.asarray(labels), np.asarray(acquired)
+
+    def predict(self, X):
+        """Predicted labels (n_samples,)."""
+        _, labels, _ = self._episodes(X)
+        return self.classes_[labels]
+
+    def acquired(self, X):
+        """(n_samples, n_features) bool: the features each datum's episode acquired."""
+        return self._episodes(X)[2]
+
+    def transform(self, X):
+        """X with the entries each datum did not acquire set to ``fill_value`` (same shape)."""
+        X, _, acquired = self._episodes(X)
+        out = np.array(X, copy=True)
+        out[~acquired] = self.fill_value
+        return out
+
+    def get_support(self, indices: bool = False):
+        """The features at least one training datum acquired (a mask, or their indices)."""
+        check_is_fitted(self)
+        return np.flatnonzero(self.support_) if indices else self.support_
+
+    def get_feature_names_out(self, input_features=None):
+        """Every input feature name: ``transform`` keeps all columns."""
+        check_is_fitted(self)
+        return _check_feature_names_in(self, input_features)
+

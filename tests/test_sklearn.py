@@ -1,0 +1,176 @@
+"""jaxselect.sklearn: the estimators give the solvers' results, and work in Pipelines, GridSearchCV, pandas."""
+
+import pickle
+
+import jax
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+
+from sklearn.base import clone
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.pipeline import make_pipeline
+
+import jaxselect as js
+from jaxselect.sklearn import (
+    DWSMClassifier,
+    FSAClassifier,
+    FSARegressor,
+    FSARegressorCV,
+    GreedyRLSRegressor,
+    GroupSequencingClassifier,
+    GroupSequencingRegressor,
+    GroupSequencingRegressorCV,
+)
+
+N, D = 62, 6  # 62 rows: KFold(5) gives test folds of 13, 13, 12, 12, 12 rows
+IDS = [0, 0, 1, 2, 3, 3]
+COSTS = [2.0, 1.0, 3.0, 1.5]
+NAMES = ["age", "bmi", "glucose", "insulin", "bp", "skin"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cheap_compiles():
+    """XLA's cheapest optimisation settings: these tests fit small problems of many shapes, so
+    compiling dominates; the settings change how XLA optimises, not what is computed (see
+    tests/test_sklearn_checks.py)."""
+    saved = (jax.config.values["jax_disable_most_optimizations"], jax.config.values["jax_exec_time_optimization_effort"])
+    jax.config.update("jax_disable_most_optimizations", True)
+    jax.config.update("jax_exec_time_optimization_effort", -1.0)
+    yield
+    jax.config.update("jax_disable_most_optimizations", saved[0])
+    jax.config.update("jax_exec_time_optimization_effort", saved[1])
+
+
+def _data(seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D)).astype(np.float32)
+    y = (X[:, 0] - 1.5 * X[:, 2] + 0.8 * X[:, 5] + 0.4 * rng.normal(size=N)).astype(np.float32)
+    return X, y
+
+
+def test_sequencing_regressor_is_the_path_at_its_budget():
+    X, y = _data()
+    groups = js.Groups.from_ids(IDS, COSTS)
+    est = GroupSequencingRegressor("fr", groups=IDS, costs=COSTS, budget=4.0, l2=1e-3).fit(X, y)
+    path = js.cs_fr(js.prepare(X, y, groups, l2=1e-3))
+    order = np.asarray(path.order)
+    assert est.order_.tolist() == order[order >= 0].tolist()
+    j = est.n_groups_selected_
+    assert est.cum_cost_[j - 1] <= 4.0 < est.cum_cost_[j]
+    np.testing.assert_array_equal(est.get_support(), np.isin(IDS, est.order_[:j]))
+    np.testing.assert_allclose(est.predict(X), js.predict(path, X, budget=4.0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(est.transform(X), X[:, est.get_support()])
+    # every group with budget=None; the anytime path answers other budgets without refitting
+    full = clone(est).set_params(budget=None).fit(X, y)
+    assert full.n_groups_selected_ == 4 and full.get_support().all()
+    np.testing.assert_allclose(js.predict(full.path_, X, budget=4.0), est.predict(X), rtol=1e-5, atol=1e-5)
+    # multi-output, and a Groups object with its own costs
+    Y = np.stack([y, X[:, 3]], axis=1)
+    multi = GroupSequencingRegressor(groups=groups, budget=None).fit(X, Y)
+    assert multi.coef_.shape == (2, D) and multi.predict(X).shape == (N, 2)
+    assert multi.score(X, Y) > 0.9
+    restored = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(restored.predict(X), est.predict(X))
+    with pytest.raises(ValueError, match="groups cover 6 features but X has 5"):
+        GroupSequencingRegressor(groups=IDS).fit(X[:, :5], y)
+    with pytest.raises(ValueError, match="costs must have one entry per group"):
+        GroupSequencingRegressor(groups=IDS, costs=[1.0, 2.0]).fit(X, y)
+    with pytest.raises(ValueError, match="method must be one of"):
+        GroupSequencingRegressor("lars").fit(X, y)
+
+
+def test_cv_estimators_choose_what_gridsearchcv_chooses():
+    """Same grid, same folds: the CV estimators pick GridSearchCV's budget / k, with its scores."""
+    X, y = _data(1)
+    cv_est = GroupSequencingRegressorCV(groups=IDS, costs=COSTS, cv=KFold(5), l2=1e-3).fit(X, y)
+    grid = cv_est.cv_result_.grid
+    gs = GridSearchCV(GroupSequencingRegressor(groups=IDS, costs=COSTS, l2=1e-3), {"budget": list(grid)}, cv=KFold(5))
+    gs.fit(X, y)
+    assert gs.best_params_["budget"] == cv_est.budget_
+    np.testing.assert_allclose(gs.cv_results_["mean_test_score"], cv_est.cv_result_.mean, atol=1e-4)
+    np.testing.assert_allclose(gs.predict(X), cv_est.predict(X), rtol=1e-5, atol=1e-5)
+    one_se = clone(cv_est).set_params(rule="1se").fit(X, y)
+    assert one_se.budget_ == cv_est.cv_result_.best_1se <= cv_est.budget_
+
+    fsa_cv = FSARegressorCV(ks=[3, 1, 2], cv=KFold(5), n_iter=40).fit(X, y)
+    gs = GridSearchCV(FSARegressor(n_iter=40), {"k": [1, 2, 3]}, cv=KFold(5)).fit(X, y)
+    assert gs.best_params_["k"] == fsa_cv.k_
+    np.testing.assert_allclose(gs.cv_results_["mean_test_score"], fsa_cv.cv_result_.mean, atol=1e-4)
+    assert fsa_cv.get_support().sum() == fsa_cv.k_
+
+
+def test_pandas_pipeline_keeps_column_names():
+    pd = pytest.importorskip("pandas")
+    X, y = _data(2)
+    X[::7, 3] = np.nan  # missing insulin values, imputed in the pipeline
+    df = pd.DataFrame(X, columns=NAMES)
+    labels = (y > 0).astype(int)
+    select = GroupSequencingRegressorCV(groups=IDS, costs=COSTS, cv=3, l2=1e-3)
+    pipe = make_pipeline(SimpleImputer(), select, LogisticRegression()).set_output(transform="pandas")
+    pipe.fit(df, labels)
+    names = pipe[:-1].get_feature_names_out()
+    assert list(names) == [c for c, keep in zip(NAMES, select.get_support()) if keep]
+    assert list(pipe[-1].feature_names_in_) == list(names)
+    assert list(pipe[:-1].transform(df).columns) == list(names)
+    assert pipe.score(df, labels) > 0.8
+
+
+def test_group_sequencing_classifier_is_glm_omp():
+    X, y = _data(3)
+    labels = np.where(y > 0, "yes", "no")
+    est = GroupSequencingClassifier(groups=IDS, costs=COSTS, budget=3.5).fit(X, labels)
+    path = js.glm_omp(X, (y > 0).astype(int), js.Groups.from_ids(IDS, COSTS))
+    assert est.classes_.tolist() == ["no", "yes"] and est.coef_.shape == (1, D)
+    assert est.order_.tolist() == [g for g in np.asarray(path.order).tolist() if g >= 0]
+    proba = est.predict_proba(X)
+    np.testing.assert_allclose(proba[:, 1], js.glm_predict(path, X, budget=3.5), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(est.predict(X), np.where(proba[:, 1] > 0.5, "yes", "no"))
+    three = np.digitize(y, [-1.0, 1.0])  # softmax for three classes
+    multi = GroupSequencingClassifier(budget=None).fit(X, three + 10)
+    assert multi.classes_.tolist() == [10, 11, 12] and multi.predict_proba(X).shape == (N, 3)
+    np.testing.assert_allclose(multi.predict_proba(X).sum(axis=1), 1.0, rtol=1e-6)
+    assert multi.score(X, three + 10) > 0.7
+
+
+def test_fsa_and_rls_estimators_are_their_solvers():
+    X, y = _data(4)
+    reg = FSARegressor(k=2, n_iter=40).fit(X, y)
+    res = js.fsa(X, y, 2, n_iter=40)
+    assert np.flatnonzero(reg.get_support()).tolist() == np.asarray(res.support).tolist()
+    np.testing.assert_allclose(reg.predict(X), js.fsa_predict(res, X), rtol=1e-4, atol=1e-4)
+    labels = np.where(y > 0, 1, -1)
+    clf = FSAClassifier(k=2, n_iter=40).fit(X, labels)
+    res = js.fsa(X, labels, 2, n_iter=40, loss="logistic")
+    np.testing.assert_allclose(clf.decision_function(X), js.fsa_predict(res, X), rtol=1e-4, atol=1e-4)
+    assert clf.classes_.tolist() == [-1, 1] and clf.score(X, labels) > 0.8
+    assert hasattr(clf, "predict_proba") and not hasattr(clone(clf).set_params(loss="lorenz"), "predict_proba")
+    with pytest.raises(ValueError, match="Only binary classification is supported"):
+        clf.fit(X, np.digitize(y, [-1.0, 1.0]))
+    Y = np.stack([y, X[:, 1] - X[:, 4]], axis=1)
+    rls = GreedyRLSRegressor(k=3, l2=1e-2).fit(X, Y)
+    ref = js.greedy_rls(X, Y, 3, l2=1e-2, bias=1.0)
+    assert rls.selected_.tolist() == np.asarray(ref.selected).tolist()
+    np.testing.assert_allclose(rls.predict(X), js.rls_predict(ref, X), rtol=1e-4, atol=1e-4)
+
+
+def test_dwsm_classifier_transform_and_budget():
+    X, y = _data(5)
+    labels = np.where(y > 0, "pos", "neg")
+    est = DWSMClassifier(lam=0.02, budget=2.0, n_iter=3, states_per_example=4, random_state=0).fit(X, labels)
+    pol = js.dwsm_fit(jax.random.key(int(np.random.RandomState(0).randint(np.iinfo(np.int32).max))), X,
+                      (y > 0).astype(int), lam=0.02, budget=2.0, n_iter=3, states_per_example=4)
+    ref_labels, ref_acq = js.dwsm_predict(pol, X)
+    acquired = est.acquired(X)
+    np.testing.assert_array_equal(acquired, ref_acq)
+    np.testing.assert_array_equal(est.predict(X), np.array(["neg", "pos"])[np.asarray(ref_labels)])
+    assert acquired.sum(axis=1).max() <= 2
+    Xt = est.transform(X)
+    assert Xt.shape == X.shape and np.isnan(Xt[~acquired]).all() and (Xt[acquired] == X[acquired]).all()
+    zero = clone(est).set_params(fill_value=0.0).fit(X, labels).transform(X)
+    np.testing.assert_array_equal(zero, np.where(acquired, X, 0.0))
+    np.testing.assert_array_equal(est.get_support(), acquired.any(axis=0))
+    assert est.get_feature_names_out().tolist() == [f"x{i}" for i in range(D)]
