@@ -199,12 +199,10 @@ def prepare(
     check_constant_mode(constant_columns)
     if gram not in (True, False, "auto"):
         raise ValueError(f"gram must be True, False or 'auto'; got {gram!r}")
-    if (
-        gram is not False
-        and host_kernel_applies(X, Y, sample_weight)
-        and (gram is True or np.shape(X)[-1] <= GRAM_AUTO_MAX_FEATURES)
-    ):
-        X = _host_matrix(X, "X")
+    host = gram is not False and host_kernel_applies(X, Y, sample_weight)
+    if host:
+        X = _host_matrix(X, "X")  # validated before its shape is read
+    if host and (gram is True or X.shape[1] <= GRAM_AUTO_MAX_FEATURES):
         dtype = float_dtype_for(X.dtype)
         Y = _host_targets(Y, X.shape[0], "Y")
         w = as_sample_weight(sample_weight, X.shape[0])
