@@ -30,7 +30,7 @@ and PNGs ``anytime_<set>.png``, ``anytime_accuracy_<set>.png``, ``anytime_train_
 
 Run: ``python benchmarks/anytime_experiments.py [--quick] [--sets pima,adult,...]`` (``--quick``:
 pima only, 2 splits — a CI-sized smoke run; ``--quick --sets pima,yahoo_like`` adds a 3 000-row
-yahoo_like and the training-time figure; the tables in the README come from the full run).
+yahoo_like and the training-time figure; the tables in ``docs/reproductions.md`` come from the full run).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 Every fold's training rows are stacked on a leading axis; ``jax.vmap`` runs ``prepare`` and
 ``cs_omp`` on all folds at once and scores every prefix on the held-out rows — no Python loop over
 folds. A second vmap runs CS-G-FR for several cost vectors at once. Run: python examples/cv_vmap.py
+(about 20 s on 2 CPU cores, mostly compilation).
 """
 
 import jax

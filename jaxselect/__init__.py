@@ -75,7 +75,7 @@ from jaxselect.status import (
     raise_for_status,
     status_message,
 )
-from jaxselect.streaming import prepare_from_batches
+from jaxselect.streaming import prepare_from_batches, row_batches
 
 __version__ = "0.2.0"
 
@@ -139,6 +139,7 @@ __all__ = [
     "rls_predict_path",
     "rls_refit",
     "rls_to_path",
+    "row_batches",
     "row_sharding",
     "shard_rows",
     "status_message",

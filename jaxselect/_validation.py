@@ -38,6 +38,10 @@ __all__ = [
     "column_standardization",
     "raise_on_constant",
     "as_hyper",
+    "check_scale",
+    "scale_limits",
+    "scale_error",
+    "check_result_type",
 ]
 
 #: Every solver needs at least this many training rows (centring and scaling need two).
@@ -69,6 +73,15 @@ def _is_numeric(dtype) -> bool:
 def is_traced(a) -> bool:
     """True when any leaf of ``a`` is being traced by jit/vmap/grad: value checks cannot run on it."""
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(a))
+
+
+def host_array(a) -> np.ndarray:
+    """``np.asarray(a)``; a global ``jax.Array`` spread over several processes is gathered first."""
+    if isinstance(a, jax.Array) and not a.is_fully_addressable:
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(a, tiled=True))
+    return np.asarray(a)
 
 
 def host_value(fn):
@@ -120,10 +133,34 @@ def as_float_matrix(X, name: str = "X", *, dtype=None, min_rows: int = 1, min_co
     if X.shape[1] < min_cols:
         raise ValueError(f"{name} needs at least {min_cols} columns; got {X.shape[1]}")
     target = np.dtype(dtype) if dtype is not None else float_dtype_for(X.dtype)
-    X = jnp.asarray(X, dtype=target)
+    original = X
+    X = _cast(X, target, name)
     if check_finite and not _all_finite(X):
-        raise ValueError(f"{name} contains NaN or Inf; remove or impute those entries first")
+        _raise_nonfinite(original, name, target, "remove or impute those entries first")
     return X
+
+
+def _cast(A, target, name: str):
+    """``jnp.asarray(A, target)``, with a clear error for values no float can hold (e.g. int > 2**1023)."""
+    try:
+        return jnp.asarray(A, dtype=target)
+    except OverflowError:
+        raise ValueError(f"{name} has values too large for {np.dtype(target)}; rescale {name}") from None
+
+
+def _raise_nonfinite(original, name: str, target, fix: str):
+    """The error for non-finite values after the cast to ``target``: NaN/Inf in the input, or a
+    finite input beyond the dtype's range (1e39 in float32)."""
+    if not is_traced(original) and not isinstance(original, jax.Array):
+        values = np.asarray(original)
+        if values.dtype.kind in "biuf" and np.isfinite(values.astype(np.float64)).all():
+            big = float(np.max(np.abs(values.astype(np.float64))))
+            raise ValueError(
+                f"{name} has values up to {big:.3g}, beyond the range of {np.dtype(target)} (max "
+                f"{float(np.finfo(target).max):.3g}); rescale {name} (divide it by a constant), or use float64 "
+                "(jax.config.update('jax_enable_x64', True) with float64 input)"
+            )
+    raise ValueError(f"{name} contains NaN or Inf; {fix}")
 
 
 def as_targets(Y, n: int, name: str = "Y", *, dtype=None):
@@ -144,11 +181,12 @@ def as_targets(Y, n: int, name: str = "Y", *, dtype=None):
         raise ValueError(f"{name} must have at least one target column")
     was_1d = Y.ndim == 1
     target = np.dtype(dtype) if dtype is not None else float_dtype_for(Y.dtype)
-    Y = jnp.asarray(Y, dtype=target)
+    original = Y
+    Y = _cast(Y, target, name)
     if was_1d:
         Y = Y[:, None]
     if not _all_finite(Y):
-        raise ValueError(f"{name} contains NaN or Inf")
+        _raise_nonfinite(original, name, target, "remove those rows first")
     return Y, was_1d
 
 
@@ -218,7 +256,7 @@ def as_binary_labels(y, n: int, name: str = "y", *, dtype=None):
         raise TypeError(f"{name} must hold binary labels in {{0, 1}}, {{-1, +1}} or bool; got dtype {y.dtype}")
     dtype = default_float() if dtype is None else dtype
     if not is_traced(y):
-        values = np.unique(np.asarray(y).astype(np.float64))
+        values = np.unique(host_array(y).astype(np.float64))
         if not np.all(np.isfinite(values)):
             raise ValueError(f"{name} contains NaN or Inf")
         if not (set(values.tolist()) <= {0.0, 1.0} or set(values.tolist()) <= {-1.0, 1.0}):
@@ -264,13 +302,22 @@ def column_standardization(X):
     selected and get coefficient 0 in every solver.
     """
     n = X.shape[0]
-    mean = jnp.sum(X, axis=0) / jnp.asarray(n, X.dtype)
-    centred = X - mean[None, :]
-    var = jnp.sum(centred * centred, axis=0) / jnp.asarray(n, X.dtype)
-    live = (jnp.max(X, axis=0) > jnp.min(X, axis=0)) & (var > 0)
+    nf = jnp.asarray(n, X.dtype)
+    col_max, col_min = jnp.max(X, axis=0), jnp.min(X, axis=0)
+    # Moments of X / p with p a power of two near each column's half-range: exact rescaling (the
+    # same rounding as on X itself), so squares neither overflow (a 1e30 column) nor underflow (a
+    # 1e-20 column) in float32. p is a constant: gradients flow as through the plain formula.
+    half = jax.lax.stop_gradient(0.5 * col_max - 0.5 * col_min)
+    exponent = jnp.frexp(jnp.where(half > 0, half, jnp.ones_like(half)))[1]
+    p = jnp.ldexp(jnp.ones_like(half), exponent)
+    Xn = X / p[None, :]
+    mean_n = jnp.sum(Xn, axis=0) / nf
+    centred = Xn - mean_n[None, :]
+    var_n = jnp.sum(centred * centred, axis=0) / nf
+    live = (col_max > col_min) & (var_n > 0)
     # sqrt only of positive variances: a constant column must not give a NaN gradient (d√v at 0)
-    scale = jnp.sqrt(jnp.where(live, var, jnp.ones_like(var)))
-    return mean, scale, live
+    scale = jnp.sqrt(jnp.where(live, var_n, jnp.ones_like(var_n))) * jnp.where(live, p, jnp.ones_like(p))
+    return mean_n * p, scale, live
 
 
 def raise_on_constant(live, mode: str, name: str = "X") -> None:
@@ -288,11 +335,15 @@ def raise_on_constant(live, mode: str, name: str = "X") -> None:
         )
 
 
-def as_hyper(value, name: str, dtype, *, low: float | None = None, strict_low: bool = False):
+def as_hyper(value, name: str, dtype, *, low: float | None = None, strict_low: bool = False,
+             high: float | None = None):
     """A real hyper-parameter that may be traced (``l2``, a cost): checked when concrete, cast to ``dtype``.
 
-    Concrete values are checked for finiteness and range here; a traced value (inside a user's
-    ``jit``/``vmap``/``grad``) is passed through unchecked. Returns a 0-d array of ``dtype``.
+    Concrete values are checked for finiteness and range here, *in the dtype the solver computes
+    in*: a value that overflows it (1e39 in float32) or comes within 16× of its largest number, or
+    a non-zero value that rounds to 0 in it (1e-46 in float32), is a ValueError. A
+    traced value (inside a user's ``jit``/``vmap``/``grad``) is passed through unchecked. Returns a
+    0-d array of ``dtype``.
     """
     if isinstance(value, bool):
         raise TypeError(f"{name} must be a real number; got {value!r}")
@@ -300,11 +351,32 @@ def as_hyper(value, name: str, dtype, *, low: float | None = None, strict_low: b
         arr = np.asarray(value)
         if arr.shape != () or arr.dtype == object or not _is_numeric(arr.dtype):
             raise TypeError(f"{name} must be a real scalar; got {value!r}")
-        check_float(float(arr), name, low=low, strict_low=strict_low)
+        try:
+            as_float = float(arr)
+        except OverflowError:  # an integer beyond every float
+            raise ValueError(f"{name} must be finite; got {value!r}") from None
+        as_float = check_float(as_float, name, low=low, high=high, strict_low=strict_low)
+        _check_in_dtype(as_float, name, dtype)
     else:
         if jnp.shape(value) != ():
             raise TypeError(f"{name} must be a scalar; got shape {jnp.shape(value)}")
     return jnp.asarray(value, dtype)
+
+
+def _check_in_dtype(value: float, name: str, dtype) -> None:
+    """A checked hyper-parameter must keep its meaning in the dtype the solver computes in."""
+    info = np.finfo(np.dtype(dtype))
+    limit = float(info.max) / 16  # headroom for the sums and products it enters
+    if abs(value) > limit:
+        raise ValueError(
+            f"{name}={value:.3g} is too large for {np.dtype(dtype)} (it must stay below {limit:.3g}); "
+            "rescale the problem, or use float64 (jax.config.update('jax_enable_x64', True))"
+        )
+    if value != 0 and np.asarray(value, dtype=np.dtype(dtype)) == 0:
+        raise ValueError(
+            f"{name}={value:.3g} underflows {np.dtype(dtype)} to 0 (its smallest normal number is "
+            f"{float(info.tiny):.3g}); use {name}=0 where that is allowed, a larger value, or float64"
+        )
 
 
 def check_rows(n_expected: int, n_got: int, what: str) -> None:
@@ -330,7 +402,10 @@ def check_float(
     """Check ``value`` is a finite real in the given range and return it as ``float``."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise TypeError(f"{name} must be a real number; got {value!r}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer beyond every float
+        raise ValueError(f"{name} must be finite; got an integer of {len(str(abs(int(value))))} digits") from None
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite; got {value}")
     if low is not None and (value <= low if strict_low else value < low):
@@ -344,3 +419,130 @@ def check_choice(value, name: str, choices) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}; got {value!r}")
     return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Scale checks: the magnitudes a float dtype can standardise and form moments of.
+
+#: Headroom factor between the largest accepted entry and the dtype's largest number (sums, centring).
+SCALE_HEADROOM = 16.0
+
+
+def scale_limits(dtype, n: int = 1, *, squares: bool = False) -> tuple[float, float]:
+    """``(largest |entry|, smallest spread of a non-constant column)`` that ``dtype`` handles.
+
+    * ``squares=False`` — for solvers that standardise each column by a power-of-two rescaling
+      first (:func:`column_standardization`): entries up to ``max/16`` (room to centre and sum)
+      and spreads (max − min) down to ``tiny/ε`` (about 1e-31 in float32: below it the centred
+      values are no longer normal numbers with full precision).
+    * ``squares=True`` — for code that forms raw second moments (``XᵀX``, ``Σ(x − x̄)²``) of n rows
+      without rescaling (a Gram/moments engine, greedy RLS): also ``n·max|x|² ≤ max/16`` (no
+      overflow: about 1e19/√n in float32) and ``spread²/(2n) ≥ tiny/ε`` (the smallest variance a
+      column with that spread can have stays a full-precision normal number: about 3e-16·√n in
+      float32).
+    """
+    info = np.finfo(np.dtype(dtype))
+    fmax, tiny, eps = float(info.max), float(info.tiny), float(info.eps)
+    big = fmax / SCALE_HEADROOM
+    small = tiny / eps
+    if squares:
+        n = max(int(n), 1)
+        big = min(big, float(np.sqrt(fmax / (SCALE_HEADROOM * n))))
+        small = max(small, float(np.sqrt(2.0 * n * tiny / eps)))
+    return big, small
+
+
+def scale_error(col_min, col_max, n: int, name: str, dtype, *, squares: bool = False) -> str | None:
+    """The message of :func:`check_scale` for given column extremes (numpy (d,)), or None when fine.
+
+    Contract (shared by every solver, and by the moments engine of :func:`jaxselect.prepare`):
+    ``col_min``/``col_max`` are the per-column extremes of an (n, d) array named ``name`` that will
+    be computed with in ``dtype``; a column is constant when max == min (never an error here). The
+    message names the array, the offending columns, the value and the fix (rescale by a constant,
+    or float64). See :func:`scale_limits` for the bounds.
+    """
+    lo = np.asarray(col_min, np.float64)
+    hi = np.asarray(col_max, np.float64)
+    big, small = scale_limits(dtype, n, squares=squares)
+    kind = "its second moments" if squares else "it"
+    dtype = np.dtype(dtype)
+    fix = "or use float64 (jax.config.update('jax_enable_x64', True) with float64 input)"
+    magnitude = np.maximum(np.abs(lo), np.abs(hi))
+    bad = np.flatnonzero(~(magnitude <= big))
+    if bad.size:
+        j = int(bad[np.argmax(magnitude[bad])])
+        return (
+            f"{name} has entries up to {magnitude[j]:.3g} (column {j}): too large for {dtype} ({kind} would "
+            f"overflow above {big:.3g}); divide {name} by a constant (e.g. {2.0 ** np.ceil(np.log2(magnitude[j])):.3g}), {fix}"
+        )
+    spread = hi - lo
+    tiny_cols = np.flatnonzero((spread > 0) & (spread < small))
+    if tiny_cols.size:
+        j = int(tiny_cols[np.argmin(spread[tiny_cols])])
+        return (
+            f"{name} column(s) {tiny_cols[:10].tolist()} vary by as little as {spread[j]:.3g} (column {j}): below "
+            f"{small:.3g}, {kind} would underflow {dtype} and the column would be taken for constant; multiply "
+            f"{name} by a constant (e.g. {2.0 ** -np.floor(np.log2(spread[j])):.3g}), {fix}"
+        )
+    return None
+
+
+@jax.jit
+def _column_extremes(A):
+    return jnp.min(A, axis=0), jnp.max(A, axis=0)
+
+
+def check_scale(A, name: str, *, squares: bool = False) -> None:
+    """ValueError unless every column of A (n, d) has a magnitude and spread ``A.dtype`` can handle.
+
+    A no-op on traced input (inside a user's ``jit``/``vmap``). One fused min/max pass over A; the
+    bounds and the message are those of :func:`scale_limits` / :func:`scale_error`.
+    """
+    if is_traced(A):
+        return
+    A2 = A if A.ndim == 2 else A.reshape((A.shape[0], -1))
+    extremes = host_value(lambda: _column_extremes(A2))
+    if extremes is None:
+        return
+    message = scale_error(extremes[0], extremes[1], A2.shape[0], name, A.dtype, squares=squares)
+    if message is not None:
+        raise ValueError(message)
+
+
+def check_finite_output(values, X, what: str, name: str = "X"):
+    """``values`` (predictions computed from ``X``), or a ValueError when they overflowed.
+
+    Concrete outputs only (a no-op inside a user's ``jit``): a model's predictions on data far
+    larger than its training data can leave the dtype's range; that is a bad ``X``, said clearly,
+    never an inf returned without a status.
+    """
+    ok = host_value(lambda: jnp.all(jnp.isfinite(values)))
+    if ok is None or bool(ok):
+        return values
+    big = host_value(lambda: jnp.max(jnp.abs(X)))
+    raise ValueError(
+        f"{what}: the predictions overflow {values.dtype}: {name} has entries up to "
+        f"{float(big) if big is not None else float('nan'):.3g}, too large for this model; rescale {name} as the "
+        "training data were scaled, or use float64"
+    )
+
+
+def check_result_type(result, types, name: str, producer: str) -> None:
+    """TypeError unless ``result`` is one of ``types`` (a result passed to the wrong function, None, ...)."""
+    if not isinstance(result, types):
+        wanted = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+        raise TypeError(f"{name} must be a {wanted} returned by {producer}; got {type(result).__name__}")
+
+
+def check_magnitudes(values: dict, dtype, *, fix: str, limit: float | None = None) -> None:
+    """ValueError naming the largest entry of ``values`` (name → non-negative magnitude, as stored in
+    ``dtype``) when it is not finite or above ``limit`` (default: the dtype's largest number, i.e.
+    the value must exist in the dtype the solver computes in: 1e39 does not in float32). ``fix``
+    says what to do (e.g. which arguments to rescale together).
+    """
+    limit = float(np.finfo(np.dtype(dtype)).max) if limit is None else float(limit)
+    name, worst = max(values.items(), key=lambda kv: (not np.isfinite(kv[1]), kv[1]))
+    if not worst <= limit:
+        raise ValueError(
+            f"{name} is {worst:.3g}: too large for {np.dtype(dtype)} (it must stay below {limit:.3g}); {fix}"
+        )

@@ -28,8 +28,10 @@ import numpy as np
 
 from jaxselect._budget import within_budget
 from jaxselect._repr import short_repr
-from jaxselect._validation import as_float_matrix, as_targets, check_float, is_traced
+from jaxselect._validation import as_float_matrix, check_float, host_value, is_traced
 from jaxselect.path import SelectionPath
+from jaxselect.sharding import any_mesh
+from jaxselect.status import status_message
 
 __all__ = [
     "Curve",
@@ -50,6 +52,17 @@ class Curve(NamedTuple):
       cost: (m+1,) cumulative cost, starting at 0 (the intercept-only model).
       value: (m+1,) the objective at each cost.
       order: (m,) the group added at each point after the first.
+
+    Built by :func:`objective_curve` (held-out) and :func:`train_curve` (training), read by
+    :func:`timeliness`, :func:`alpha_stopping_cost`, :func:`plateau_alpha` and :func:`oracle_curve`;
+    one can also be built by hand from numpy arrays.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
+    >>> path = js.cs_omp(js.prepare(X, y))
+    >>> curve = js.objective_curve(path, X, y)
+    >>> curve.cost.tolist(), [round(v, 3) for v in curve.value.tolist()]
+    ([0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 1.0, 1.0])
     """
 
     cost: np.ndarray
@@ -66,6 +79,14 @@ def as_path(result) -> SelectionPath:
     ``group_lasso_path``, ``fixed_order_path``) is returned as it is; an
     :class:`~jaxselect.RLSResult` (``greedy_rls``) becomes the path of its prefixes, each feature a
     unit-cost group (the same predictions as :func:`~jaxselect.rls_predict`).
+
+    Raises:
+      TypeError: anything else.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
+    >>> js.as_path(js.greedy_rls(X, y, 2)).cum_cost.tolist()
+    [1.0, 2.0]
     """
     if isinstance(result, SelectionPath):
         return result
@@ -83,6 +104,7 @@ def _squeeze(pred: jax.Array) -> jax.Array:
     return pred[..., 0] if pred.shape[-1] == 1 else pred
 
 
+@any_mesh
 def predict(path, X, budget=None) -> jax.Array:
     """Anytime linear predictions from raw features.
 
@@ -99,6 +121,10 @@ def predict(path, X, budget=None) -> jax.Array:
       With a budget: (m,) predictions, or (m, T) for T > 1 targets. Without: (n_steps, m) or
       (n_steps, m, T) — row j is the model after j + 1 groups.
 
+    Raises:
+      ValueError: X with the wrong number of columns or NaN/Inf, a non-scalar or negative budget,
+        or predictions that overflow (X far beyond the training scale).
+
     >>> import numpy as np, jaxselect
     >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
     >>> path = jaxselect.cs_omp(jaxselect.prepare(X, y))
@@ -106,21 +132,49 @@ def predict(path, X, budget=None) -> jax.Array:
     True
     """
     path = as_path(path)
-    d = path.coef.shape[-2]
     X = as_float_matrix(X, "X", dtype=path.coef.dtype)
+    d = _trained_width(path, X.shape[1])
     if X.shape[1] != d:
         raise ValueError(f"X has {X.shape[1]} columns but the path was trained on {d}")
     if budget is None:
-        pred = jnp.einsum("md,jdt->jmt", X, path.coef) + path.intercept[:, None, :]
-        return _squeeze(pred)
+        pred = jnp.einsum("md,jdt->jmt", path.columns(X), path.coef) + path.intercept[:, None, :]
+        return _squeeze(_check_predictions(pred, path, X))
     if is_traced(budget) or isinstance(budget, jax.Array):
         if jnp.shape(budget) != ():
             raise ValueError(f"budget must be a scalar cost; got shape {jnp.shape(budget)} (call predict once per budget)")
+        if not is_traced(budget) and not jnp.issubdtype(jnp.result_type(budget), jnp.number):
+            raise TypeError(f"budget must be a real number (a cumulative cost); got dtype {jnp.result_type(budget)}")
     else:
         if np.ndim(budget) != 0:
             raise ValueError(f"budget must be a scalar cost; got shape {np.shape(budget)} (call predict once per budget)")
         budget = check_float(budget, "budget")
-    return _squeeze(_predict_at(path, X, jnp.asarray(budget, path.coef.dtype)))
+        budget = min(budget, float(np.finfo(path.coef.dtype).max))  # beyond the dtype: every prefix
+    pred = _predict_at(path, X, jnp.asarray(budget, path.coef.dtype))
+    return _squeeze(_check_predictions(pred, path, X))
+
+
+def _trained_width(path: SelectionPath, width: int) -> int:
+    """D of the path (a traced slot path cannot tell: X's width is taken on trust)."""
+    if path.features is not None and is_traced(path.features):
+        return width
+    return path.n_features
+
+
+def _check_predictions(pred: jax.Array, path: SelectionPath, X: jax.Array) -> jax.Array:
+    """Concrete predictions must be finite: a ValueError names the cause (the path, or X's scale)."""
+    ok = host_value(lambda: jnp.all(jnp.isfinite(pred)))
+    if ok is None or bool(ok):
+        return pred
+    finite_model = host_value(lambda: jnp.all(jnp.isfinite(path.coef)) & jnp.all(jnp.isfinite(path.intercept)))
+    if finite_model is not None and not bool(finite_model):
+        raise ValueError(
+            f"path has non-finite coefficients (status {int(np.bitwise_or.reduce(np.ravel(np.asarray(path.status))))}:"
+            f" {status_message(np.asarray(path.status))}); refit it on rescaled data or in float64"
+        )
+    raise ValueError(
+        f"the predictions overflow {pred.dtype}: X has entries up to {float(jnp.max(jnp.abs(X))):.3g}, too large for "
+        "this model's coefficients; rescale X as the training data were scaled, or use float64"
+    )
 
 
 def budget_steps(cum_cost: jax.Array, budget: jax.Array) -> jax.Array:
@@ -135,7 +189,7 @@ def _predict_at(path: SelectionPath, X, budget):
     k = jnp.maximum(j - 1, 0)
     coef = jnp.where(use, path.coef[k], jnp.zeros_like(path.coef[0]))
     intercept = jnp.where(use, path.intercept[k], path.null_intercept)
-    return X @ coef + intercept[None, :]
+    return path.columns(X) @ coef + intercept[None, :]
 
 
 def _metric_fn(metric) -> Callable:
@@ -147,6 +201,11 @@ def _metric_fn(metric) -> Callable:
         def r2(Y, P):
             sse = np.sum((Y - P) ** 2)
             sst = np.sum((Y - Y.mean(axis=0)) ** 2)
+            if not sst > 0:
+                raise ValueError(
+                    "metric='r2' is undefined for a constant held-out Y (zero variance in every column); "
+                    "use more varied held-out rows, or metric='explained_variance'"
+                )
             return 1.0 - sse / sst
         return r2
     if metric == "accuracy":
@@ -176,6 +235,7 @@ def _binary_threshold(y: np.ndarray) -> float:
     )
 
 
+@any_mesh
 def objective_curve(path, X, Y, *, metric="explained_variance") -> Curve:
     """Held-out objective of every prefix against its cumulative cost.
 
@@ -197,48 +257,127 @@ def objective_curve(path, X, Y, *, metric="explained_variance") -> Curve:
 
     Returns:
       A :class:`Curve` whose first point is the intercept-only model at cost 0.
+
+    Raises:
+      ValueError: X or Y of the wrong shape or with NaN/Inf, an unknown metric, a metric that is
+        undefined on Y (R² of a constant Y, accuracy of non-binary labels).
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
+    >>> path = js.cs_omp(js.prepare(X, y))
+    >>> r2 = js.objective_curve(path, X, y, metric="r2")   # or "accuracy", or a callable
+    >>> r2.value.shape, round(float(r2.value[1]), 3)
+    ((4,), 1.0)
     """
     path = as_path(path)
+    _check_concrete_path(path, "objective_curve")
+    fn = _metric_fn(metric)
     preds = predict(path, X)
     X = as_float_matrix(X, "X", dtype=path.coef.dtype)
-    as_targets(Y, X.shape[0], "Y", dtype=path.coef.dtype)  # validation only
-    # Metrics are host-side sums over the held-out rows: evaluated in float64 whatever the path's dtype.
-    Yt = np.asarray(Y, np.float64).reshape((X.shape[0], -1))
+    # Metrics are host-side sums over the held-out rows: Y is checked and used in float64 whatever
+    # the path's dtype (a Y of 1e20 or 1e39 is fine here).
+    Yt = _host_targets(Y, X.shape[0])
     if Yt.shape[1] != path.coef.shape[-1]:
         raise ValueError(f"Y has {Yt.shape[1]} target column(s) but the path predicts {path.coef.shape[-1]}")
     preds = np.asarray(preds, np.float64).reshape((path.n_steps, X.shape[0], -1))
     null = np.broadcast_to(np.asarray(path.null_intercept, np.float64), Yt.shape)
-    fn = _metric_fn(metric)
     if fn is None:
         base = np.sum((Yt - null) ** 2)
+        if not base > 0:
+            raise ValueError(
+                "metric='explained_variance' is undefined here: Y equals the intercept-only model's prediction "
+                "on every row (‖Y − ŷ_0‖ = 0); use a held-out Y that varies, or metric='r2'"
+            )
 
         def fn(Y, P):
             return 1.0 - np.sum((Y - P) ** 2) / base
 
     taken = np.asarray(path.order) >= 0
-    values = [fn(Yt, null)] + [fn(Yt, p) for p, t in zip(preds, taken) if t]
+    values = np.asarray([fn(Yt, null)] + [fn(Yt, p) for p, t in zip(preds, taken) if t], np.float64)
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"metric returned non-finite values {values[~np.isfinite(values)][:3].tolist()}; "
+                         "a metric must give a finite number for every prefix")
     cost = np.concatenate([[0.0], np.asarray(path.cum_cost, np.float64)[taken]])
-    return Curve(cost, np.asarray(values, np.float64), np.asarray(path.order)[taken])
+    return Curve(cost, values, np.asarray(path.order)[taken])
+
+
+def _check_concrete_path(path: SelectionPath, what: str) -> None:
+    """Curves are host-side summaries of one concrete path."""
+    if is_traced(path) or np.ndim(path.order) != 1:
+        raise ValueError(f"{what} needs a concrete, unbatched path (call it outside jax.jit/vmap)")
+
+
+def _host_targets(Y, m: int) -> np.ndarray:
+    """Held-out targets (m,) or (m, T) as a float64 numpy (m, T) array (finite, numeric)."""
+    if is_traced(Y):
+        raise ValueError("Y is traced: curves are host-side summaries, call this outside jax.jit/vmap")
+    Yn = np.asarray(Y)
+    if Yn.dtype == object or Yn.dtype.kind not in "biuf":
+        raise TypeError(f"Y must be numeric; got dtype {Yn.dtype}")
+    if Yn.ndim not in (1, 2) or (Yn.ndim == 2 and Yn.shape[1] < 1):
+        raise ValueError(f"Y must be 1-D (m,) or 2-D (m, T); got shape {Yn.shape}")
+    if Yn.shape[0] != m:
+        raise ValueError(f"Y has {Yn.shape[0]} rows but X has {m}; they must match")
+    Yt = Yn.astype(np.float64).reshape((m, -1))
+    if not np.all(np.isfinite(Yt)):
+        raise ValueError("Y contains NaN or Inf")
+    return Yt
 
 
 def train_curve(path) -> Curve:
-    """The training objective curve stored in the path (cost 0 ↦ 0); any result :func:`as_path` takes."""
+    """The training objective curve stored in the path (cost 0 ↦ 0); any result :func:`as_path` takes.
+
+    The values are the path's ``objective`` (explained variance on the training data, or the
+    fraction of the null risk removed for :func:`~jaxselect.glm_omp`); untaken steps are left out.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
+    >>> path = js.cs_omp(js.prepare(X, y))
+    >>> js.train_curve(path).cost.tolist()
+    [0.0, 1.0, 2.0, 3.0]
+    """
     path = as_path(path)
+    _check_concrete_path(path, "train_curve")
     taken = np.asarray(path.order) >= 0
     cost = np.concatenate([[0.0], np.asarray(path.cum_cost, np.float64)[taken]])
     value = np.concatenate([[0.0], np.asarray(path.objective, np.float64)[taken]])
+    if not (np.all(np.isfinite(value)) and np.all(np.isfinite(cost))):
+        raise ValueError(
+            f"path has non-finite objective values (status {int(np.asarray(path.status))}: "
+            f"{status_message(np.asarray(path.status))}); refit it on rescaled data or in float64"
+        )
     return Curve(cost, value, np.asarray(path.order)[taken])
 
 
 def _as_curve(curve) -> Curve:
     if isinstance(curve, Curve):
-        return curve
+        return _check_curve(curve)
     try:
         return train_curve(curve)
     except TypeError:
         raise TypeError(
             f"expected a Curve (from objective_curve), a SelectionPath or an RLSResult; got {type(curve).__name__}"
         ) from None
+
+
+def _check_curve(curve: Curve) -> Curve:
+    """A Curve built by hand must look like one: 1-D finite costs (non-decreasing, ≥ 0) and values."""
+    try:
+        cost = np.asarray(curve.cost, np.float64)
+        value = np.asarray(curve.value, np.float64)
+    except (TypeError, ValueError):
+        raise TypeError("curve.cost and curve.value must be real 1-D arrays") from None
+    if cost.ndim != 1 or value.shape != cost.shape or cost.size < 1:
+        raise ValueError(
+            f"curve.cost and curve.value must be 1-D arrays of the same length >= 1 (the first point is the "
+            f"intercept-only model); got shapes {cost.shape} and {value.shape}"
+        )
+    if not (np.all(np.isfinite(cost)) and np.all(np.isfinite(value))):
+        raise ValueError("curve has NaN or Inf costs or values")
+    if cost[0] < 0 or np.any(np.diff(cost) < 0):
+        raise ValueError("curve.cost must start at a cost >= 0 and be non-decreasing (cumulative costs)")
+    order = np.asarray(curve.order) if curve.order is not None else np.zeros(cost.size - 1, np.int64)
+    return Curve(cost, value, order)
 
 
 def alpha_stopping_cost(curve, alpha: float) -> float:
@@ -249,9 +388,26 @@ def alpha_stopping_cost(curve, alpha: float) -> float:
     Args:
       curve: a :class:`Curve`, or a result :func:`as_path` takes (its training curve).
       alpha: in [0, 1].
+
+    Returns:
+      A float cost.
+
+    Raises:
+      ValueError: ``alpha`` outside [0, 1], or a malformed curve.
+
+    >>> import numpy as np, jaxselect as js
+    >>> curve = js.Curve(cost=np.array([0.0, 1.0, 3.0, 4.0]), value=np.array([0.0, 0.5, 0.9, 1.0]),
+    ...                  order=np.array([2, 0, 1]))
+    >>> js.alpha_stopping_cost(curve, 0.9)
+    3.0
     """
     curve = _as_curve(curve)
     alpha = check_float(alpha, "alpha", low=0.0, high=1.0)
+    if curve.value[-1] < 0:
+        raise ValueError(
+            f"the curve's final value is negative ({curve.value[-1]:.3g}): α-stopping (a fraction of the final "
+            "objective) needs a curve that ends at or above 0"
+        )
     target = alpha * curve.value[-1]
     hit = np.flatnonzero(curve.value >= target - 1e-12 * abs(curve.value[-1]))
     return float(curve.cost[hit[0]])
@@ -264,6 +420,19 @@ def plateau_alpha(curve, *, start: float = 0.95, step: float = 0.01, cost_fracti
     objective is achieved and the next ``step`` (1 %) requires more than ``cost_fraction`` (20 %) of
     the total feature cost. Returns the smallest such α on the grid start, start+step, …, or 1.0 if
     the curve has no plateau.
+
+    Raises:
+      ValueError: a malformed curve or grid parameters.
+
+    >>> import numpy as np, jaxselect as js
+    >>> curve = js.Curve(cost=np.array([0.0, 1.0, 3.0, 4.0]), value=np.array([0.0, 0.5, 0.9, 1.0]),
+    ...                  order=np.array([2, 0, 1]))
+    >>> js.plateau_alpha(curve)  # no plateau: 95 % is only reached at the last point
+    1.0
+    >>> early = js.Curve(cost=np.array([0.0, 1.0, 2.0, 10.0]), value=np.array([0.0, 0.6, 0.96, 1.0]),
+    ...                  order=np.array([0, 1, 2]))
+    >>> js.plateau_alpha(early)  # 96 % at cost 2; 97 % needs 80 % more of the total cost
+    0.96
     """
     curve = _as_curve(curve)
     total = curve.cost[-1]
@@ -301,14 +470,35 @@ def timeliness(curve, *, stop_cost=None, reference=None, interpolation: str = "l
         the curve is held at its final value.
       reference: F_ref.
       interpolation: "linear" or "step".
+
+    Returns:
+      A float (1 for a curve at F_ref from cost 0).
+
+    Raises:
+      ValueError: an unknown interpolation, ``stop_cost`` ≤ 0, a non-positive reference, or a
+        malformed curve.
+
+    >>> import numpy as np, jaxselect as js
+    >>> curve = js.Curve(cost=np.array([0.0, 1.0, 3.0, 4.0]), value=np.array([0.0, 0.5, 0.9, 1.0]),
+    ...                  order=np.array([2, 0, 1]))
+    >>> round(js.timeliness(curve), 4), round(js.timeliness(curve, interpolation="step"), 4)
+    (0.65, 0.475)
     """
     curve = _as_curve(curve)
     if interpolation not in ("linear", "step"):
         raise ValueError(f"interpolation must be 'linear' or 'step'; got {interpolation!r}")
     stop = float(curve.cost[-1]) if stop_cost is None else check_float(stop_cost, "stop_cost", low=0.0, strict_low=True)
+    if not stop > 0:
+        raise ValueError(
+            "the curve has no point with a positive cost (no group was taken), so its stopping cost is 0; pass "
+            "stop_cost > 0 or a curve with at least one selection step"
+        )
     ref = float(curve.value[-1]) if reference is None else check_float(reference, "reference")
     if ref == 0.0:
-        raise ValueError("the reference objective is 0; timeliness is undefined")
+        raise ValueError(
+            "the reference objective is 0 (the curve's final value, by default), so timeliness is undefined: "
+            "pass reference=F_ref != 0, or a curve that ends away from 0"
+        )
     inside = curve.cost < stop
     xs = np.concatenate([curve.cost[inside], [stop]])
     if interpolation == "step":
@@ -329,11 +519,22 @@ def oracle_curve(curve) -> Curve:
 
     Args:
       curve: a :class:`Curve` (typically CS-G-FR's), or a result :func:`as_path` takes (training curve).
+
+    Returns:
+      A :class:`Curve` with the same final value.
+
+    >>> import numpy as np, jaxselect as js
+    >>> curve = js.Curve(cost=np.array([0.0, 1.0, 3.0, 4.0]), value=np.array([0.0, 0.5, 0.9, 1.0]),
+    ...                  order=np.array([2, 0, 1]))
+    >>> oracle = js.oracle_curve(curve)  # gains per cost: 0.5, 0.2, 0.1
+    >>> oracle.order.tolist(), oracle.cost.tolist()
+    ([2, 0, 1], [0.0, 1.0, 3.0, 4.0])
     """
     curve = _as_curve(curve)
     gains = np.diff(curve.value)
     costs = np.diff(curve.cost)
-    rate = np.where(costs > 0, gains / np.where(costs > 0, costs, 1.0), np.inf * np.sign(gains))
+    free = np.where(gains > 0, np.inf, np.where(gains < 0, -np.inf, 0.0))  # zero-cost steps: by sign of gain
+    rate = np.where(costs > 0, gains / np.where(costs > 0, costs, 1.0), free)
     perm = np.argsort(-rate, kind="stable")
     cost = np.concatenate([[curve.cost[0]], curve.cost[0] + np.cumsum(costs[perm])])
     value = np.concatenate([[curve.value[0]], curve.value[0] + np.cumsum(gains[perm])])

@@ -20,8 +20,10 @@ KKT violation (recomputed from a fresh ``r`` after every 4 sweeps)
 
     ‖r_g − λ a_g w_g/‖w_g‖‖ (w_g ≠ 0),     max(0, ‖r_g‖ − λ a_g) (w_g = 0)
 
-is at most ``tol · λ_max`` for every group; a ``lax.scan`` over the λ grid warm-starts each solve
-from the previous solution. ``λ_max = max_g ‖b0_g‖ / a_g`` is the smallest λ with w = 0.
+is at most ``tol · ‖b0‖_G`` for every group, with ``‖b0‖_G = max_g ‖b0_g‖_F`` the gradient's scale at
+w = 0 — a tolerance in the units of the violation itself, so multiplying every weight by a common
+factor (which only rescales the λ grid) changes nothing; a ``lax.scan`` over the λ grid warm-starts
+each solve from the previous solution. ``λ_max = max_g ‖b0_g‖ / a_g`` is the smallest λ with w = 0.
 
 :func:`group_lasso_path` turns the path into the order in which groups enter (first λ with
 ``w_g ≠ 0``) and then into a :class:`SelectionPath` with ridge refits on every prefix
@@ -43,6 +45,7 @@ from jaxselect.greedy.sequencing import fixed_order_path
 from jaxselect.linalg import gather_groups
 from jaxselect.prepare import Problem, check_problem, to_raw_coef
 from jaxselect.status import NONFINITE, NOT_CONVERGED
+from jaxselect.sharding import any_mesh
 
 __all__ = [
     "GroupLassoFit",
@@ -68,10 +71,16 @@ class GroupLassoFit(NamedTuple):
       raw_intercept: (L, T) their raw-space intercepts.
       n_iter: (L,) int32 BCD sweeps used at each λ.
       kkt: (L,) final max KKT violation at each λ (see the module docstring).
-      converged: (L,) bool, ``kkt ≤ tol · λ_max``.
+      converged: (L,) bool, ``kkt ≤ tol · max_g ‖b0_g‖_F``.
       entry: (J,) int32 index of the first λ at which the group is non-zero (L if never).
       order: (J,) int32 groups by order of entry, −1 for groups that never enter.
       status: () int32, NOT_CONVERGED when some λ hit ``max_iter`` sweeps, NONFINITE on NaN/Inf.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
+    >>> fit = js.group_lasso(js.prepare(X, y, l2=0.0), [0.5, 0.1, 0.01])   # a GroupLassoFit
+    >>> fit.coef.shape, fit.order.tolist(), fit.converged.tolist()          # (L, D, T)
+    ((3, 4, 1), [2, 0, -1, -1], [True, True, True])
     """
 
     lambdas: jax.Array
@@ -111,6 +120,7 @@ def _lambda_max(problem: Problem, weights) -> jax.Array:
     return jnp.max(jnp.sqrt(jnp.sum(bg * bg, axis=(1, 2))) / weights)
 
 
+@any_mesh
 def group_lasso_lambda_max(problem: Problem, *, cost_weighted: bool = True, weights=None) -> float:
     """The smallest λ at which every group is zero: ``max_g ‖b0_g‖_F / a_g``.
 
@@ -209,16 +219,23 @@ def group_lasso_step(problem: Problem, state: GroupLassoState, lam, weights) -> 
     return state._replace(coef=w, kkt=kkt, n_iter=state.n_iter + CHECK_EVERY)
 
 
+@jax.jit
+def _gradient_scale(problem: Problem) -> jax.Array:
+    """``max_g ‖b0_g‖_F``: the scale of the KKT violations (the gradient at w = 0), weight-free."""
+    return _lambda_max(problem, jnp.ones((problem.n_groups,), problem.b0.dtype))
+
+
 @partial(jax.jit, static_argnames=("max_iter",))
 def _solve_path(problem: Problem, lambdas, weights, tol, *, max_iter: int):
     index, mask = problem.groups.index, problem.groups.mask
-    dtype = problem.b0.dtype
-    lam_max = _lambda_max(problem, weights)
+    # Violations are gradients: compare them with the gradient's own scale, never with λ_max (which
+    # a common factor on the weights rescales — the float32 path then stopped converging).
+    threshold = tol * _gradient_scale(problem)
     lip = group_lasso_init(problem, lambdas[0], weights).lipschitz
 
     def solve(w, lam):
         def cond(st: GroupLassoState):
-            return (st.n_iter < max_iter) & (st.kkt > tol * lam_max)
+            return (st.n_iter < max_iter) & (st.kkt > threshold)
 
         r0 = problem.b0 - problem.C @ w
         v0 = jnp.max(_kkt(r0, w, lam, weights, index, mask))
@@ -240,24 +257,36 @@ def _solve_path(problem: Problem, lambdas, weights, tol, *, max_iter: int):
     nonzero = norms > 0
     entry = jnp.where(nonzero.any(axis=0), jnp.argmax(nonzero, axis=0), L).astype(jnp.int32)
     at_entry = jnp.take_along_axis(norms, jnp.minimum(entry, L - 1)[None, :], axis=0)[0] / weights
-    key = entry.astype(dtype) - at_entry / (1.0 + jnp.max(at_entry))  # entry first, then size
-    perm = jnp.argsort(key).astype(jnp.int32)
+    # entry first, then larger ‖w_g‖/a_g (a lexicographic sort: no blend of the two keys whose
+    # resolution would depend on the weights' scale)
+    perm = jnp.lexsort((-at_entry, entry)).astype(jnp.int32)
     order = jnp.where(entry[perm] < L, perm, -1)
-    converged = res.kkt <= tol * lam_max
+    converged = res.kkt <= threshold
     finite = jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(res.kkt))
     status = jnp.where(jnp.all(converged), 0, NOT_CONVERGED) | jnp.where(finite, 0, NONFINITE)
     return GroupLassoFit(
-        lambdas, weights, coef, raw_coef, raw_intercept, res.n_iter, res.kkt,
-        converged, entry, order, status.astype(jnp.int32),
+        lambdas,
+        weights,
+        coef,
+        raw_coef,
+        raw_intercept,
+        res.n_iter,
+        res.kkt,
+        converged,
+        entry,
+        order,
+        status.astype(jnp.int32),
     )
 
 
 def _default_tol(problem: Problem) -> float:
-    return 1e-8 if problem.b0.dtype == np.float64 else 1e-5
+    return 1e-8 if problem.b0.dtype == np.float64 else 5e-6
 
 
-def group_lasso(problem: Problem, lambdas, *, cost_weighted: bool = True, weights=None, tol=None,
-                max_iter: int = 2000) -> GroupLassoFit:
+@any_mesh
+def group_lasso(
+    problem: Problem, lambdas, *, cost_weighted: bool = True, weights=None, tol=None, max_iter: int = 2000
+) -> GroupLassoFit:
     """Solve the (cost-)weighted group lasso at each λ of a decreasing grid, with warm starts.
 
     Minimises ``(1/2n)‖Y − Zw‖² + (l2/2)‖w‖² + λ Σ_g a_g ‖w_g‖`` (module docstring) by block
@@ -268,7 +297,8 @@ def group_lasso(problem: Problem, lambdas, *, cost_weighted: bool = True, weight
       lambdas: (L,) strictly decreasing, > 0 (in the units of the standardised problem).
       cost_weighted: a_g = c(g) (the paper's Sparse); False: a_g = 1.
       weights: (J,) explicit weights a_g > 0 (overrides ``cost_weighted``).
-      tol: stop when the max KKT violation is ≤ tol·λ_max (default 1e-8 float64, 1e-5 float32).
+      tol: stop when the max KKT violation is ≤ tol·max_g ‖b0_g‖_F (the gradient's scale at w = 0;
+        default 1e-8 float64, 5e-6 float32). Independent of a common factor on the weights.
       max_iter: cap on BCD sweeps per λ (hitting it sets the NOT_CONVERGED status flag).
 
     Returns:
@@ -295,11 +325,14 @@ def group_lasso(problem: Problem, lambdas, *, cost_weighted: bool = True, weight
             raise ValueError("lambdas must be strictly decreasing (warm starts run from large to small λ)")
     a = _weights(problem, cost_weighted, weights)
     tol = _default_tol(problem) if tol is None else check_float(tol, "tol", low=0.0, strict_low=True)
+    if tol >= 1.0:  # the KKT violation at w = 0 is at most the gradient's scale: nothing would be solved
+        raise ValueError(f"tol must be < 1 (a fraction of the gradient's scale max_g ‖b0_g‖); got {tol}")
     max_iter = check_int(max_iter, "max_iter", low=1)
     dtype = problem.b0.dtype
     return _solve_path(problem, jnp.asarray(lam, dtype), a, jnp.asarray(tol, dtype), max_iter=max_iter)
 
 
+@any_mesh
 def group_lasso_path(
     problem: Problem,
     *,
@@ -334,6 +367,10 @@ def group_lasso_path(
       A :class:`SelectionPath` of J steps (its ``status`` also carries the fit's
       NOT_CONVERGED flag), or ``(path, fit)``.
 
+    Raises:
+      ValueError: ``n_lambdas`` < 2, ``lambda_min_ratio`` outside (0, 1], bad weights, ``tol`` or
+        ``max_iter``, or a ``problem`` without its Gram matrix (``prepare(..., gram=False)``).
+
     >>> import numpy as np, jaxselect
     >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
     >>> group_lasso_path(jaxselect.prepare(X, y), n_lambdas=20).order.tolist()[:2]
@@ -347,16 +384,30 @@ def group_lasso_path(
             raise ValueError("lambda_min_ratio must be < 1")
         check_problem(problem, need_gram=True)
         lmax = _lambda_max(problem, _weights(problem, cost_weighted, weights))
-        if (host_value(lambda: lmax) if not is_traced(problem) else None) is not None and float(lmax) <= 0:
+        value = host_value(lambda: lmax) if not is_traced(problem) else None
+        if value is not None and not np.isfinite(value):
+            raise ValueError(
+                "problem has non-finite moments (b0 = ZᵀY/n contains NaN/Inf): prepare it from rescaled "
+                "X and Y, or in float64"
+            )
+        if value is not None and float(value) <= 0:
             raise ValueError("b0 = ZᵀY/n is zero: no group is correlated with Y, the path is empty")
         lambdas = lmax * jnp.asarray(np.geomspace(1.0, ratio, n_lambdas), lmax.dtype)
         if not is_traced(lambdas):
             lambdas = np.asarray(lambdas, np.float64)
+            if not np.all(lambdas > 0):  # concrete: the smallest λ must stay a positive number of the dtype
+                raise ValueError(
+                    f"lambda_min_ratio={ratio:.3g} is too small for {lmax.dtype}: the smallest λ "
+                    f"(λ_max·lambda_min_ratio) underflows to 0; use a larger lambda_min_ratio"
+                )
     fit = group_lasso(problem, lambdas, cost_weighted=cost_weighted, weights=weights, tol=tol, max_iter=max_iter)
     order = fit.order
     first = host_value(lambda: order[0])
     if first is not None and int(first) < 0:
-        raise ValueError("no group entered the path; lower lambda_min_ratio or the smallest λ")
+        raise ValueError(
+            "no group entered the path (every solution on the λ grid is zero): lower lambda_min_ratio (or the "
+            "smallest of lambdas), use a smaller tol, or prepare the problem with a smaller l2"
+        )
     path = fixed_order_path(problem, order)
     path = path._replace(status=path.status | fit.status)
     return (path, fit) if return_fit else path

@@ -21,13 +21,46 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxselect._repr import short_repr
-from jaxselect._validation import default_float
+from jaxselect._validation import default_float, host_value
 
-__all__ = ["Groups", "as_groups"]
+__all__ = ["Groups", "as_groups", "check_costs"]
 
 
 class Groups(NamedTuple):
-    """A partition of D features into J costed groups (see module docstring for the fields)."""
+    """A partition of D features into J groups, each with a cost: the unit every solver selects.
+
+    Build one with :meth:`Groups.from_ids` (validated) or :meth:`Groups.singletons`; solvers also
+    accept ``groups=None`` (every feature its own group, unit costs) or a (D,) array of group ids.
+    Costs always come from here: a budget is a cumulative sum of ``costs`` of the chosen groups.
+    A ``Groups`` is a pytree (a ``NamedTuple`` of arrays), so it passes through ``jax.jit`` and
+    ``jax.vmap`` (e.g. over stacked cost vectors); a fresh but equal ``Groups`` does not recompile.
+
+    Attributes:
+      ids: (D,) int32, the group 0..J-1 of every feature.
+      costs: (J,) float, the cost c(g) > 0 of group g (float32; float64 under ``jax_enable_x64``).
+      index: (J, s_max) int32, the features of each group, real members first, padded with D.
+      mask: (J, s_max) bool, which entries of ``index`` are real.
+
+    Properties ``n_groups`` (J), ``n_features`` (D), ``max_size`` (s_max) and ``sizes`` ((J,)
+    features per group).
+
+    Raises (from :meth:`from_ids`):
+      ValueError: ids that are not 0..J-1 with every group non-empty, costs of the wrong length,
+        costs that are not finite and > 0, or costs outside the float32 range (see
+        ``docs/robustness.md``).
+      TypeError: non-integer id or non-numeric cost dtypes.
+
+    >>> import jaxselect as js
+    >>> g = js.Groups.from_ids([0, 0, 1, 2, 2], costs=[1.0, 5.0, 2.5])  # 5 features, 3 groups
+    >>> g.n_groups, g.n_features, g.max_size
+    (3, 5, 2)
+    >>> g.sizes.tolist(), g.costs.tolist()
+    ([2, 1, 2], [1.0, 5.0, 2.5])
+    >>> g.index.tolist()  # padded with D = 5
+    [[0, 1], [2, 5], [3, 4]]
+    >>> js.Groups.singletons(3).costs.tolist()
+    [1.0, 1.0, 1.0]
+    """
 
     ids: jax.Array
     costs: jax.Array
@@ -78,9 +111,15 @@ class Groups(NamedTuple):
                 raise ValueError("group ids must be integers 0..J-1")
         elif ids.dtype.kind not in "iu":
             raise TypeError(f"group ids must be integers 0..J-1; got dtype {ids.dtype}")
-        ids = ids.astype(np.int64)
         if ids.min() < 0:
             raise ValueError(f"group ids must be integers 0..J-1; got negative id {ids.min()}")
+        if ids.max() >= ids.shape[0]:  # before any allocation of max(ids) + 1 entries
+            raise ValueError(
+                f"group ids must be integers 0..J-1 with every group non-empty, so J <= {ids.shape[0]} (the "
+                f"number of features); got id {ids.max()} — renumber the ids consecutively, e.g. "
+                "np.unique(ids, return_inverse=True)[1]"
+            )
+        ids = ids.astype(np.int64)
         n_groups = int(ids.max()) + 1
         sizes = np.bincount(ids, minlength=n_groups)
         empty = np.flatnonzero(sizes == 0)
@@ -93,13 +132,16 @@ class Groups(NamedTuple):
         if costs is None:
             costs = np.ones(n_groups, dtype=dtype)
         else:
-            costs = np.asarray(costs, dtype=np.float64)
+            raw = np.asarray(costs)
+            if raw.dtype == object or raw.dtype.kind not in "biuf":
+                raise TypeError(f"costs must be real numbers, one per group; got dtype {raw.dtype}")
+            costs = raw.astype(np.float64)
             if costs.ndim != 1 or costs.shape[0] != n_groups:
                 raise ValueError(f"costs must have one entry per group: shape ({n_groups},); got {costs.shape}")
             bad = np.flatnonzero(~np.isfinite(costs) | (costs <= 0))
             if bad.size:
                 raise ValueError(f"costs must be finite and > 0; got {costs[bad[0]]} for group {bad[0]}")
-            costs = costs.astype(dtype)
+            costs = check_costs(costs, dtype)
         max_size = int(sizes.max())
         n_features = ids.shape[0]
         index = np.full((n_groups, max_size), n_features, dtype=np.int32)
@@ -112,7 +154,11 @@ class Groups(NamedTuple):
 
     @classmethod
     def singletons(cls, n_features: int, costs=None, *, dtype=None) -> "Groups":
-        """Every feature its own group (the plain, non-grouped case)."""
+        """Every feature its own group (the plain, non-grouped case); ``costs`` (D,) default all ones.
+
+        >>> Groups.singletons(4, costs=[1.0, 2.0, 1.0, 3.0]).ids.tolist()
+        [0, 1, 2, 3]
+        """
         return cls.from_ids(np.arange(n_features), costs, dtype=dtype)
 
 
@@ -128,5 +174,35 @@ def as_groups(groups, n_features: int, *, dtype=None) -> Groups:
             "give one group id per column"
         )
     if dtype is not None and groups.costs.dtype != np.dtype(dtype):
+        values = host_value(lambda: groups.costs)
+        if values is not None:  # concrete: the costs must survive the cast (e.g. float64 → float32)
+            check_costs(values.astype(np.float64), np.dtype(dtype))
         groups = groups._replace(costs=groups.costs.astype(dtype))
     return groups
+
+
+def check_costs(costs: np.ndarray, dtype) -> np.ndarray:
+    """Costs (J,) (finite, > 0, given in float64) as ``dtype``, checked in that dtype.
+
+    ValueError when a cost underflows the dtype's normal range (it would become 0 or lose its
+    precision: ``1e-46`` in float32), or when the costs' total overflows (a cost of ``1e39``, or
+    costs whose cumulative sum — the path's ``cum_cost``, compared with budgets — is not finite in
+    float32). Only ratios of costs matter to every solver: rescale them by a common factor.
+    """
+    dtype = np.dtype(dtype)
+    info = np.finfo(dtype)
+    small = np.flatnonzero(costs < info.tiny)
+    if small.size:
+        j = int(small[0])
+        raise ValueError(
+            f"costs must be >= {info.tiny:.3g} (the smallest normal {dtype}); got {costs[j]:.3g} for group {j} — "
+            "only ratios of costs matter: multiply every cost by a common factor (or use float64)"
+        )
+    total = float(np.sum(costs))
+    if not total <= float(info.max) / 4:
+        raise ValueError(
+            f"costs are too large for {dtype}: their total {total:.3g} (the largest cumulative cost) must "
+            f"stay below {float(info.max) / 4:.3g} — only ratios of costs matter: divide every cost by a common "
+            "factor (or use float64)"
+        )
+    return costs.astype(dtype)

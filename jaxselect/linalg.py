@@ -5,14 +5,17 @@
 * :func:`apply_block_diag` multiplies by a block-diagonal matrix given as per-group blocks, in
   O(R·D·s_max) instead of the O(R·D²) of a dense product.
 * :func:`ridge_solve` solves (A + l2 I) x = b by Cholesky.
+* :func:`floored_cholesky` factors a symmetric block whose pivots may be lost to rounding (a unit
+  numerically dependent on the ones before it): such pivots are dropped, never turned into NaN.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-__all__ = ["gather_groups", "scatter_groups", "apply_block_diag", "ridge_solve"]
+__all__ = ["gather_groups", "scatter_groups", "apply_block_diag", "ridge_solve", "floored_cholesky", "pivot_rtol"]
 
 
 def gather_groups(values: jax.Array, index: jax.Array, mask: jax.Array, axis: int = -1) -> jax.Array:
@@ -58,3 +61,68 @@ def ridge_solve(A: jax.Array, b: jax.Array, l2=0.0) -> jax.Array:
     d = A.shape[0]
     L = jnp.linalg.cholesky(A + l2 * jnp.eye(d, dtype=A.dtype))
     return jax.scipy.linalg.cho_solve((L, True), b)
+
+
+def pivot_rtol(dtype) -> float:
+    """Relative pivot threshold of :func:`floored_cholesky`: √ε of ``dtype`` (3.5e-4 in float32).
+
+    The same relative level as :func:`jaxselect.prepare`'s default ``rank_tol``: a pivot below
+    ``√ε · A_jj`` means the unit explains less than √ε of its own variance beyond what came before
+    it, which rounding in the moments (a few hundred ε in float32 after whitening) can fake.
+    """
+    return float(np.sqrt(np.finfo(dtype).eps))
+
+
+_UNROLL_MAX = 8
+
+
+def floored_cholesky(A: jax.Array, mask: jax.Array, floor: jax.Array):
+    """Cholesky factor of the ``mask`` block of A, dropping pivots at or below ``floor``.
+
+    Column by column (left-looking), the pivot ``d_j = A_jj − Σ_i L_ji²`` is kept when
+    ``d_j > floor_j``; otherwise coordinate j is *dropped*: its row and column of L become those of
+    the identity and it takes no part in later columns, i.e. L factors A restricted to the kept
+    coordinates (in their order). Padded coordinates (``mask`` False) are identity too. So the
+    result is finite whatever rounding did to A (a negative pivot of an exactly fitting prefix, a
+    duplicated column): ``L`` is lower triangular with a positive diagonal.
+
+    Args:
+      A: (s, s) symmetric; only the ``mask`` block is read.
+      mask: (s,) bool, the real coordinates.
+      floor: (s,) or () pivot thresholds (≥ 0), e.g. ``pivot_rtol(dtype) · diag(A_original)``.
+
+    Returns:
+      ``(L, keep)``: L (s, s); keep (s,) bool, the coordinates kept (``mask & ~dropped``).
+      Jit-able and ``vmap``-able; O(s³).
+    """
+    s = A.shape[-1]
+    dtype = A.dtype
+    eye = jnp.eye(s, dtype=dtype)
+    A = jnp.where(mask[:, None] & mask[None, :], A, eye)
+    floor = jnp.broadcast_to(jnp.asarray(floor, dtype), (s,))
+    rows = jnp.arange(s, dtype=jnp.int32)
+
+    def column(j, carry):
+        L, keep = carry
+        Lj = jax.lax.dynamic_index_in_dim(L, j, axis=0, keepdims=False)  # row j: its columns < j
+        v = jax.lax.dynamic_index_in_dim(A, j, axis=1, keepdims=False) - L @ Lj
+        piv = jax.lax.dynamic_index_in_dim(v, j, keepdims=False)
+        m_j = jax.lax.dynamic_index_in_dim(mask, j, keepdims=False)
+        ok = m_j & (piv > jax.lax.dynamic_index_in_dim(floor, j, keepdims=False))
+        root = jnp.sqrt(jnp.where(ok, piv, jnp.ones((), dtype)))
+        below = (rows > j) & ok
+        col = jnp.where(below, v / root, jnp.zeros((), dtype)) + jnp.where(rows == j, root, jnp.zeros((), dtype))
+        L = jax.lax.dynamic_update_index_in_dim(L, col, j, axis=1)
+        keep = jax.lax.dynamic_update_index_in_dim(keep, ok | ~m_j, j, axis=0)
+        return L, keep
+
+    carry = (jnp.zeros((s, s), dtype), jnp.ones((s,), bool))
+    if s <= _UNROLL_MAX:
+        for j in range(s):
+            carry = column(j, carry)
+    else:
+        carry = jax.lax.fori_loop(0, s, column, carry)
+    L, keep = carry
+    dropped = ~keep
+    L = jnp.where(dropped[:, None] | dropped[None, :], eye, L)  # a dropped row/column is the identity's
+    return L, keep & mask

@@ -78,6 +78,15 @@ class CVResult(NamedTuple):
       fold_path_scores: (K, m+1) held-out score of each fold's intercept-only model and of each of its
         prefixes, or None (FSA).
       status: OR of the folds' status flags (0 = fine; see :func:`jaxselect.status_message`).
+
+    All fields are host (numpy) arrays or Python scalars.
+
+    >>> import numpy as np, jaxselect as js
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(103, 6))
+    >>> y = X[:, 0] - 2 * X[:, 3] + 0.5 * rng.normal(size=103)
+    >>> cv = js.cross_validate_path(X, y, folds=5)   # a CVResult
+    >>> cv.mean.shape, cv.best, cv.best_1se <= cv.best, cv.status
+    ((7,), 2.0, True, 0)
     """
 
     grid: np.ndarray
@@ -222,9 +231,11 @@ def _path_scores(path, X, Y, test_w, *, score: str):
     """(m+1,) held-out scores: the intercept-only model, then every prefix of ``path``."""
     null = _fold_score(Y, jnp.broadcast_to(path.null_intercept[None, :], Y.shape), test_w, score=score)
 
+    Xp = path.columns(X)  # the slot columns of a gram=False (slot) path, X itself for a dense one
+
     def prefix(_, cb):
         coef, intercept = cb
-        return None, _fold_score(Y, X @ coef + intercept[None, :], test_w, score=score)
+        return None, _fold_score(Y, Xp @ coef + intercept[None, :], test_w, score=score)
 
     _, scores = jax.lax.scan(prefix, None, (path.coef, path.intercept))  # memory O(n·T), not O(m·n·T)
     return jnp.concatenate([null[None], scores])
@@ -336,6 +347,10 @@ def cross_validate_path(
       A :class:`CVResult` with ``grid`` = the budgets, ``best`` the budget maximising the mean
       held-out score and ``best_1se`` the smallest budget within one standard error of it.
 
+    Raises:
+      ValueError: an unknown ``method`` or ``scoring``, ``folds`` < 2 or folds that do not
+        partition the rows, negative budgets, and the data errors of :func:`jaxselect.prepare`.
+
     >>> import numpy as np, jaxselect as js
     >>> rng = np.random.default_rng(0); X = rng.normal(size=(103, 6))
     >>> y = X[:, 0] - 2 * X[:, 3] + 0.5 * rng.normal(size=103)
@@ -434,6 +449,10 @@ def cross_validate_fsa(
 
     Returns:
       A :class:`CVResult` with ``grid`` = the sorted distinct ks (``fold_*`` fields None).
+
+    Raises:
+      ValueError: ``ks`` entries < 1 or above the number of features, ``folds`` < 2, and the data
+        errors of :func:`jaxselect.fsa`.
 
     >>> import numpy as np, jaxselect as js
     >>> rng = np.random.default_rng(0); X = rng.normal(size=(60, 10))

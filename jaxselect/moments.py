@@ -69,6 +69,19 @@ class Moments(NamedTuple):
       y_constant: (T,) bool, constant targets.
       cross: (D, T) centred cross moments B.
       x_spread: (D,) column max − min where the kernel tracked extremes, else None.
+
+    Produced by the moments engine (``jaxselect.moments.MomentAccumulator`` for row chunks on the
+    host, the XLA kernel for device arrays) and turned into a :class:`~jaxselect.Problem` by
+    :func:`~jaxselect.problem_from_moments`.
+
+    >>> import numpy as np
+    >>> from jaxselect.moments import MomentAccumulator
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
+    >>> acc = MomentAccumulator(np.float32)
+    >>> acc.add(X[:50], y[:50, None]); acc.add(X[50:], y[50:, None])
+    >>> m = acc.finish()
+    >>> m.gram.shape, m.cross.shape, float(m.n_samples)
+    ((3, 3), (3, 1), 100.0)
     """
 
     n_samples: jax.Array
@@ -398,6 +411,61 @@ def column_summary(X, w=None) -> Summary:
     col_min = jnp.min(jnp.where(pos, X, jnp.inf), axis=0)
     # w @ X, not X.T @ w (slow on XLA's CPU backend); a NaN in a weight-0 row still poisons the sum.
     return Summary(col_max, col_min, w @ X, w @ (X * X), jnp.sum(w))
+
+
+def _row_blocks(X, rows: int, fn, init):
+    """Fold ``fn(carry, block, valid)`` over row blocks of X (n, D) in a ``fori_loop``: every block
+    is (rows, D) (the last one overlaps the previous and masks the rows already seen), so no
+    temporary of X's size is formed."""
+    n = X.shape[0]
+    rows = min(rows, n)
+    n_blocks = -(-n // rows)
+
+    def body(i, carry):
+        first = i * rows
+        start = jnp.minimum(first, n - rows)
+        block = jax.lax.dynamic_slice_in_dim(X, start, rows, axis=0)
+        valid = (start + jnp.arange(rows)) >= first
+        return fn(carry, block, valid[:, None])
+
+    return jax.lax.fori_loop(0, n_blocks, body, init)
+
+
+@partial(jax.jit, static_argnames=("rows",))
+def column_summary_blocked(X, rows: int = 512) -> Summary:
+    """:func:`column_summary` (unweighted) over row blocks: the same numbers with no (n, D)
+    temporary (XLA's axis-0 reductions of a large X may stage one), for ``prepare(gram=False)``."""
+    d = X.shape[1]
+    dtype = X.dtype
+
+    def fn(carry, block, valid):
+        mx, mn, s, sq = carry
+        zero = jnp.zeros_like(block)
+        return (
+            jnp.maximum(mx, jnp.max(jnp.where(valid, block, -jnp.inf), axis=0)),
+            jnp.minimum(mn, jnp.min(jnp.where(valid, block, jnp.inf), axis=0)),
+            s + jnp.sum(jnp.where(valid, block, zero), axis=0),
+            sq + jnp.sum(jnp.where(valid, block * block, zero), axis=0),
+        )
+
+    init = (
+        jnp.full((d,), -jnp.inf, dtype),
+        jnp.full((d,), jnp.inf, dtype),
+        jnp.zeros((d,), dtype),
+        jnp.zeros((d,), dtype),
+    )
+    mx, mn, s, sq = _row_blocks(X, rows, fn, init)
+    return Summary(mx, mn, s, sq, jnp.asarray(X.shape[0], dtype))
+
+
+def centred_sumsq_blocked(X, mean, rows: int = 512):
+    """Σ_i (X_i − mean)² per column (D,), over row blocks (call inside jit)."""
+
+    def fn(acc, block, valid):
+        c = block - mean[None, :]
+        return acc + jnp.sum(jnp.where(valid, c * c, jnp.zeros_like(c)), axis=0)
+
+    return _row_blocks(X, rows, fn, jnp.zeros_like(mean))
 
 
 @jax.jit

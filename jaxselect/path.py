@@ -4,6 +4,16 @@ A :class:`SelectionPath` is the sequence of selected groups ``G = g_1, g_2, …`
 prefix ``G_j``, its cumulative cost ``c(G_j)``, its training objective and the model ``w(G_j)``
 fitted on the prefix's features, in raw feature space (Hu et al. §1: at budget B use the longest
 prefix with ``c(G_j) ≤ B``). GLM paths also carry their inverse link, so predictions need no loss.
+
+Two storage forms of the coefficients, one type:
+
+* **dense** (``features is None``): ``coef`` is (m, D, T) — what every Gram-mode solver returns;
+* **slot** (``features`` is a (P,) array): ``coef`` is (m, P, T) over the P feature slots a path of
+  m steps can fill, ``features[p]`` the raw feature of slot p (D on empty slots; the last slot is
+  always empty). Sequencing on ``gram=False`` problems (very large D) returns this form, so the
+  path costs O(m·P·T) instead of O(m·D·T). :meth:`SelectionPath.dense` gives the dense form on
+  demand, :meth:`SelectionPath.columns` the columns of X a slot path uses, and every consumer
+  (:func:`jaxselect.predict`, :func:`jaxselect.objective_curve`, the estimators) takes both forms.
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxselect._repr import short_repr
 
@@ -45,6 +56,22 @@ class SelectionPath(NamedTuple):
       status: () int32, 0 when fine, else flags of :data:`jaxselect.STATUS_MESSAGES`.
       link: () int32 index into :data:`LINKS`: how :func:`jaxselect.glm_predict` turns the linear
         scores into predictions (identity for regression paths).
+      features: None for a dense path (``coef`` (m, D, T)); for a slot path (``coef`` (m, P, T)) the
+        (P,) int32 raw feature of each coefficient slot, D on empty slots (the last slot is always
+        empty, so a concrete slot path knows D).
+
+    Returned by :func:`~jaxselect.cs_omp`, :func:`~jaxselect.cs_fr`, :func:`~jaxselect.doubling`,
+    :func:`~jaxselect.fixed_order_path`, :func:`~jaxselect.glm_omp`,
+    :func:`~jaxselect.group_lasso_path` and :func:`~jaxselect.rls_to_path`; read by
+    :func:`~jaxselect.predict` (the longest prefix with ``cum_cost ≤ budget``) and the curves.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
+    >>> path = js.cs_omp(js.prepare(X, y))
+    >>> path.order.tolist()[0], path.cum_cost.tolist(), path.coef.shape   # (m, D, T)
+    (1, [1.0, 2.0, 3.0], (3, 3, 1))
+    >>> path
+    SelectionPath(order=int32[3], cum_cost=float32[3], ...)
     """
 
     order: jax.Array
@@ -55,9 +82,60 @@ class SelectionPath(NamedTuple):
     null_intercept: jax.Array
     status: jax.Array
     link: jax.Array
+    features: jax.Array | None = None
 
     __repr__ = short_repr
 
     @property
     def n_steps(self) -> int:
         return self.order.shape[-1]
+
+    @property
+    def is_dense(self) -> bool:
+        """True when ``coef`` is (m, D, T) (``features`` is None)."""
+        return self.features is None
+
+    @property
+    def n_features(self) -> int:
+        """D, the number of raw features the path was trained on (concrete slot paths read it from the
+        always-empty last slot; inside ``jit`` pass ``n_features`` to :meth:`dense` instead)."""
+        if self.features is None:
+            return self.coef.shape[-2]
+        try:
+            return int(np.asarray(self.features)[..., -1].max())
+        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as err:
+            raise ValueError(
+                "the number of features of a traced slot path is not known; pass n_features= explicitly"
+            ) from err
+
+    def dense(self, n_features: int | None = None) -> SelectionPath:
+        """This path with dense (m, D, T) coefficients (itself when already dense).
+
+        ``n_features`` (D) is needed only inside ``jax.jit`` (a traced slot path); memory O(m·D·T).
+        """
+        if self.features is None:
+            return self
+        d = self.n_features if n_features is None else int(n_features)
+        return self._replace(coef=_scatter_slots(self.coef, self.features, d), features=None)
+
+    def step_coef(self, j, n_features: int | None = None) -> jax.Array:
+        """Dense (D, T) raw coefficients of the model after step ``j`` (0-based) in either form."""
+        if self.features is None:
+            return self.coef[j]
+        d = self.n_features if n_features is None else int(n_features)
+        return _scatter_slots(self.coef[j], self.features, d)
+
+    def columns(self, X: jax.Array) -> jax.Array:
+        """The columns of X (n, D) that ``coef`` multiplies: X itself for a dense path, the (n, P)
+        slot columns ``X[:, features]`` (zeros on empty slots) for a slot path, so that
+        ``path.columns(X) @ path.coef[j] + path.intercept[j]`` predicts with prefix j in both forms."""
+        if self.features is None:
+            return X
+        return jnp.take(X, self.features, axis=-1, mode="fill", fill_value=0)
+
+
+def _scatter_slots(coef: jax.Array, features: jax.Array, d: int) -> jax.Array:
+    """Dense (..., D, T) coefficients from slot coefficients (..., P, T) and their features (P,)."""
+    lead = coef.shape[:-2]
+    out = jnp.zeros(lead + (d, coef.shape[-1]), coef.dtype)
+    return out.at[..., features, :].set(coef, mode="drop")

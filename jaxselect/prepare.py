@@ -43,11 +43,14 @@ from jaxselect._validation import (
 )
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
+from jaxselect.sharding import any_mesh
 from jaxselect.moments import (
     Moments,
     Summary,
     check_scales,
+    centred_sumsq_blocked,
     column_summary,
+    column_summary_blocked,
     host_kernel_applies,
     moments_host,
     scale_vectors,
@@ -73,6 +76,12 @@ class Transform(NamedTuple):
       basis: (J, s_max, s_max) per-group map from problem coordinates to standardised features
         (``V Λ^{-1/2}`` on kept directions when whitened, the identity otherwise).
       index, mask: the group table (J, s_max).
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
+    >>> t = js.prepare(X, y).transform      # Problem.transform
+    >>> t.x_mean.shape, t.y_mean.shape, t.basis.shape
+    ((3,), (1,), (3, 1, 1))
     """
 
     x_mean: jax.Array
@@ -92,7 +101,8 @@ class Problem(NamedTuple):
     Attributes:
       C: (D, D) regularised covariance ``XᵀX/n + λI`` in problem coordinates, or None in
         ``gram=False`` mode.
-      Z: (n, D) the design in problem coordinates when ``C`` is None (gram=False), else None.
+      Z: (n, D) the design when ``C`` is None (gram=False), else None: in problem coordinates, or
+        — when ``z_affine`` is set — the raw X itself (no copy of X's size is made).
       b0: (D, T) cross moments ``XᵀY/n`` in problem coordinates.
       diag_blocks: (J, s_max, s_max) the diagonal blocks ``C_gg`` (identity on padding).
       metric_white: (J, s_max, s_max) ``A_g`` with ``‖A_g b_g‖² = b_gᵀ (X_gᵀX_g/n)⁺ b_g`` (the
@@ -104,6 +114,21 @@ class Problem(NamedTuple):
       transform: :class:`Transform` back to raw space.
       l2: () the ridge constant λ.
       n_samples: () number of training rows, as a float.
+      z_affine: None, or (2, D) ``[shift, scale]`` when ``Z`` holds raw X: the problem coordinates
+        are ``(X − shift) · scale`` (scale 0 on inert columns). :func:`prepare` keeps raw X for
+        ``gram=False`` with singleton groups, no sample weights and moderate offsets (mean² ≤ 100 ×
+        variance); solvers then form the few standardised columns they need on the fly.
+
+    Built by :func:`prepare`, :func:`prepare_from_batches` or :func:`problem_from_moments`; read by
+    every sequencing solver (:func:`~jaxselect.cs_omp`, :func:`~jaxselect.cs_fr`,
+    :func:`~jaxselect.doubling`, :func:`~jaxselect.group_lasso_path`, ...). A pytree: it passes
+    through ``jax.jit`` and ``jax.vmap`` (e.g. over ``l2``).
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
+    >>> problem = js.prepare(X, y, l2=1e-3)
+    >>> problem.C.shape, problem.b0.shape, float(problem.n_samples)
+    ((3, 3), (3, 1), 100.0)
     """
 
     C: jax.Array | None
@@ -117,6 +142,7 @@ class Problem(NamedTuple):
     transform: Transform
     l2: jax.Array
     n_samples: jax.Array
+    z_affine: jax.Array | None = None
 
     __repr__ = short_repr
 
@@ -144,6 +170,7 @@ def check_problem(problem, *, need_gram: bool = False) -> None:
         )
 
 
+@any_mesh
 def prepare(
     X,
     Y,
@@ -177,7 +204,10 @@ def prepare(
       whiten: group-whiten (Hu et al. Alg. 1 assumes whitened groups); False only standardises.
       gram: form the D×D Gram matrix (True), or keep the design and compute the rows a solver needs
         on the fly, O(n·D) per selected feature (False, for D too large for D×D). "auto" forms it
-        when D ≤ 4096.
+        when D ≤ 4096. With False the problem keeps X itself when the groups are single features,
+        there are no weights and offsets are moderate (``Problem.z_affine``; one device copy of a
+        numpy X, none of a ``jax.Array``), else a standardised copy; the sequencing solvers then
+        return slot-space paths (:class:`~jaxselect.SelectionPath`) with a lean default ``k``.
       constant_columns: "inert" (default): constant columns (max == min) become inert features
         that are never selected and get coefficient 0; "raise": a ValueError names them. A group
         made only of constant columns is never selected. X with every column constant raises.
@@ -218,7 +248,11 @@ def prepare(
             constant_columns=constant_columns,
             rank_tol=rank_tol,
         )
-    X, groups, rank_tol, summary, raw_gram, w = _check_design(X, groups, constant_columns, rank_tol, sample_weight)
+    if gram is False and isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == float_dtype_for(X.dtype):
+        X = jax.device_put(X)  # one device copy of a large X (jnp.asarray would stage a second)
+    X, groups, rank_tol, summary, raw_gram, w = _check_design(
+        X, groups, constant_columns, rank_tol, sample_weight, blocked=gram is False
+    )
     n, d = X.shape
     Y, _ = as_targets(Y, n, "Y", dtype=X.dtype)
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
@@ -229,7 +263,13 @@ def prepare(
         if scales is not None:
             check_scales(*scales)
         return _from_moments(moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
-    problem = _prepare_design(X, Y, w, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)
+    # Raw X as the design (memory O(n·D) once, not twice) where that is exact enough: singleton
+    # groups (whitening is a per-column scale), no weights, moderate offsets (the raw-Gram rule).
+    if raw_gram and w is None and groups.mask.shape[1] == 1 and _one_device(X):
+        # X joins the problem outside jit: a jitted function returning its input would copy it.
+        problem = _prepare_raw_design(X, Y, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)._replace(Z=X)
+    else:
+        problem = _prepare_design(X, Y, w, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)
     scales = _concrete(
         lambda: _design_scale_vectors(problem.transform.x_scale, summary, Y, w, problem.transform.y_scale)
     )
@@ -251,6 +291,26 @@ def problem_from_moments(
 
     :func:`prepare` and :func:`prepare_from_batches` end here: the constant-column rule and the
     scale checks run on the moments, then standardising and whitening happen in D×D space.
+
+    Args:
+      moments: a :class:`~jaxselect.Moments` with its Gram (e.g. from
+        ``jaxselect.moments.MomentAccumulator``).
+      groups, l2, whiten, constant_columns, rank_tol: as in :func:`prepare`.
+
+    Returns:
+      A :class:`Problem` in Gram mode.
+
+    Raises:
+      ValueError: moments without a Gram, groups that do not match D, ``constant_columns="raise"``
+        with constant columns, or columns/targets whose spread the compute dtype cannot represent.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
+    >>> from jaxselect.moments import MomentAccumulator
+    >>> acc = MomentAccumulator(np.float32)
+    >>> acc.add(X[:50], y[:50, None]); acc.add(X[50:], y[50:, None])   # two row chunks
+    >>> js.cs_fr(js.problem_from_moments(acc.finish())).order.tolist()
+    [1, 2, 0]
     """
     check_constant_mode(constant_columns)
     if moments.gram is None:
@@ -283,7 +343,12 @@ def as_sample_weight(sample_weight, n: int, name: str = "sample_weight"):
         raise ValueError(f"{name} must have shape ({n},), one weight per row of X; got {tuple(w.shape)}")
     if is_traced(w):
         return w
-    wh = np.asarray(w)
+    if isinstance(w, jax.Array) and not w.is_fully_addressable:  # rows on several processes
+        from jax.experimental import multihost_utils
+
+        wh = np.asarray(multihost_utils.process_allgather(w, tiled=True))
+    else:
+        wh = np.asarray(w)
     if not np.isfinite(wh).all():
         raise ValueError(f"{name} contains NaN or Inf")
     if (wh < 0).any():
@@ -361,7 +426,18 @@ def _check_constant(constant, constant_columns: str) -> None:
 RAW_GRAM_MAX_OFFSET_RATIO = 100.0
 
 
-def _check_design(X, groups, constant_columns: str, rank_tol, sample_weight=None):
+def _one_device(X) -> bool:
+    """A concrete array on one device (the blocked row loops of the gram=False path would gather a
+    row-sharded X; sharded inputs keep the standardised, row-sharded design)."""
+    if is_traced(X) or not isinstance(X, jax.Array):
+        return False
+    try:
+        return len(X.sharding.device_set) == 1
+    except AttributeError:  # pragma: no cover - an unusual array type
+        return False
+
+
+def _check_design(X, groups, constant_columns: str, rank_tol, sample_weight=None, blocked: bool = False):
     """Validate X (one fused pass: finiteness, constant columns, first two moments), groups, rank_tol.
 
     Returns ``(X, groups, rank_tol, summary, raw_gram, w)``: ``summary`` is a :class:`Summary`,
@@ -375,7 +451,9 @@ def _check_design(X, groups, constant_columns: str, rank_tol, sample_weight=None
         w = jnp.asarray(w, X.dtype)
     groups = as_groups(groups, X.shape[1], dtype=X.dtype)
     rank_tol = _rank_tol(rank_tol, X.dtype)
-    summary = column_summary(X, w)
+    # A large unweighted X on the gram=False path: blocked reductions, no temporary of X's size.
+    big = blocked and w is None and _one_device(X) and X.size * X.dtype.itemsize > (1 << 26)
+    summary = column_summary_blocked(X) if big else column_summary(X, w)
     verdict = host_value(lambda: summary_verdict(summary))
     if verdict is None:  # inside a user's jit/vmap: value checks cannot run; constant columns stay inert
         return X, groups, rank_tol, summary, False, w
@@ -400,6 +478,12 @@ class Design(NamedTuple):
       basis: (J, s_max, s_max) per-group map from problem coordinates to standardised features.
       metric_white, metric_std: (J, s_max, s_max) gradient metrics, as in :class:`Problem`.
       live: (D,) bool, False on inert coordinates.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 3))
+    >>> design, groups = js.whiten_design(X, [0, 0, 1])
+    >>> design.Z.shape, design.basis.shape
+    ((100, 3), (2, 2, 2))
     """
 
     __repr__ = short_repr
@@ -413,6 +497,7 @@ class Design(NamedTuple):
     live: jax.Array
 
 
+@any_mesh
 def whiten_design(
     X,
     groups=None,
@@ -427,6 +512,19 @@ def whiten_design(
     Same coordinates and checks as :func:`prepare`; with ``sample_weight`` the means, scales and
     whitening use weighted moments (the rows of Z themselves are not scaled). Returns
     ``(design, groups)`` with ``design`` a :class:`Design` and ``groups`` the validated :class:`Groups`.
+
+    Args:
+      X: (n, D) raw features, n ≥ 2.
+      groups, sample_weight, whiten, constant_columns, rank_tol: as in :func:`prepare`.
+
+    Raises:
+      ValueError / TypeError: as :func:`prepare` (shapes, NaN/Inf, groups, weights, scales).
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
+    >>> design, groups = js.whiten_design(X, [0, 0, 1])    # features 0 and 1 form one group
+    >>> groups.n_groups, design.Z.shape
+    (2, (100, 3))
     """
     X, groups, rank_tol, summary, _, w = _check_design(X, groups, constant_columns, rank_tol, sample_weight)
     design = _design(X, w, groups, summary, whiten=bool(whiten), rank_tol=rank_tol)
@@ -610,6 +708,64 @@ def _prepare_design(X, Y, w, groups: Groups, l2, summary: Summary, *, whiten: bo
         l2,
         nf,
     )
+
+
+@partial(jax.jit, static_argnames=("whiten", "rank_tol"))
+def _prepare_raw_design(X, Y, groups: Groups, l2, summary: Summary, *, whiten: bool, rank_tol: float) -> Problem:
+    """gram=False with singleton groups and no weights: the problem keeps X itself (``z_affine``).
+
+    Every quantity is a column reduction or a thin product with X: no (n, D) temporary. The
+    problem coordinates are ``Z = (X − μ) · c`` with ``c`` = 1/σ times the (1×1) whitening basis,
+    0 on inert columns.
+    """
+    dtype = X.dtype
+    index, mask = groups.index, groups.mask
+    J = index.shape[0]
+    d = X.shape[1]
+    nf = summary.n_samples
+    nonconstant = summary.col_max > summary.col_min
+    x_mean = summary.col_sum / nf
+    x_var = centred_sumsq_blocked(X, x_mean) / nf  # over row blocks: no centred copy of X
+    x_scale, col_w = _scales(jnp.sqrt(x_var), nonconstant)
+    std_var = x_var * col_w * col_w  # variance of the standardised columns (1, or 0 if constant)
+    G_blocks = jnp.take(std_var, index[:, 0], mode="fill", fill_value=0).reshape((J, 1, 1))
+    bases = _group_bases(G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol)
+    live = bases.live
+    basis = jnp.zeros((d,), dtype).at[index[:, 0]].set(jnp.where(mask[:, 0], bases.basis[:, 0, 0], 0), mode="drop")
+    c = jnp.where(live, col_w * basis, jnp.zeros_like(col_w))
+    y_mean = jnp.mean(Y, axis=0)
+    Yc = Y - y_mean[None, :]
+    y_scale = jnp.sqrt(jnp.sum(Yc * Yc, axis=0) / nf)
+    Ys = Yc / y_scale[None, :]
+    # b0 = Zᵀ Ys / n = c ⊙ ((X − μ)ᵀ Ys) / n, as (Ysᵀ X − (Ysᵀ1) μᵀ)ᵀ (Σ Ys ≈ 0; subtracted exactly).
+    cross = Ys.T @ X - jnp.sum(Ys, axis=0)[:, None] * x_mean[None, :]  # (T, D)
+    b0 = (cross * c[None, :]).T / nf
+    inert_diag = jnp.where(live, l2, jnp.ones_like(x_mean))
+    z_var = std_var * jnp.where(live, basis * basis, jnp.zeros_like(basis))
+    diag_blocks = (jnp.take(z_var + inert_diag, index[:, 0], mode="fill", fill_value=1)).reshape((J, 1, 1))
+    diag_blocks = jnp.where(mask[:, :, None], diag_blocks, jnp.ones_like(diag_blocks))
+    transform = Transform(x_mean, x_scale, y_mean, y_scale, bases.basis, index, mask)
+    return Problem(
+        None,
+        None,  # raw X joins outside jit (see prepare)
+        b0,
+        diag_blocks,
+        bases.metric_white,
+        bases.metric_std,
+        live,
+        groups,
+        transform,
+        l2,
+        nf,
+        jnp.stack([x_mean, c]),
+    )
+
+
+def problem_design(problem: Problem) -> jax.Array:
+    """The (n, D) design of a ``gram=False`` problem in problem coordinates (materialised)."""
+    if problem.z_affine is None:
+        return problem.Z
+    return (problem.Z - problem.z_affine[0][None, :]) * problem.z_affine[1][None, :]
 
 
 def to_raw_coef(transform: Transform, w: jax.Array) -> tuple[jax.Array, jax.Array]:

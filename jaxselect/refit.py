@@ -28,16 +28,20 @@ from jaxselect._validation import (
     check_choice,
     check_float,
     check_int,
+    check_scale,
     column_standardization,
     host_value,
 )
-from jaxselect.losses import glm_loss
+from jaxselect.losses import GLMLoss, glm_loss
 from jaxselect.newton import default_tol, glm_newton, glm_risk
+from jaxselect.prepare import as_sample_weight
+from jaxselect.sharding import any_mesh
 
 __all__ = ["ridge_refit", "rls_refit", "glm_refit"]
 
 
-def ridge_refit(X, Y, support=None, *, l2=1e-5):
+@any_mesh
+def ridge_refit(X, Y, support=None, *, l2=1e-5, sample_weight=None):
     """Ridge fit with intercept on the columns in ``support``; differentiable in X, Y and l2.
 
     Args:
@@ -49,11 +53,21 @@ def ridge_refit(X, Y, support=None, *, l2=1e-5):
         squared loss ``(1/2n)‖Y − Xs w‖² + (λ/2)‖w‖²`` (sklearn ``Ridge(alpha)`` on standardised
         columns is λ = alpha/n). A Python float or a traced scalar — differentiate with respect to
         it to tune it.
+      sample_weight: None or (n,) row weights ``w ≥ 0``: the weighted mean loss
+        ``(1/2Σw) Σ_i w_i ‖y_i − xs_i w − b‖² + (λ/2)‖w‖²`` with columns standardised by weighted
+        means and standard deviations (integer weights = repeated rows; weight-0 rows are absent,
+        e.g. the padding of :func:`jaxselect.shard_rows`). sklearn
+        ``Ridge(alpha).fit(Xs, Y, sample_weight=w)`` on those columns is ``λ = alpha/Σw``.
 
-    Constant columns (max == min) are inert: coefficient 0 even inside the support.
+    Constant columns (max == min on the rows with positive weight) are inert: coefficient 0 even
+    inside the support.
 
     Returns:
       ``(coef, intercept)``: (D,) and () for 1-D Y, or (D, T) and (T,); zero outside the support.
+
+    Raises:
+      ValueError: a support that is not a (D,) boolean mask, ``l2`` ≤ 0, NaN/Inf or mismatched
+        rows in X and Y.
 
     >>> import numpy as np, jax, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(50, 3)); y = X[:, 0] + 2.0
@@ -65,16 +79,34 @@ def ridge_refit(X, Y, support=None, *, l2=1e-5):
     Y, was_1d = as_targets(Y, X.shape[0], "Y", dtype=X.dtype)
     support = _check_support(support, X.shape[1])
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
-    coef, intercept = _ridge_refit(X, Y, support, l2)
+    check_scale(X, "X")
+    check_scale(Y, "Y")
+    w = _weights(sample_weight, X)
+    coef, intercept = _ridge_refit(X, Y, support, l2, w)
+    _check_finite_fit(coef, intercept, "ridge_refit")
     if was_1d:
         return coef[:, 0], intercept[0]
     return coef, intercept
+
+
+def _check_finite_fit(coef, intercept, what: str) -> None:
+    """ValueError when a concrete fit overflowed (scales of X and Y too far apart for the dtype)."""
+    ok = host_value(lambda: jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(intercept)))
+    if ok is not None and not bool(ok):
+        raise ValueError(
+            f"{what}: the fitted coefficients overflow {coef.dtype} (the scales of X's columns and of Y are "
+            "too far apart for it); rescale X or Y by a constant, or use float64"
+        )
 
 
 def _check_support(support, d: int):
     """A (D,) bool support mask (default all columns); may be traced."""
     if support is None:
         return jnp.ones((d,), bool)
+    if not isinstance(support, jax.Array):
+        support = np.asarray(support)
+        if support.dtype != bool:
+            raise TypeError(f"support must be a boolean mask of shape ({d},); got dtype {support.dtype}")
     support = jnp.asarray(support)
     if support.shape != (d,):
         raise ValueError(f"support must be a (D,) = ({d},) boolean mask; got shape {support.shape}")
@@ -83,26 +115,58 @@ def _check_support(support, d: int):
     return support
 
 
-def _standardize_support(X, support):
+def _weights(sample_weight, X):
+    """Validated (n,) row weights in X's dtype (keeping X's sharding), or None."""
+    w = as_sample_weight(sample_weight, X.shape[0])
+    return None if w is None else jnp.asarray(w).astype(X.dtype)
+
+
+def weighted_standardization(X, w):
+    """:func:`~jaxselect._validation.column_standardization` with row weights ``w`` (n,).
+
+    Weighted column means and standard deviations ``Σ w_i x_i / Σw``, ``√(Σ w_i (x_i − m)² / Σw)``;
+    a column is constant (inert) when its maximum equals its minimum over the rows with ``w > 0``.
+    Columns are rescaled by a power of two before squaring, as in the unweighted rule.
+    """
+    pos = (w > 0)[:, None]
+    col_max = jnp.max(jnp.where(pos, X, -jnp.inf), axis=0)
+    col_min = jnp.min(jnp.where(pos, X, jnp.inf), axis=0)
+    half = jax.lax.stop_gradient(0.5 * col_max - 0.5 * col_min)
+    exponent = jnp.frexp(jnp.where(half > 0, half, jnp.ones_like(half)))[1]
+    p = jnp.ldexp(jnp.ones_like(half), exponent)
+    Xn = X / p[None, :]
+    sw = jnp.sum(w)
+    mean_n = (w @ Xn) / sw
+    centred = Xn - mean_n[None, :]
+    var_n = (w @ (centred * centred)) / sw
+    live = (col_max > col_min) & (var_n > 0)
+    scale = jnp.sqrt(jnp.where(live, var_n, jnp.ones_like(var_n))) * jnp.where(live, p, jnp.ones_like(p))
+    return mean_n * p, scale, live
+
+
+def _standardize_support(X, support, w=None):
     """Column means, the standardised design restricted to ``support`` (zero columns elsewhere),
     the per-column factors 1/sd (0 off the support or for constant columns) and the used mask.
 
     The library's one standardisation rule (:func:`jaxselect._validation.column_standardization`):
-    a column is constant (inert) iff its maximum equals its minimum."""
-    x_mean, x_scale, live = column_standardization(X)
+    a column is constant (inert) iff its maximum equals its minimum (weighted: over the rows with
+    positive weight, :func:`weighted_standardization`)."""
+    x_mean, x_scale, live = column_standardization(X) if w is None else weighted_standardization(X, w)
     use = support & live
     w_col = jnp.where(use, 1.0 / x_scale, jnp.zeros_like(x_scale))
     return x_mean, (X - x_mean[None, :]) * w_col[None, :], w_col, use
 
 
 @jax.jit
-def _ridge_refit(X, Y, support, l2):
+def _ridge_refit(X, Y, support, l2, w=None):
     n = X.shape[0]
-    nf = jnp.asarray(n, X.dtype)
-    x_mean, Xs, w_col, use = _standardize_support(X, support)
-    y_mean = jnp.mean(Y, axis=0)
+    nf = jnp.asarray(n, X.dtype) if w is None else jnp.sum(w)
+    x_mean, Xs, w_col, use = _standardize_support(X, support, w)
+    y_mean = jnp.mean(Y, axis=0) if w is None else (w @ Y) / nf
     Yc = Y - y_mean[None, :]
-    G = jax.lax.dot_general(Xs, Xs, (((0,), (0,)), ((), ()))) / nf
+    if w is not None:  # weighted moments: Σ w_i xs_i xs_iᵀ and Σ w_i xs_i y_iᵀ
+        Yc = Yc * w[:, None]
+    G = jax.lax.dot_general(Xs if w is None else Xs * w[:, None], Xs, (((0,), (0,)), ((), ()))) / nf
     A = G + jnp.diag(jnp.where(use, l2, jnp.ones_like(x_mean)))  # identity on unused columns
     rhs = (Yc.T @ Xs).T / nf  # (D, T), zero on unused columns
 
@@ -125,7 +189,8 @@ def _spd_solve(A, rhs):
     return jax.lax.custom_linear_solve(matvec, rhs, solve, symmetric=True)
 
 
-def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0):
+@any_mesh
+def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0, sample_weight=None):
     """The greedy-RLS model on fixed features, differentiable in X, Y, l2 and bias.
 
     Regularised least squares exactly as :func:`jaxselect.greedy_rls` fits it, on the features as
@@ -140,9 +205,16 @@ def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0):
         (a greedy step that selected nothing) are ignored. May be traced.
       l2: > 0, the penalty on the mean loss (Python float or traced scalar; default 1e-3 as in
         :func:`jaxselect.greedy_rls`); bias: ≥ 0 (may be traced).
+      sample_weight: None or (n,) row weights ``w ≥ 0``:
+        ``w = (X_Sᵀ diag(w) X_S + Σw·l2·I)⁻¹ X_Sᵀ diag(w) Y``, the model of
+        ``greedy_rls(..., sample_weight=w)`` (integer weights = repeated rows).
 
     Returns:
       ``(coef (d,) or (d, T), intercept () or (T,))``; zero coefficients off ``selected``.
+
+    Raises:
+      ValueError: ``selected`` entries outside [0, D) (other than −1), ``l2`` ≤ 0, ``bias`` < 0,
+        NaN/Inf or mismatched rows in X and Y.
 
     >>> import numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(30, 4)); y = X[:, 2]
@@ -153,6 +225,10 @@ def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0):
     X = as_float_matrix(X, "X", min_rows=MIN_ROWS)
     Y, was_1d = as_targets(Y, X.shape[0], "Y", dtype=X.dtype)
     d = X.shape[1]
+    if not isinstance(selected, jax.Array):
+        selected = np.asarray(selected)
+        if selected.dtype.kind not in "iu":
+            raise TypeError(f"selected must be a 1-D integer array of feature indices; got dtype {selected.dtype}")
     selected = jnp.asarray(selected)
     if selected.ndim != 1 or not jnp.issubdtype(selected.dtype, jnp.integer):
         raise ValueError("selected must be a 1-D integer array of feature indices")
@@ -161,19 +237,27 @@ def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0):
         raise ValueError(f"selected must hold feature indices in [0, {d}) (or -1 for none); got {values.tolist()}")
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
     bias = as_hyper(bias, "bias", X.dtype, low=0.0)
-    coef, intercept = _rls_refit(X, Y, selected.astype(jnp.int32), l2, bias)
+    check_scale(X, "X", squares=True)  # the features are used as given: XᵀX is formed unscaled
+    check_scale(Y, "Y")
+    w = _weights(sample_weight, X)
+    coef, intercept = _rls_refit(X, Y, selected.astype(jnp.int32), l2, bias, w)
+    _check_finite_fit(coef, intercept, "rls_refit")
     if was_1d:
         return coef[:, 0], intercept[0]
     return coef, intercept
 
 
 @jax.jit
-def _rls_refit(X, Y, selected, l2, bias):
+def _rls_refit(X, Y, selected, l2, bias, w=None):
     n, d = X.shape
+    if w is not None:  # ridge on the rows scaled by √w, λ = Σw·l2
+        root_w = jnp.sqrt(w)
+        X, Y, n = X * root_w[:, None], Y * root_w[:, None], jnp.sum(w)
     root = jnp.sqrt(bias)
     used = (selected >= 0).astype(X.dtype)
     cols = jnp.take(X, jnp.maximum(selected, 0), axis=1) * used[None, :]  # −1: a zero column, w = 0
-    XS = jnp.concatenate([cols, jnp.full((n, 1), 1.0, X.dtype) * root], axis=1)
+    ones = jnp.ones((X.shape[0], 1), X.dtype) if w is None else root_w[:, None]
+    XS = jnp.concatenate([cols, ones * root], axis=1)
     k1 = XS.shape[1]
     # An unused column (bias = 0, or index −1) is all zeros; n·l2 keeps the system definite.
     A = jax.lax.dot_general(XS, XS, (((0,), (0,)), ((), ()))) + (n * l2) * jnp.eye(k1, dtype=X.dtype)
@@ -183,8 +267,20 @@ def _rls_refit(X, Y, selected, l2, bias):
     return coef, root * w[-1]
 
 
-def glm_refit(X, y, support=None, *, loss: str = "logistic", l2=1e-3, n_classes=None, max_iter: int = 50,
-              tol=None, return_info: bool = False):
+@any_mesh
+def glm_refit(
+    X,
+    y,
+    support=None,
+    *,
+    loss: str = "logistic",
+    l2=1e-3,
+    n_classes=None,
+    max_iter: int = 50,
+    tol=None,
+    return_info: bool = False,
+    sample_weight=None,
+):
     """Logistic / softmax fit with intercept at a fixed support; differentiable in X, y and l2.
 
     Minimises ``r(W, b) = (1/n) Σ_i ℓ(Xs_i W + b, y_i) + (λ/2)‖W‖²`` over the standardised columns in
@@ -211,11 +307,19 @@ def glm_refit(X, y, support=None, *, loss: str = "logistic", l2=1e-3, n_classes=
         default 1e-7 in float64, 1e-4 in float32.
       return_info: also return the solve's :class:`jaxselect.newton.NewtonInfo` (iterations,
         gradient norm, risk, status — :func:`jaxselect.raise_for_status` works on it).
+      sample_weight: None or (n,) row weights ``w ≥ 0``: the mean loss becomes
+        ``Σ_i w_i ℓ_i / Σw`` and the columns are standardised with weighted moments (integer
+        weights = repeated rows; weight-0 rows are absent). sklearn
+        ``LogisticRegression(C).fit(Xs, y, sample_weight=w)`` is ``λ = 1/(C·Σw)``.
 
     Returns:
       ``(coef, intercept)``: (D,), () for logistic; (D, C), (C,) for softmax — raw-space scores.
       With ``return_info``: ``(coef, intercept, info)``. The dense Newton system has (D + 1)·T
       unknowns, so this is meant for the small supports a selection produces.
+
+    Raises:
+      ValueError: an unknown loss, labels that do not fit it, a support that is not a (D,) boolean
+        mask, ``l2`` ≤ 0, NaN/Inf in X.
 
     >>> import numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(200, 3)); y = X[:, 0] + X[:, 1] > 0
@@ -237,10 +341,12 @@ def glm_refit(X, y, support=None, *, loss: str = "logistic", l2=1e-3, n_classes=
         Yt = jax.nn.one_hot(jnp.asarray(labels), C, dtype=X.dtype)
     support = _check_support(support, d)
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
+    check_scale(X, "X")
     max_iter = check_int(max_iter, "max_iter", low=1)
     tol = check_float(default_tol(X.dtype) if tol is None else tol, "tol", low=0.0, strict_low=True)
+    w = _weights(sample_weight, X)
     coef, intercept, info = _glm_refit(
-        X, Yt, support, l2, jnp.asarray(tol, X.dtype), jnp.asarray(max_iter, jnp.int32), loss=loss
+        X, Yt, support, l2, jnp.asarray(tol, X.dtype), jnp.asarray(max_iter, jnp.int32), w, loss=loss
     )
     if loss == "logistic":
         coef, intercept = coef[:, 0], intercept[0]
@@ -265,7 +371,7 @@ def _refit_binary_labels(y, n: int, dtype):
         signed = set(v.tolist()) <= {-1.0, 1.0}
         if not (signed or (v.min() >= 0 and v.max() <= 1)):
             raise ValueError(
-                "logistic labels must be {0, 1}, {-1, +1}, bool, or probabilities in [0, 1]; "
+                "y must hold logistic labels {0, 1}, {-1, +1}, bool, or probabilities in [0, 1]; "
                 f"got values {v[:6].tolist()}"
             )
         if v.size < 2:
@@ -274,13 +380,20 @@ def _refit_binary_labels(y, n: int, dtype):
 
 
 @partial(jax.jit, static_argnames=("loss",))
-def _glm_refit(X, Yt, support, l2, tol, max_iter, *, loss: str):
+def _glm_refit(X, Yt, support, l2, tol, max_iter, w=None, *, loss: str):
     d = X.shape[1]
     T = Yt.shape[1]
     dt = X.dtype
     softmax = loss == "softmax"
     parts = glm_loss(loss)
-    x_mean, Xs, w_col, use = _standardize_support(X, support)
+    if w is not None:  # per-example terms times n·w/Σw: the mean loss becomes the weighted mean
+        rel = w * (jnp.asarray(X.shape[0], dt) / jnp.sum(w))
+        parts = GLMLoss(
+            lambda S, Y, f=parts.value: rel * f(S, Y),
+            lambda S, Y, f=parts.grad: rel[:, None] * f(S, Y),
+            lambda S, Y, f=parts.hess: rel[:, None, None] * f(S, Y),
+        )
+    x_mean, Xs, w_col, use = _standardize_support(X, support, w)
     free = jnp.concatenate([jnp.repeat(use, T), jnp.ones((T,), bool)])
 
     def unpack(theta):
@@ -296,8 +409,7 @@ def _glm_refit(X, Yt, support, l2, tol, max_iter, *, loss: str):
 
     def solve(_, theta0):
         W0, b0 = unpack(theta0)
-        res = glm_newton(Xs, Yt, W0, b0, use, l2, parts, tol=tol, max_iter=max_iter, solver="cholesky",
-                         softmax=softmax)
+        res = glm_newton(Xs, Yt, W0, b0, use, l2, parts, tol=tol, max_iter=max_iter, solver="cholesky", softmax=softmax)
         # custom_root's forward-mode rule gives integer aux outputs integer tangents, which JAX
         # rejects: carry the counters as floats (exact for these small integers) and cast back.
         info = res.info._replace(n_iter=res.info.n_iter.astype(dt), status=res.info.status.astype(dt))

@@ -241,7 +241,7 @@ class _SequencingMixin:
             j = int(np.asarray(within_budget(jnp.asarray(path.cum_cost), budget)).sum())
         self.n_groups_selected_ = j
         self.support_ = _group_support(order[:j], np.asarray(self.groups_.ids))
-        coef = np.asarray(path.coef[j - 1] if j > 0 else np.zeros_like(path.coef[0]), np.float64)  # (D, T)
+        coef = np.asarray(path.step_coef(j - 1) if j > 0 else np.zeros_like(path.step_coef(0)), np.float64)  # (D, T)
         intercept = np.asarray(path.intercept[j - 1] if j > 0 else path.null_intercept, np.float64)  # (T,)
         self._set_linear(coef.T, intercept)
 
@@ -362,9 +362,21 @@ class GroupSequencingRegressorCV(GroupSequencingRegressor):
         :class:`GroupSequencingRegressor`.
 
     Attributes:
-      budget_: the chosen budget; cv_result_: the :class:`jaxselect.model_selection.CVResult`
-        (``grid``, per-fold ``scores``, ``mean``, ``std``, ...); the attributes of
-        :class:`GroupSequencingRegressor` for the refitted path at ``budget_``.
+      budget_: the chosen budget.
+      cv_result_: the :class:`jaxselect.CVResult` (``grid``, per-fold ``scores``, ``mean``, ``std``, ...).
+      path_: and the other attributes of :class:`GroupSequencingRegressor`, for the path refitted
+        on all rows and used at ``budget_``.
+
+    Raises:
+      ValueError: an unknown ``rule``/``scoring``/``method``, negative budgets, or the data
+        errors of :func:`jaxselect.prepare`.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(103, 6))
+    >>> y = X[:, 0] - 2 * X[:, 3] + 0.5 * rng.normal(size=103)
+    >>> est = GroupSequencingRegressorCV(cv=5).fit(X, y)
+    >>> est.budget_, est.get_support(indices=True).tolist(), est.cv_result_.scores.shape
+    (2.0, [0, 3], (5, 7))
     """
 
     def __init__(self, method="omp", *, groups=None, costs=None, budgets=None, cv=5, rule="best",
@@ -416,10 +428,25 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
       max_iter, tol: each Newton refit's cap and tolerance (``tol=None``: the solver's default).
 
     Attributes:
-      classes_: the labels; path_, order_, cum_cost_, n_groups_selected_, support_, groups_,
-      status_: as in :class:`GroupSequencingRegressor`; n_iter_: Newton iterations of all refits;
-      coef_: (1, n_features) for two classes,
-      else (n_classes, n_features); intercept_: (1,) or (n_classes,).
+      classes_: the labels.
+      path_: the :class:`jaxselect.SelectionPath` of GLMs; ``order_``, ``cum_cost_``,
+        ``n_groups_selected_``, ``support_``, ``groups_``, ``status_`` as in
+        :class:`GroupSequencingRegressor`.
+      n_iter_: Newton iterations of all refits.
+      coef_: (1, n_features) for two classes, else (n_classes, n_features).
+      intercept_: (1,) or (n_classes,).
+
+    Raises:
+      ValueError: a single class, or the data errors of :func:`jaxselect.glm_omp`.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(100, 3))
+    >>> y = np.where(X[:, 1] > 0, "yes", "no")
+    >>> clf = GroupSequencingClassifier(budget=1).fit(X, y)
+    >>> clf.get_support(indices=True).tolist(), clf.classes_.tolist()
+    ([1], ['no', 'yes'])
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 2)
     """
 
     def __init__(self, *, groups=None, costs=None, budget=None, criterion="whiten", cost_sensitive=True,
@@ -524,9 +551,22 @@ class FSARegressor(RegressorMixin, _FSABase):
         (l2/2)‖β‖² on standardised features; ``bins``: piecewise-linear learners).
 
     Attributes:
-      support_: (n_features,) bool; coef_: (n_features,) raw-space coefficients, 0 off the support
-      ((n_features, bins+1) for piecewise-linear learners); intercept_; result_: the
-      :class:`jaxselect.FSAResult`; status_.
+      support_: (n_features,) bool, the k selected columns.
+      coef_: (n_features,) raw-space coefficients, 0 off the support ((n_features, bins + 1) for
+        piecewise-linear learners).
+      intercept_: float.
+      result_: the :class:`jaxselect.FSAResult`.
+      status_: int, the solver's status flags (0 = fine).
+
+    Raises:
+      ValueError: k outside [1, number of non-constant columns], or the data errors of
+        :func:`jaxselect.fsa`.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((200, 50)); y = X[:, 3] - 2 * X[:, 7]
+    >>> FSARegressor(k=2, n_iter=100).fit(X, y).get_support(indices=True).tolist()
+    [3, 7]
     """
 
     def __init__(self, k=10, *, loss="squared", n_iter=500, mu=300.0, lr=None, l2=0.0, bins=None, smoothness=0.0):
@@ -566,8 +606,16 @@ class FSARegressorCV(FSARegressor):
       loss, n_iter, mu, lr, l2, bins, smoothness: as in :class:`FSARegressor`.
 
     Attributes:
-      k_: the chosen k; cv_result_: the :class:`jaxselect.model_selection.CVResult`; and the
-      attributes of :class:`FSARegressor`.
+      k_: the chosen k.
+      cv_result_: the :class:`jaxselect.CVResult`.
+      support_: and the other attributes of :class:`FSARegressor`, for the refit at ``k_``.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(60, 10))
+    >>> y = X[:, 3] - 2 * X[:, 7] + 0.3 * rng.normal(size=60)
+    >>> est = FSARegressorCV(ks=[1, 2], cv=5, n_iter=50).fit(X, y)
+    >>> est.k_, est.get_support(indices=True).tolist()
+    (2, [3, 7])
     """
 
     def __init__(self, ks=(1, 2, 5, 10, 20), *, cv=5, rule="best", scoring="r2", loss="squared", n_iter=500,
@@ -625,7 +673,19 @@ class FSAClassifier(ClassifierMixin, _FSABase):
       n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa`.
 
     Attributes:
-      classes_, support_, coef_, intercept_, result_, status_ (see :class:`FSARegressor`).
+      classes_: the two labels.
+      support_: (n_features,) bool; ``coef_``, ``intercept_``, ``result_``, ``status_`` as in
+        :class:`FSARegressor`.
+
+    Raises:
+      ValueError: more or fewer than two classes, an unknown loss, or the data errors of
+        :func:`jaxselect.fsa`.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(60, 5)); y = X[:, 1] - X[:, 4] > 0
+    >>> clf = FSAClassifier(k=2, n_iter=50).fit(X, y)
+    >>> clf.get_support(indices=True).tolist(), clf.score(X, y) > 0.9
+    ([1, 4], True)
     """
 
     def __init__(self, k=10, *, loss="logistic", n_iter=500, mu=300.0, lr=None, l2=0.0, bins=None,
@@ -691,9 +751,23 @@ class GreedyRLSRegressor(_Selector, RegressorMixin, _Base):
         shrunk; 0 means no intercept.
 
     Attributes:
-      support_: (n_features,) bool; selected_: (k,) the features in selection order;
-      coef_: (n_features,) or (n_targets, n_features); intercept_; result_: the
-      :class:`jaxselect.RLSResult`; status_.
+      support_: (n_features,) bool.
+      selected_: (k,) the features in selection order.
+      coef_: (n_features,) or (n_targets, n_features).
+      intercept_: float or (n_targets,).
+      result_: the :class:`jaxselect.RLSResult`.
+      status_: int, the solver's status flags (0 = fine).
+
+    Raises:
+      ValueError: ``k`` above the number of non-constant columns, ``l2`` ≤ 0, ``bias`` < 0, or the
+        data errors of :func:`jaxselect.greedy_rls`.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(100, 20)).astype(np.float32)
+    >>> Y = X[:, [3, 7]] @ np.array([[2.0, 0.5], [-1.0, 1.5]], dtype=np.float32)   # two targets
+    >>> est = GreedyRLSRegressor(k=2, l2=0.01).fit(X, Y)
+    >>> sorted(est.selected_.tolist()), est.predict(X[:4]).shape
+    ([3, 7], (4, 2))
     """
 
     def __init__(self, k=10, *, l2=1e-3, bias=1.0):
@@ -756,12 +830,27 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
       fill_value: the value of unacquired entries in ``transform``.
 
     Attributes:
-      classes_; policy_: the :class:`jaxselect.DWSMPolicy` (numpy leaves); support_: (n_features,)
-      bool; mean_features_: mean number of features acquired per training datum; status_.
+      classes_: the labels.
+      policy_: the :class:`jaxselect.DWSMPolicy` (numpy leaves).
+      support_: (n_features,) bool, the features at least one training datum acquired.
+      mean_features_: mean number of features acquired per training datum.
+      status_: int, the solver's status flags (0 = fine).
+
+    Raises:
+      ValueError: fewer than two classes, negative ``lam``/``budget``, or the data errors of
+        :func:`jaxselect.dwsm_fit`.
+
+    A fit runs RCPI (seconds to minutes; ``examples/dwsm_quickstart.py`` times one), so this
+    example only configures the estimator; ``tests/test_sklearn.py`` fits it:
+
+    >>> clf = DWSMClassifier(lam=0.01, budget=2.0, random_state=0, fill_value=0.0)
+    >>> clf.get_params()["budget"], clf.get_params()["lam"]
+    (2.0, 0.01)
+    >>> # clf.fit(X, y).predict(X); clf.acquired(X) is the (n_samples, n_features) mask of each datum
     """
 
     def __init__(self, *, lam=0.01, budget=None, groups=None, costs=None, random_state=None, n_iter=10,
-                 states_per_example=10, alpha=0.7, l2=1e-3, gamma=None, cost_matrix=None, fill_value=np.nan):
+                 states_per_example=10, alpha=0.7, l2=0.01, gamma=None, cost_matrix=None, fill_value=np.nan):
         self.lam = lam
         self.budget = budget
         self.groups = groups

@@ -4,7 +4,9 @@ Oracles (numpy, obviously correct, slow): ``np_episode`` simulates the greedy li
 the MDP of paper §3.1/Table 2 step by step (full score recomputation, no incremental updates,
 float64, the budget as a cumulative cost); ``np_q_values`` gets Q(s, a) from it; ``optimal_loss``
 enumerates every adaptive acquisition policy (decision tree over observed values) of a tiny discrete
-problem; ``datum_loss`` is the datum-wise loss of paper eq. (4)/Table 1 for each variant.
+problem; ``datum_loss`` is the datum-wise loss of paper eq. (4)/Table 1 for each variant;
+``_oracle_losses`` is every iterate's training datum-wise loss by ``np_episode`` (the returned
+policy must be the best, issue 14), and ``collapse_problem`` a small copy of the WDBC collapse.
 
 The suite runs in float32 (the default path); float64 cases use the ``x64`` fixture.
 """
@@ -24,6 +26,8 @@ from compile_count import count_compiles
 from jaxselect import Groups
 from jaxselect.sequential import (
     DWSMPolicy,
+    initial_policy,
+    trajectory_states,
     accuracy,
     average_cost,
     class_usage,
@@ -34,6 +38,7 @@ from jaxselect.sequential import (
     feature_usage,
     make_spec,
     mean_sparsity,
+    rcpi_evaluate,
     rcpi_init,
     rcpi_problem,
     rcpi_step,
@@ -332,7 +337,11 @@ def test_ridge_fit_matches_numpy_per_action(dtype, request):
     W = rng.random((N, A)) < 0.6
     W[:, 3] = False  # never allowed: keeps previous weights
     prev = rng.normal(size=(A, p))
-    args = [jnp.asarray(a, dtype) for a in (Phi, Q)] + [jnp.asarray(W), jnp.asarray(0.1, dtype), jnp.asarray(prev, dtype)]
+    args = [jnp.asarray(a, dtype) for a in (Phi, Q)] + [
+        jnp.asarray(W),
+        jnp.asarray(0.1, dtype),
+        jnp.asarray(prev, dtype),
+    ]
     th = np.asarray(jax.jit(ridge_fit)(*args))
     D = np.diag(np.r_[np.ones(p - 1), 0.0])
     for a in range(3):
@@ -668,19 +677,21 @@ def test_jit_and_nojit_agree():
     np.testing.assert_array_equal(np.asarray(aa), np.asarray(ab))
 
 
+@jax.jit
+def _user_jit_fit(key, X, y, lam, l2):
+    """dwsm_fit inside a user's jit (one compiled program shared by the tests below)."""
+    return dwsm_fit(key, X, y, n_classes=2, lam=lam, l2=l2, **FIT_TINY)
+
+
 def test_fit_inside_user_jit_matches_eager(x0_fit):
     """Traced key, X, y, lam and l2 (n_classes given): the same policy as the eager fit."""
     X, y, eager = x0_fit
     X = X.astype(np.float32)
-
-    @jax.jit
-    def fit(key, X, y, lam, l2):
-        return dwsm_fit(key, X, y, n_classes=2, lam=lam, l2=l2, **FIT_TINY)
-
-    jitted = fit(jax.random.key(0), X, y, jnp.float32(0.1), jnp.float32(1e-3))
+    jitted = _user_jit_fit(jax.random.key(0), X, y, jnp.float32(0.1), jnp.float32(0.01))
     assert int(jitted.status) == 0
     np.testing.assert_allclose(np.asarray(jitted.thetas), np.asarray(eager.thetas), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(jitted.train_return), np.asarray(eager.train_return), rtol=1e-5, atol=1e-6)
+    assert int(jitted.best) == int(eager.best)
     np.testing.assert_array_equal(np.asarray(dwsm_predict(jitted, X)[0]), np.asarray(dwsm_predict(eager, X)[0]))
     # traced labels need n_classes
     with pytest.raises(ValueError, match="n_classes"):
@@ -707,8 +718,16 @@ def test_second_fit_compiles_nothing(blobs):
     def run():
         _SEEN.clear()
         units = Groups.from_ids(BLOB_IDS.copy(), costs=[2.0, 1.0, 1.0, 3.0])
-        pol = dwsm_fit(jax.random.key(0), X.copy(), y.copy(), lam=0.01, groups=units, budget=4.0,
-                       callback=lambda it, r, a: _SEEN.append(int(it)), **FIT_SMALL)
+        pol = dwsm_fit(
+            jax.random.key(0),
+            X.copy(),
+            y.copy(),
+            lam=0.01,
+            groups=units,
+            budget=4.0,
+            callback=lambda it, r, a: _SEEN.append(int(it)),
+            **FIT_SMALL,
+        )
         dwsm_evaluate(pol, X.copy(), y.copy())
         jax.block_until_ready(pol)
         return list(_SEEN)
@@ -745,19 +764,33 @@ def test_float32_fit_and_progress_callback(capsys):
     """float32 in, float32 policy out; the callback sees every iteration; silent by default."""
     X, y = grid_problem("x0")
     seen = []
-    pol = dwsm_fit(jax.random.key(0), X.astype(np.float32), y, lam=0.1, **FIT_TINY,
-                   callback=lambda it, r, a: seen.append((int(it), float(r), float(a))))
+    pol = dwsm_fit(
+        jax.random.key(0),
+        X.astype(np.float32),
+        y,
+        lam=0.1,
+        **FIT_TINY,
+        callback=lambda it, r, a: seen.append((int(it), float(r), float(a))),
+    )
     assert pol.theta.dtype == jnp.float32 and pol.spec.lam.dtype == jnp.float32
     labels, acq = dwsm_predict(pol, X.astype(np.float32))
     assert labels.dtype == jnp.int32 and acq.dtype == jnp.bool_
     np.testing.assert_array_equal(np.asarray(labels), y)
     assert [s[0] for s in seen] == list(range(1, FIT_TINY["n_iter"] + 1))
+    # the callback reports each iterate's own greedy policy on the training rows (−datum-wise loss)
     np.testing.assert_allclose([s[1] for s in seen], np.asarray(pol.train_return), rtol=1e-6)
+    np.testing.assert_allclose([s[1] for s in seen], -np.asarray(pol.train_loss)[1:], rtol=1e-6)
     np.testing.assert_allclose([s[2] for s in seen], np.asarray(pol.train_accuracy), rtol=1e-6)
     dwsm_fit(jax.random.key(0), X, y, lam=0.1, **FIT_TINY)
     assert capsys.readouterr().out == ""
     dwsm_fit(jax.random.key(0), X, y, lam=0.1, **FIT_TINY, verbose=True)
-    assert capsys.readouterr().out.count("[dwsm] iteration") == FIT_TINY["n_iter"]
+    out = capsys.readouterr().out
+    assert out.count("[dwsm] iteration") == FIT_TINY["n_iter"]
+    # the log's last line names the iterate that is returned and its training datum-wise loss
+    last = out.strip().splitlines()[-1]
+    assert f"best so far: iteration {int(pol.best)}, loss {float(pol.train_loss[pol.best]):.4f}" in last
+    tr = dwsm_trace(pol, X.astype(np.float32), y)
+    assert float(pol.train_loss[pol.best]) == pytest.approx(-float(np.mean(tr.reward)), abs=1e-6)
 
 
 def test_callback_exception_reaches_the_user():
@@ -776,10 +809,11 @@ def test_callback_exception_reaches_the_user():
     assert int(pol.status) == 0
 
 
-def test_status_nonfinite_and_raise_for_status(blobs):
+def test_status_nonfinite_and_raise_for_status(blobs, x0_fit):
     X, y = blobs
-    cm = np.array([[0.0, 3e38, 3e38], [3e38, 0.0, 3e38], [3e38, 3e38, 0.0]])  # overflows float32 sums
-    pol = dwsm_fit(jax.random.key(0), X, y, lam=0.01, cost_matrix=cm, **FIT_SMALL)
+    # rewards that overflow float32 sums; only a traced λ gets past the magnitude check at the boundary
+    X0, y0, _ = x0_fit
+    pol = _user_jit_fit(jax.random.key(0), X0.astype(np.float32), y0, jnp.float32(3e38), jnp.float32(0.01))
     assert int(pol.status) == NONFINITE
     with pytest.raises(js.SolverError, match="non-finite"):
         js.raise_for_status(pol)
@@ -803,14 +837,18 @@ def test_advanced_api_steps_equal_fit(x0_fit):
     problem = rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y))
     state = rcpi_init(problem, n_iter)
     assert state.thetas.shape == (n_iter + 1, 5, 7) and int(state.t) == 0
-    step = jax.jit(functools.partial(rcpi_step, states_per_example=S, cap=rollout_capacity(3, S, 3, True)))
-    returns = []
+    step = jax.jit(functools.partial(rcpi_step, states_per_example=S))
+    evaluate = jax.jit(rcpi_evaluate)
+    returns, losses = [], [float(evaluate(state.thetas[0], problem)[0])]
     for key in jax.random.split(jax.random.key(0), n_iter):
-        state, info = step(key, state, problem, alpha=0.7, l2=1e-3)
+        state, info = step(key, state, problem, alpha=0.7, l2=0.01)
         returns.append(float(info.mean_return))
+        losses.append(float(evaluate(state.thetas[state.t], problem)[0]))
     assert int(state.t) == n_iter
     np.testing.assert_allclose(np.asarray(state.thetas), np.asarray(pol.thetas), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(returns, np.asarray(pol.train_return), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(returns, np.asarray(pol.rollout_return), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(losses, np.asarray(pol.train_loss), rtol=1e-5, atol=1e-6)
+    assert int(pol.best) == int(np.argmin(losses))
 
 
 def test_relational_prefers_related_features(blobs):
@@ -859,7 +897,9 @@ def test_metrics_against_numpy():
     groups = [[0, 1], [2], [3, 4]]
     costs = np.array([2.0, 3.0, 5.0])
     cm = np.array([[0, 1, 2], [4, 0, 1], [1, 1, 0]], float)
-    ref = np.mean([sum(costs[g] for g, m in enumerate(groups) if acq[i, m].any()) + cm[lab[i], y[i]] for i in range(30)])
+    ref = np.mean(
+        [sum(costs[g] for g, m in enumerate(groups) if acq[i, m].any()) + cm[lab[i], y[i]] for i in range(30)]
+    )
     got = average_cost(lab, acq, y, groups=Groups.from_ids([0, 0, 1, 2, 2], costs=costs), cost_matrix=cm)
     np.testing.assert_allclose(float(got), ref, rtol=1e-6)
     unit = np.mean([sum(1 for m in groups if acq[i, m].any()) + cm[lab[i], y[i]] for i in range(30)])
@@ -893,6 +933,11 @@ def test_metrics_against_numpy():
         ({"l2": 0.0}, None, ValueError, "l2"),
         ({"n_iter": 0}, None, ValueError, "n_iter"),
         ({"mixture": "mean"}, None, ValueError, "mixture"),
+        ({"states": "random"}, None, ValueError, "states must be 'policy'"),
+        ({"select": "first"}, None, ValueError, "select must be 'best'"),
+        ({"patience": 0}, None, ValueError, "patience"),
+        ({"explore": 1.5}, None, ValueError, "explore must be a probability"),
+        ({"explore": -0.1}, None, ValueError, "explore"),
         ({"feature_costs": [1.0, 1.0, 1.0]}, None, TypeError, "feature_costs"),  # removed: costs live in Groups
         ({"budget_unit": "groups"}, None, TypeError, "budget_unit"),  # removed: give costs = group sizes
     ],
@@ -927,3 +972,196 @@ def test_predict_validates(x0_fit):
         dwsm_predict("policy", np.zeros((4, 3)))
     labels, acquired = dwsm_predict(pol, np.ones((1, 3)))  # one row is fine at prediction
     assert labels.shape == (1,) and acquired.shape == (1, 3)
+
+
+# ----------------------------------------------------------------------------- policy quality (issue 14)
+
+_traj = jax.jit(trajectory_states)
+
+
+def test_trajectory_states_are_prefixes_of_the_policy_episode():
+    """States visited by the policy: a prefix of its episode from z = 0, k ~ U{0..L}; with explore,
+    plus one unit allowed there (flagged)."""
+    rng = np.random.default_rng(7)
+    d, C, n, m = 5, 2, 40, 6
+    spec = make_spec(d, C, lam=0.1, budget=3)
+    S = np_spec(spec)
+    thetas = jnp.asarray(rng.normal(size=(2, C + d, 2 * d + 1)), jnp.float32)
+    Xs = rng.normal(size=(n, d)).astype(np.float32)
+    comp = jnp.asarray(rng.integers(0, 2, size=(n, m)), jnp.int32)
+    for explore in (0.0, 1.0):
+        Z, dev = (np.asarray(a) for a in _traj(jax.random.key(3), thetas, comp, spec, jnp.asarray(Xs), explore))
+        assert dev.any() == (explore > 0)
+        for i in range(n):
+            for r in range(m):
+                order = np_episode(np.asarray(thetas[int(comp[i, r])]), S, Xs[i], 0, np.zeros(d, bool))[3]
+                k = int(Z[i, r].sum()) - int(dev[i, r])
+                assert 0 <= k <= len(order)
+                prefix = np.zeros(d, bool)
+                prefix[order[:k]] = True
+                assert np.all(Z[i, r] >= prefix)
+                extra = np.flatnonzero(Z[i, r] & ~prefix)
+                assert len(extra) == int(dev[i, r])
+                if dev[i, r]:  # a unit the MDP allows after the prefix
+                    assert np_fits(S, float(S["costs"][prefix].sum()), extra[0])
+                elif explore > 0:  # nothing was allowed there
+                    assert k == 3 or k == d
+    # a policy that acquires until the budget stops it (L = 3): k ~ U{0..3}
+    greedy = np.zeros((C + d, 2 * d + 1), np.float32)
+    greedy[C:, -1] = 1.0
+    both = jnp.stack([jnp.asarray(greedy)] * 2)  # the shapes above: no second compile
+    Z, _ = _traj(jax.random.key(4), both, jnp.zeros((n, m), jnp.int32), spec, jnp.asarray(Xs), 0.0)
+    Z2, _ = _traj(jax.random.key(5), both, jnp.ones((n, m), jnp.int32), spec, jnp.asarray(Xs), 0.0)
+    sizes = np.concatenate([np.asarray(Z).sum(-1).ravel(), np.asarray(Z2).sum(-1).ravel()])
+    np.testing.assert_allclose(np.bincount(sizes, minlength=4) / sizes.size, 0.25, atol=0.06)
+
+
+def test_terminal_classification_statistics_match_numpy():
+    """The classification rows' extra data: Σ φ_T φ_Tᵀ and Σ −C[c, y] φ_T over the rollouts' final states."""
+    rng = np.random.default_rng(8)
+    d, C, S_ = 5, 3, 3
+    spec = random_spec(rng, d, C, "cost_budget")
+    S = np_spec(spec)
+    thetas = rng.normal(size=(S_, C + d, 2 * d + 1)).astype(np.float32)
+    x = rng.normal(size=d).astype(np.float32)
+    y = 2
+    Z = np.array([[False] * d, [True, False, False, False, False], [False, True, True, False, False]])
+    keep = np.array([True, False, True])  # the terminal states of state 1's rollouts do not count
+    out = jax.jit(row_state_action_values, static_argnums=5, static_argnames=("terminal", "lanes_per_loop"))(
+        jnp.asarray(thetas),
+        spec,
+        jnp.asarray(x),
+        jnp.asarray(y, jnp.int32),
+        jnp.asarray(Z),
+        S_ * d,
+        terminal=True,
+        lanes_per_loop=4,
+        terminal_states=jnp.asarray(keep),
+    )
+    mT, bT, GT = (np.asarray(a, np.float64) for a in out[5])
+    m_ref, b_ref, G_ref = 0.0, np.zeros((C, 2 * d + 1)), np.zeros((2 * d + 1, 2 * d + 1))
+    for r in range(S_):
+        spent = float(S["costs"][Z[r]].sum())
+        for j in range(d):
+            if Z[r, j] or not np_fits(S, spent, j) or not keep[r]:
+                continue
+            z1 = Z[r].copy()
+            z1[j] = True
+            zT = np_episode(thetas[r], S, x, y, z1)[2]
+            ph = np.concatenate([zT.astype(float), x * zT, [1.0]])
+            m_ref += 1
+            b_ref += -S["cost_matrix"][:, y][:, None] * ph[None, :]
+            G_ref += np.outer(ph, ph)
+    assert m_ref > 0
+    np.testing.assert_allclose(mT, m_ref)
+    np.testing.assert_allclose(bT, b_ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(GT, G_ref, rtol=1e-5, atol=1e-5)
+
+
+def test_initial_policy_classifies_at_once_as_the_cheapest_class():
+    X = np.random.default_rng(0).normal(size=(12, 3))
+    y = np.array([0] * 8 + [1] * 4)
+    cm = np.array([[0.0, 5.0], [1.0, 0.0]])  # predicting 0 costs 5·4/12, predicting 1 costs 8/12
+    spec = make_spec(3, 2, lam=0.1, cost_matrix=cm)
+    problem = rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y))
+    theta0 = rcpi_init(problem, 2).thetas[0]
+    np.testing.assert_array_equal(np.asarray(theta0), np.asarray(initial_policy(problem)))
+    labels, acquired = dwsm_predict(policy_from_theta(theta0, spec, 3), X)
+    assert not np.asarray(acquired).any()
+    np.testing.assert_array_equal(np.asarray(labels), 1)
+    loss, acc, feats = rcpi_evaluate(theta0, problem)
+    assert float(loss) == pytest.approx(8 / 12) and float(acc) == pytest.approx(4 / 12) and float(feats) == 0
+
+
+def collapse_problem(seed, n=200, d=8):
+    """A small copy of the WDBC collapse (issue 14): feature 0 alone classifies well, features 1..7 are
+    noisier copies of it on other scales. At λ = 0.1 one feature is worth buying (error ≈ 0.1 against
+    0.365 for the majority class), yet a classifier fitted on random subsets of the correlated copies
+    is poor on single features: the paper's uniform states made RCPI classify at once."""
+    rng = np.random.default_rng(seed)
+    u = rng.normal(size=n)
+    y = (u + 0.25 * rng.normal(size=n) > 0.35).astype(int)
+    X = u[:, None] + np.r_[0.3, np.full(d - 1, 0.6)][None, :] * rng.normal(size=(n, d))
+    X = X * rng.uniform(0.5, 20, size=d)[None, :] + rng.normal(size=d)[None, :] * 5
+    return X.astype(np.float32), y
+
+
+FIT_Q = dict(n_iter=6, states_per_example=4)
+
+
+@pytest.fixture(scope="module")
+def collapse_fit():
+    X, y = collapse_problem(0)
+    return X, y, dwsm_fit(jax.random.key(0), X, y, lam=0.1, **FIT_Q)
+
+
+def _oracle_losses(pol, X, y):
+    """Training datum-wise loss of every iterate by the numpy episode (float64 scores)."""
+    S = np_spec(pol.spec)
+    Xs = np.asarray((jnp.asarray(X) - pol.mean[None, :]) / pol.scale[None, :], np.float64)
+    z0 = np.zeros(S["costs"].shape[0], bool)
+    return np.array(
+        [
+            np.mean([-np_episode(np.asarray(th), S, Xs[i], int(y[i]), z0)[0] for i in range(len(y))])
+            for th in np.asarray(pol.thetas)
+        ]
+    )
+
+
+def test_returned_policy_is_the_best_iterate_on_training_data(collapse_fit):
+    X, y, pol = collapse_fit
+    oracle = _oracle_losses(pol, X, y)
+    np.testing.assert_allclose(np.asarray(pol.train_loss), oracle, atol=1e-5)
+    best = int(pol.best)
+    np.testing.assert_array_equal(np.asarray(pol.theta), np.asarray(pol.thetas[best]))
+    assert oracle[best] <= oracle.min() + 1e-6  # no iterate is better on the training data
+    majority = min(np.mean(y != c) for c in range(2))
+    assert oracle[best] <= majority  # nor classifying at once (θ_0)
+    assert oracle[best] < oracle[-1] - 0.01  # here the last iterate is worse: selection matters
+    np.testing.assert_allclose(np.asarray(pol.train_return), -oracle[1:], atol=1e-5)
+    assert int(pol.iterations) == FIT_Q["n_iter"]
+    # the paper's final policy θ_T (select="last") shares the compiled fit
+    last = dwsm_fit(jax.random.key(0), X, y, lam=0.1, select="last", **FIT_Q)
+    np.testing.assert_array_equal(np.asarray(last.theta), np.asarray(pol.thetas[-1]))
+    assert int(last.best) == FIT_Q["n_iter"]
+
+
+def test_collapse_case_no_longer_collapses(collapse_fit):
+    X, y, pol = collapse_fit
+    majority = min(np.mean(y != c) for c in range(2))
+    rep = dwsm_evaluate(pol, X, y)
+    assert float(rep.mean_features) >= 1.0
+    assert float(rep.mean_loss) <= majority - 0.05
+    Xt, yt = collapse_problem(1)  # held out: still better than classifying at once
+    rep_t = dwsm_evaluate(pol, Xt, yt)
+    assert float(rep_t.mean_loss) <= min(np.mean(yt != c) for c in range(2)) - 0.03
+    assert float(rep_t.mean_features) >= 1.0
+
+
+def test_patience_stops_early_and_keeps_the_iterates(x0_fit):
+    """patience=1: iterations stop after the first one that does not improve the training loss; the
+    iterates run equal the full fit's (patience is traced: no recompilation)."""
+    X, y, full = x0_fit
+    with count_compiles() as n_comp:
+        pol = dwsm_fit(jax.random.key(0), X, y, lam=0.1, patience=1, **FIT_TINY)
+    assert n_comp[0] == 0
+    it = int(pol.iterations)
+    losses = np.asarray(full.train_loss)
+    stop = next(t for t in range(1, len(losses)) if losses[t] >= losses[:t].min())  # first non-improving
+    assert it == stop < FIT_TINY["n_iter"]
+    np.testing.assert_array_equal(np.asarray(pol.thetas[: it + 1]), np.asarray(full.thetas[: it + 1]))
+    for t in range(it + 1, FIT_TINY["n_iter"] + 1):  # skipped slots repeat the last iterate
+        np.testing.assert_array_equal(np.asarray(pol.thetas[t]), np.asarray(pol.thetas[it]))
+    assert np.all(np.isnan(np.asarray(pol.train_return)[it:])) and np.all(
+        np.isfinite(np.asarray(pol.train_return)[:it])
+    )
+    assert int(pol.best) == int(np.argmin(losses[: it + 1])) and int(pol.status) == 0
+
+
+def test_paper_uniform_states_option(x0_fit):
+    """states="uniform": the paper's sampling (no terminal-state data); still returns the best iterate."""
+    X, y, _ = x0_fit
+    pol = dwsm_fit(jax.random.key(0), X, y, lam=0.1, states="uniform", **FIT_TINY)
+    losses = np.asarray(pol.train_loss)
+    assert losses[int(pol.best)] == losses.min()
+    np.testing.assert_allclose(-float(np.mean(dwsm_trace(pol, X, y).reward)), optimal_loss(X, y, 0.1, 2), atol=1e-6)

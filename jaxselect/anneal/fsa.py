@@ -64,17 +64,23 @@ from .._validation import (
     as_vector_target,
     check_constant_mode,
     check_float,
+    check_finite_output,
     check_int,
+    check_result_type,
+    check_scale,
     column_standardization,
     host_value,
     is_traced,
     raise_on_constant,
 )
 from ..status import NONFINITE, OK, status_message
+from ..prepare import as_sample_weight
+from ..refit import weighted_standardization
+from ..sharding import any_mesh
 from .design import FSADesign, LinearDesign, LinearDesignT, PLDesign, matvec, rmatvec, take_columns, take_rows
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_scores, smoothness_penalty
 from .schedule import annealing_schedule, plan_stages
-from .stepsize import power_iteration
+from .stepsize import WeightedTarget, power_iteration
 
 __all__ = [
     "FSAResult",
@@ -120,6 +126,13 @@ class FSAResult(NamedTuple):
         non-finite loss or coefficients); ``js.raise_for_status(result)`` raises on it.
       x_min, bin_width: (k,) PL grid of the selected features (None for linear learners).
       basis_mean: (k, B+1) centering ū_j of the PL responses (None for linear learners).
+
+    >>> import numpy as np, jaxselect as js
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((200, 50)); y = X[:, 3] - 2 * X[:, 7]
+    >>> res = js.fsa(X, y, 2, n_iter=100)       # an FSAResult
+    >>> res.support.tolist(), res.coef.shape, res.loss_path.shape, int(res.status)
+    ([3, 7], (2,), (100,), 0)
     """
 
     support: jax.Array
@@ -204,15 +217,59 @@ def _huber(h: float) -> Callable:
     return huber_hinge
 
 
+@functools.lru_cache(maxsize=64)
+def _weighted_loss(name: str, h: float) -> Callable:
+    """The weighted mean of a built-in loss, ``mean(rel · ℓ)``, on a :class:`WeightedTarget`.
+
+    The per-example (per-pair for ranking) terms are those of :mod:`jaxselect.losses`; with
+    ``rel`` the relative weights (mean 1) this is ``Σ w ℓ / Σ w``.
+    """
+    if name == "ranking":
+
+        def weighted_ranking(scores, target):
+            (ij, r), rel = target
+            d = jnp.take(scores, ij[:, 0]) - jnp.take(scores, ij[:, 1])
+            terms = jax.nn.softplus(d) - jnp.asarray(r, scores.dtype) * d
+            return jnp.mean(rel.astype(scores.dtype) * terms)
+
+        return weighted_ranking
+
+    def per_example(scores, y):
+        if name == "squared":
+            r = jnp.asarray(y, scores.dtype) - scores
+            return 0.5 * r * r
+        m = _losses.signed_labels(y, scores.dtype) * scores
+        if name == "logistic":
+            return _losses.logistic_margin(m)
+        if name == "lorenz":
+            return _losses.lorenz_margin(m)
+        return _losses.huber_hinge_margin(m, h)
+
+    def weighted(scores, target):
+        return jnp.mean(target.rel.astype(scores.dtype) * per_example(scores, target.value))
+
+    return weighted
+
+
 def _check_loss(loss) -> None:
     if not callable(loss) and (not isinstance(loss, str) or loss not in LOSSES):
         raise ValueError(f"loss must be one of {LOSSES} or a callable loss(scores, y); got {loss!r}")
 
 
-def _resolve_loss(loss, huber_h: float):
+def _resolve_loss(loss, huber_h: float, weighted: bool = False):
     """``(loss_fn, curvature)``: a canonical callable (a static jit argument) and the κ of the
-    default step (None: the exact score-space Hessian at zero, see :mod:`.stepsize`)."""
+    default step (None: the exact score-space Hessian at zero, see :mod:`.stepsize`). ``weighted``:
+    the loss of a :class:`WeightedTarget` (built-in losses only)."""
     _check_loss(loss)
+    if weighted:
+        if callable(loss):
+            raise ValueError(
+                "sample_weight needs a built-in loss name; a callable loss(scores, y) returns a mean that "
+                "cannot be weighted — put the weights inside your callable instead"
+            )
+        loss_fn = _weighted_loss(loss, float(huber_h) if loss == "huber_hinge" else 0.0)
+        curvature = None if loss == "ranking" else _resolve_loss(loss, huber_h)[1]
+        return loss_fn, curvature
     if callable(loss):
         return canonical(loss), None  # a fresh-but-equal lambda reuses the compiled stages
     if loss == "squared":
@@ -248,16 +305,20 @@ def _gram_oracle(design, y):
     the same iterates as :func:`_direct_oracle` in exact arithmetic, at O(W²) per iteration after
     one O(N W²) Gram product. Used for the long narrow stages at the end of the schedule.
     """
+    rel = None
+    if isinstance(y, WeightedTarget):  # weighted moments: rel has mean 1, so mean(rel·…) = Σw…/Σw
+        y, rel = y.value, y.rel.astype(y.value.dtype)
     if isinstance(design, LinearDesignT):
         xct = design.Xt - design.mean[:, None]  # (W, N), centered
     else:
         xct = (design.X - design.mean[None, :]).T
     n = xct.shape[1]
-    ybar = jnp.mean(y)
+    ybar = jnp.mean(y) if rel is None else jnp.mean(rel * y)
     yc = y - ybar
-    gram = (xct @ xct.T) * (design.inv_scale[:, None] * design.inv_scale[None, :]) / n
-    cross = (xct @ yc) * design.inv_scale / n
-    vy = jnp.mean(yc * yc)
+    xw = xct if rel is None else xct * rel[None, :]
+    gram = (xw @ xct.T) * (design.inv_scale[:, None] * design.inv_scale[None, :]) / n
+    cross = (xw @ yc) * design.inv_scale / n
+    vy = jnp.mean(yc * yc) if rel is None else jnp.mean(rel * yc * yc)
 
     def oracle(coef, intercept):
         beta = coef[:, 0]
@@ -290,9 +351,7 @@ def _step(oracle, state: FSAState, n_keep, lr, l2, smooth, optimizer):
         coef = state.coef - lr * g_coef
         intercept = state.intercept - lr * g_icpt
     else:
-        updates, opt_state = optimizer.update(
-            _Params(g_coef, g_icpt), opt_state, _Params(state.coef, state.intercept)
-        )
+        updates, opt_state = optimizer.update(_Params(g_coef, g_icpt), opt_state, _Params(state.coef, state.intercept))
         coef = state.coef + jnp.asarray(updates[0]).astype(dtype)
         intercept = state.intercept + jnp.asarray(updates[1]).astype(dtype)
     coef = coef * mask
@@ -312,10 +371,24 @@ class _Carry(NamedTuple):
     lam: jax.Array  # () latest estimate of the Lipschitz bound (valid for all later, narrower stages)
 
 
-@functools.partial(
-    jax.jit, static_argnames=("width", "loss_fn", "optimizer", "curvature", "power", "gram")
-)
-def _run_stage(design, target, carry: _Carry, kept, lr, l2, smooth, extra_curv, *, width, loss_fn, optimizer, curvature, power, gram):
+@functools.partial(jax.jit, static_argnames=("width", "loss_fn", "optimizer", "curvature", "power", "gram"))
+def _run_stage(
+    design,
+    target,
+    carry: _Carry,
+    kept,
+    lr,
+    l2,
+    smooth,
+    extra_curv,
+    *,
+    width,
+    loss_fn,
+    optimizer,
+    curvature,
+    power,
+    gram,
+):
     """One compiled stage: gather the kept columns (if the width shrinks), set the step, iterate.
 
     ``power`` is ``None`` (a given lr or an optimizer), ``("reuse",)`` (keep the previous stage's
@@ -353,8 +426,12 @@ def _run_stage(design, target, carry: _Carry, kept, lr, l2, smooth, extra_curv, 
     else:
         if power[0] == "rows":
             sub = take_rows(design, power[2])
+            sub_target = target
+            if isinstance(target, WeightedTarget):  # the subsample's weights, again of mean 1
+                rel = target.rel[:: power[2]]
+                sub_target = WeightedTarget(None, rel * (rel.shape[0] / jnp.sum(rel)))
             lam, v_coef, v_icpt = power_iteration(
-                sub, target, v_coef, v_icpt, loss_fn=loss_fn, curvature=curvature, n_power=power[1]
+                sub, sub_target, v_coef, v_icpt, loss_fn=loss_fn, curvature=curvature, n_power=power[1]
             )
         elif power[0] == "full":
             lam, v_coef, v_icpt = power_iteration(
@@ -438,7 +515,9 @@ def _check_pairs(pairs, n, dtype):
         if not np.isfinite(ij_np.astype(np.float64)).all() or np.any(ij_np != np.round(ij_np)):
             raise ValueError("pair indices i, j must be whole numbers")
         if ij_np.min() < 0 or ij_np.max() >= n:
-            raise ValueError(f"pair indices must lie in [0, {n - 1}] (rows of X); got range [{ij_np.min()}, {ij_np.max()}]")
+            raise ValueError(
+                f"pair indices must lie in [0, {n - 1}] (rows of X); got range [{ij_np.min()}, {ij_np.max()}]"
+            )
         if not np.isfinite(r_np).all() or r_np.min() < 0 or r_np.max() > 1:
             raise ValueError("pair targets r_ij must lie in [0, 1]")
     return jnp.asarray(ij).astype(jnp.int32), jnp.asarray(r).astype(dtype)
@@ -503,30 +582,55 @@ def _check_k_live(live, k: int) -> None:
 
 # --------------------------------------------------------------------------- preparation
 @jax.jit
-def _linear_moments(X):
-    """Column means, inverse standard deviations (0 on constant columns) and the live mask."""
-    mean, scale, live = column_standardization(X)
+def _linear_moments(X, w=None):
+    """Column means, inverse standard deviations (0 on constant columns) and the live mask
+    (weighted moments, and constancy on the rows of positive weight, with row weights ``w``)."""
+    mean, scale, live = column_standardization(X) if w is None else weighted_standardization(X, w)
     return mean, jnp.where(live, 1.0 / scale, jnp.zeros_like(scale)), live
 
 
 @functools.partial(jax.jit, static_argnames="bins")
-def _prepare_pl(X, bins):
-    grid = pl_grid(X, bins)
+def _prepare_pl(X, bins, w=None):
+    grid = pl_grid(X, bins, w)
     idx, alpha = pl_encode(X, grid, bins)
-    live = column_standardization(X)[2]
-    return PLDesign(idx, alpha, pl_basis_mean(idx, alpha, bins)), grid, live
+    live = column_standardization(X)[2] if w is None else weighted_standardization(X, w)[2]
+    return PLDesign(idx, alpha, pl_basis_mean(idx, alpha, bins, w)), grid, live
 
 
-def _prepare(Xj, y, loss, bins, pairs, constant_columns) -> FSAProblem:
+def _weight_target(target, w, loss):
+    """The :class:`WeightedTarget` of row weights ``w`` (ranking: pair weights ``w_i·w_j``)."""
+    if loss != "ranking":
+        return WeightedTarget(target, w * (jnp.asarray(w.shape[0], w.dtype) / jnp.sum(w)))
+    ij, r = target
+    pw = jnp.take(w, ij[:, 0]) * jnp.take(w, ij[:, 1])
+    total = host_value(lambda: jnp.sum(pw))
+    if total is not None and not total > 0:
+        raise ValueError("sample_weight: every ranking pair has a row of weight 0; give some pairs positive weight")
+    return WeightedTarget(target, pw * (jnp.asarray(pw.shape[0], w.dtype) / jnp.sum(pw)))
+
+
+def _prepare(Xj, y, loss, bins, pairs, constant_columns, w=None) -> FSAProblem:
     target = _check_target(y, Xj.shape[0], Xj.dtype, loss, pairs)
+    if w is not None:
+        target = _weight_target(target, w, loss)
     if bins is None:
         # built outside jit: returning X from a jitted function would copy it (1x X more memory)
-        mean, inv_scale, live = _linear_moments(Xj)
+        mean, inv_scale, live = _linear_moments(Xj, w)
         design, grid = LinearDesign(Xj, mean, inv_scale), None
     else:
-        design, grid, live = _prepare_pl(Xj, bins)
+        design, grid, live = _prepare_pl(Xj, bins, w)
     raise_on_constant(live, constant_columns)
     return FSAProblem(design, target, live, grid)
+
+
+def _sample_weight(sample_weight, Xj, loss):
+    """Validated row weights in X's dtype (None without), checked before any work."""
+    w = as_sample_weight(sample_weight, Xj.shape[0])
+    if w is None:
+        return None
+    if callable(loss):
+        _resolve_loss(loss, 0.1, weighted=True)  # raises: callables cannot be weighted
+    return jnp.asarray(w).astype(Xj.dtype)
 
 
 def _design_shape(design: FSADesign):
@@ -537,9 +641,16 @@ def _design_shape(design: FSADesign):
 
 
 # --------------------------------------------------------------------------- advanced API
+@any_mesh
 def fsa_prepare(
-    X, y=None, *, loss: str | Callable = "squared", bins: int | None = None, pairs=None,
+    X,
+    y=None,
+    *,
+    loss: str | Callable = "squared",
+    bins: int | None = None,
+    pairs=None,
     constant_columns: str = "inert",
+    sample_weight=None,
 ) -> FSAProblem:
     """Validate the data and build the FSA design (advanced API; :func:`fsa` does this itself).
 
@@ -553,6 +664,8 @@ def fsa_prepare(
       bins: B for piecewise-linear learners (None: linear learners on standardized columns).
       pairs: the ranking pairs (see :func:`fsa`).
       constant_columns: ``"inert"`` (default: constant columns are never selected) or ``"raise"``.
+      sample_weight: None or (N,) row weights (see :func:`fsa`); the target is then a
+        :class:`~jaxselect.anneal.stepsize.WeightedTarget` and :func:`fsa_step` uses the weighted loss.
 
     Returns:
       :class:`FSAProblem`.
@@ -562,7 +675,9 @@ def fsa_prepare(
     check_constant_mode(constant_columns)
     if bins is not None:
         bins = check_int(bins, "bins", low=1)
-    return _prepare(Xj, y, loss, bins, pairs, constant_columns)
+    check_scale(Xj, "X")
+    w = _sample_weight(sample_weight, Xj, loss)
+    return _prepare(Xj, y, loss, bins, pairs, constant_columns, w)
 
 
 def fsa_init(problem: FSAProblem, *, optimizer=None) -> FSAState:
@@ -628,17 +743,23 @@ def fsa_step(
     if (lr is None) == (optimizer is None):
         raise ValueError("fsa_step needs exactly one of lr (a gradient step) or optimizer")
     _check_optimizer(optimizer)
-    loss_fn, _ = _resolve_loss(loss, huber_h)
+    loss_fn, _ = _resolve_loss(loss, huber_h, weighted=isinstance(problem.target, WeightedTarget))
     dtype = state.coef.dtype
     oracle = _direct_oracle(problem.design, problem.target, loss_fn)
     lr = None if lr is None else jnp.asarray(lr, dtype)
     return _step(
-        oracle, state, jnp.asarray(n_keep).astype(jnp.int32), lr, jnp.asarray(l2, dtype),
-        jnp.asarray(smoothness, dtype), optimizer,
+        oracle,
+        state,
+        jnp.asarray(n_keep).astype(jnp.int32),
+        lr,
+        jnp.asarray(l2, dtype),
+        jnp.asarray(smoothness, dtype),
+        optimizer,
     )
 
 
 # --------------------------------------------------------------------------- public API
+@any_mesh
 def fsa(
     X,
     y,
@@ -655,6 +776,7 @@ def fsa(
     pairs=None,
     huber_h: float = 0.1,
     constant_columns: str = "inert",
+    sample_weight=None,
 ) -> FSAResult:
     """Feature Selection with Annealing (Barbu et al., Algorithm 1 with schedule (3)).
 
@@ -692,6 +814,13 @@ def fsa(
       huber_h: h of the huberized hinge loss (default 0.1 as in the authors' code).
       constant_columns: ``"inert"`` (default: a column with max == min is never selected and
         never counted) or ``"raise"`` (ValueError naming them; skipped for traced X).
+      sample_weight: None or (N,) row weights ``w ≥ 0`` (at least 2 positive): the mean loss
+        becomes the weighted mean ``Σ_i w_i ℓ_i / Σw`` and the standardisation (linear learners)
+        or the PL grid and centring use the rows' weights (range and constancy over the rows with
+        ``w > 0``), so integer weights equal repeated rows and weight-0 rows are absent — the
+        weights of :func:`jaxselect.shard_rows` give the unpadded result. ``"ranking"``: pair
+        (i, j) gets weight ``w_i·w_j`` (a pair with a padding row is absent). Built-in losses only
+        (a callable loss cannot be weighted: weight inside it).
 
     Returns:
       :class:`FSAResult`. A non-zero ``status`` (non-finite values: the step was too large) also
@@ -723,13 +852,19 @@ def fsa(
     l2 = as_hyper(l2, "l2", dtype, low=0.0)
     check_constant_mode(constant_columns)
     optimizer = None if optimizer is None else canonical(optimizer)  # equal optimizers share stages
-    loss_fn, curvature = _resolve_loss(loss, huber_h)
-    problem = _prepare(Xj, y, loss, bins, pairs, constant_columns)
+    w = _sample_weight(sample_weight, Xj, loss)
+    loss_fn, curvature = _resolve_loss(loss, huber_h, weighted=w is not None)
+    gram = bins is None and (loss_fn is _losses.squared_loss or (w is not None and loss == "squared"))
+    # the moment-space (Gram) oracle of the last stages squares raw centred columns
+    check_scale(Xj, "X", squares=gram)
+    problem = _prepare(Xj, y, loss, bins, pairs, constant_columns, w)
+    if loss == "squared":  # the loss squares the residuals: y's squares must stay finite
+        y_values = problem.target if w is None else problem.target.value
+        check_scale(y_values[:, None], "y", squares=True)
     _check_k_live(problem.live, k)
     design, target, grid = problem.design, problem.target, problem.grid
     p, _ = _design_shape(design)
 
-    gram = bins is None and loss_fn is _losses.squared_loss
     schedule = annealing_schedule(m, k, n_iter, mu)
     carry = _Carry(
         fsa_init(problem, optimizer=optimizer),
@@ -743,10 +878,21 @@ def fsa(
     objectives, steps = [], []
     for i, st in enumerate(plan_stages(m, schedule, min_drop=_MIN_DROP)):
         kept = jnp.asarray(schedule[st.start : st.start + st.length], jnp.int32)
-        power = None if (lr is not None or optimizer is not None) else _power_plan(i, st.length, n, curvature is not None)
+        power = (
+            None if (lr is not None or optimizer is not None) else _power_plan(i, st.length, n, curvature is not None)
+        )
         compacted, carry, obj, step = _run_stage(
-            design, target, carry, kept, *scalars, width=st.width, loss_fn=loss_fn, optimizer=optimizer,
-            curvature=curvature, power=power, gram=gram and st.width < st.length,
+            design,
+            target,
+            carry,
+            kept,
+            *scalars,
+            width=st.width,
+            loss_fn=loss_fn,
+            optimizer=optimizer,
+            curvature=curvature,
+            power=power,
+            gram=gram and st.width < st.length,
         )
         design = design if compacted is None else compacted
         objectives.append(obj)
@@ -774,6 +920,7 @@ def fsa(
     return result
 
 
+@any_mesh
 def fsa_predict(result: FSAResult, X) -> jax.Array:
     """Scores of a fitted FSA model: regression values, classification or ranking scores.
 
@@ -795,12 +942,17 @@ def fsa_predict(result: FSAResult, X) -> jax.Array:
     >>> bool(np.allclose(fsa_predict(res, X), y, atol=1e-2))
     True
     """
+    check_result_type(result, FSAResult, "result", "jaxselect.fsa")
     Xj = as_float_matrix(X, "X")
     if not is_traced(result.support) and Xj.shape[1] <= int(jnp.max(result.support)):
         raise ValueError(f"X has {Xj.shape[1]} columns but the model uses feature {int(jnp.max(result.support))}")
     Xs = jnp.take(Xj, result.support, axis=1)
     if result.x_min is None:
-        return Xs @ result.coef.astype(Xs.dtype) + result.intercept.astype(Xs.dtype)
+        scores = Xs @ result.coef.astype(Xs.dtype) + result.intercept.astype(Xs.dtype)
+        return check_finite_output(scores, Xs, "fsa_predict")
     bins = result.coef.shape[1] - 1
     idx, alpha = pl_encode(Xs, PLGrid(result.x_min.astype(Xs.dtype), result.bin_width.astype(Xs.dtype)), bins)
-    return pl_scores(idx, alpha, result.basis_mean.astype(Xs.dtype), result.coef.astype(Xs.dtype)) + result.intercept.astype(Xs.dtype)
+    scores = pl_scores(
+        idx, alpha, result.basis_mean.astype(Xs.dtype), result.coef.astype(Xs.dtype)
+    ) + result.intercept.astype(Xs.dtype)
+    return check_finite_output(scores, Xs, "fsa_predict")

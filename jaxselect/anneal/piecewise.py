@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+
 __all__ = [
     "PLGrid",
     "pl_grid",
@@ -58,7 +59,7 @@ def index_dtype(bins: int):
     return jnp.int32
 
 
-def pl_grid(X: jax.Array, bins: int) -> PLGrid:
+def pl_grid(X: jax.Array, bins: int, w: jax.Array | None = None) -> PLGrid:
     """The uniform grid over each column's range.
 
     Args:
@@ -72,8 +73,13 @@ def pl_grid(X: jax.Array, bins: int) -> PLGrid:
     >>> float(g.bin_width[0])
     0.5
     """
-    lo = jnp.min(X, axis=0)
-    hi = jnp.max(X, axis=0)
+    if w is None:
+        lo = jnp.min(X, axis=0)
+        hi = jnp.max(X, axis=0)
+    else:  # the range of the rows with positive weight
+        pos = (w > 0)[:, None]
+        lo = jnp.min(jnp.where(pos, X, jnp.inf), axis=0)
+        hi = jnp.max(jnp.where(pos, X, -jnp.inf), axis=0)
     width = (hi - lo) / jnp.asarray(bins, X.dtype)
     width = jnp.where(width > 0, width, jnp.ones_like(width))
     return PLGrid(lo, width)
@@ -129,13 +135,14 @@ def pl_scores(idx: jax.Array, alpha: jax.Array, basis_mean: jax.Array, coef: jax
     return jnp.sum(per_entry, axis=1) - jnp.sum(basis_mean * coef)
 
 
-def pl_basis_mean(idx: jax.Array, alpha: jax.Array, bins: int) -> jax.Array:
-    """ū_j = mean_n u(x_nj): (W, B+1), each row sums to 1 (computed by one scatter via vjp)."""
+def pl_basis_mean(idx: jax.Array, alpha: jax.Array, bins: int, w: jax.Array | None = None) -> jax.Array:
+    """ū_j = mean_n u(x_nj) (weighted mean with row weights ``w``): (W, B+1), each row sums to 1
+    (computed by one scatter via vjp)."""
     n, width = idx.shape
     zeros = jnp.zeros((width, bins + 1), alpha.dtype)
     mean0 = jnp.zeros_like(zeros)
     _, vjp = jax.vjp(lambda c: pl_scores(idx, alpha, mean0, c), zeros)
-    (g,) = vjp(jnp.full((n,), 1.0 / n, alpha.dtype))
+    (g,) = vjp(jnp.full((n,), 1.0 / n, alpha.dtype) if w is None else w.astype(alpha.dtype) / jnp.sum(w))
     return g
 
 

@@ -21,20 +21,36 @@ that bound and well inside plain gradient descent's stability limit ``2/L``.
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from .design import FSADesign, matvec, n_rows, rmatvec
 
-__all__ = ["power_iteration"]
+__all__ = ["power_iteration", "WeightedTarget"]
+
+
+class WeightedTarget(NamedTuple):
+    """The loss target of a weighted FSA problem (``sample_weight``).
+
+    Attributes:
+      value: the unweighted target ((N,) targets or labels, or the ranking pairs ``(ij, r)``).
+      rel: relative weights with mean 1: (N,) ``N·w/Σw`` per row, or (P,) per ranking pair
+        ``P·w_i w_j / Σ w_i w_j``; the loss is ``mean(rel · ℓ)``, the weighted mean loss.
+    """
+
+    value: Any
+    rel: jax.Array
 
 
 def _score_hessian(loss_fn: Callable, target, curvature: float | None, n: int, dtype):
     """Return v ↦ H v in score space (see module docstring)."""
     if curvature is not None:
         scale = jnp.asarray(curvature / n, dtype)
+        if isinstance(target, WeightedTarget):  # H = κ·diag(w)/Σw
+            rel = target.rel.astype(dtype)
+            return lambda v: scale * rel * v
         return lambda v: scale * v
 
     def hvp(v):

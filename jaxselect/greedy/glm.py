@@ -58,10 +58,11 @@ from jaxselect._validation import (
 )
 from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores, selectable_groups, slot_capacity
 from jaxselect.groups import Groups
-from jaxselect.losses import GLM_LOSSES, glm_loss
+from jaxselect.losses import GLM_LOSSES, GLMLoss, glm_loss
 from jaxselect.newton import choose_solver, default_tol, glm_newton
 from jaxselect.path import LINKS, SelectionPath, link_code
 from jaxselect.prepare import Transform, to_raw_coef, whiten_design
+from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, NOT_CONVERGED
 
 __all__ = [
@@ -93,6 +94,12 @@ class GLMInfo(NamedTuple):
       loss: (m,) regularised risk r(W_j, b_j) (eq. 21) after the refit.
       null_loss: () risk of the intercept-only model.
       status: (m,) int32 status flags of each refit (NOT_CONVERGED, NONFINITE).
+
+    >>> import numpy as np, jaxselect as js
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(100, 3)); y = (X[:, 1] > 0).astype(int)
+    >>> path, info = js.glm_omp(X, y, return_info=True)
+    >>> info.converged.tolist(), bool(info.loss[0] < info.null_loss)
+    ([True, True, True], True)
     """
 
     n_iter: jax.Array
@@ -118,6 +125,8 @@ class GLMProblem(NamedTuple):
       l2: () λ; tol: () Newton tolerance (relative to σ); max_iter: () int32 Newton cap per refit.
       criterion: () int32 index into ``("whiten", "no_whiten", "single")``.
       cost_sensitive: () bool, divide the criterion by c(g).
+      sample_weight: None, or (n,) relative row weights ``n·w/Σw`` (mean 1): the risk's mean loss
+        is then the weighted mean ``Σ w_i ℓ_i / Σw``.
     """
 
     Z: jax.Array
@@ -132,6 +141,7 @@ class GLMProblem(NamedTuple):
     max_iter: jax.Array
     criterion: jax.Array
     cost_sensitive: jax.Array
+    sample_weight: jax.Array | None = None
 
     __repr__ = short_repr
 
@@ -231,7 +241,21 @@ def _glm_targets(loss, Y, n: int, dtype, n_classes):
     return as_targets(Y, n, "Y", dtype=dtype)[0]
 
 
-def _check_callable(loss, n: int, T: int, dtype) -> None:
+def _weighted_loss(parts: GLMLoss, rel) -> GLMLoss:
+    """Per-example value, gradient and Hessian times the relative weights ``rel`` (n,) (mean 1)."""
+    return GLMLoss(
+        lambda S, Y: rel * parts.value(S, Y),
+        lambda S, Y: rel[:, None] * parts.grad(S, Y),
+        lambda S, Y: rel[:, None, None] * parts.hess(S, Y),
+    )
+
+
+def _loss_parts(problem: GLMProblem, loss) -> GLMLoss:
+    parts = glm_loss(loss)
+    return parts if problem.sample_weight is None else _weighted_loss(parts, problem.sample_weight)
+
+
+def _check_callable(loss, n: int, T: int, dtype, weighted: bool = False) -> None:
     S = jax.ShapeDtypeStruct((n, T), dtype)
     try:
         out = jax.eval_shape(loss, S, S)
@@ -242,8 +266,14 @@ def _check_callable(loss, n: int, T: int, dtype) -> None:
             f"the loss callable must return per-example losses of shape ({n},) or a scalar mean; "
             f"got {getattr(out, 'shape', type(out).__name__)}"
         )
+    if weighted and out.shape != (n,):
+        raise ValueError(
+            f"with sample_weight the loss callable must return per-example losses of shape ({n},), not a "
+            "scalar mean (the weights multiply each example's loss)"
+        )
 
 
+@any_mesh
 def glm_problem(
     X,
     Y,
@@ -259,6 +289,7 @@ def glm_problem(
     n_classes=None,
     constant_columns: str = "inert",
     rank_tol=None,
+    sample_weight=None,
 ) -> GLMProblem:
     """Validate and standardise the data of :func:`glm_omp` into a :class:`GLMProblem`.
 
@@ -271,7 +302,9 @@ def glm_problem(
     max_iter = check_int(max_iter, "max_iter", low=1)
     if n_classes is not None:
         n_classes = check_int(n_classes, "n_classes", low=2)
-    design, groups = whiten_design(X, groups, whiten=whiten, constant_columns=constant_columns, rank_tol=rank_tol)
+    design, groups = whiten_design(
+        X, groups, whiten=whiten, constant_columns=constant_columns, rank_tol=rank_tol, sample_weight=sample_weight
+    )
     Z = design.Z
     n, D = Z.shape
     dtype = Z.dtype
@@ -279,16 +312,35 @@ def glm_problem(
     Yt = _glm_targets(loss, Y, n, dtype, n_classes)
     T = Yt.shape[1]
     if callable(loss):
-        _check_callable(loss, n, T, dtype)
+        _check_callable(loss, n, T, dtype, weighted=sample_weight is not None)
+    rel = None
+    if sample_weight is not None:  # validated by whiten_design
+        w = jnp.asarray(sample_weight).astype(dtype)
+        rel = w * (jnp.asarray(n, dtype) / jnp.sum(w))
     tol = check_float(default_tol(dtype) if tol is None else tol, "tol", low=0.0, strict_low=True)
     transform = Transform(
-        design.x_mean, design.x_scale, jnp.zeros((T,), dtype), jnp.ones((T,), dtype),
-        design.basis, groups.index, groups.mask,
+        design.x_mean,
+        design.x_scale,
+        jnp.zeros((T,), dtype),
+        jnp.ones((T,), dtype),
+        design.basis,
+        groups.index,
+        groups.mask,
     )
     return GLMProblem(
-        Z, Yt, design.live, design.metric_white, design.metric_std, groups, transform, l2,
-        jnp.asarray(tol, dtype), jnp.asarray(max_iter, jnp.int32),
-        jnp.asarray(CRITERIA.index(criterion), jnp.int32), jnp.asarray(bool(cost_sensitive)),
+        Z,
+        Yt,
+        design.live,
+        design.metric_white,
+        design.metric_std,
+        groups,
+        transform,
+        l2,
+        jnp.asarray(tol, dtype),
+        jnp.asarray(max_iter, jnp.int32),
+        jnp.asarray(CRITERIA.index(criterion), jnp.int32),
+        jnp.asarray(bool(cost_sensitive)),
+        rel,
     )
 
 
@@ -302,10 +354,17 @@ def _empty_state(problem: GLMProblem, capacity: int) -> GLMOMPState:
     dtype = problem.Z.dtype
     zero = jnp.zeros((), dtype)
     return GLMOMPState(
-        V=jnp.zeros((capacity, T), dtype), b=jnp.zeros((T,), dtype),
-        slot_feature=jnp.full((capacity,), D, jnp.int32), selected=jnp.zeros((problem.groups.n_groups,), bool),
-        count=jnp.zeros((), jnp.int32), cum_cost=zero, cost_carry=zero, loss=jnp.full((), jnp.inf, dtype),
-        grad_norm=jnp.full((), jnp.inf, dtype), n_iter=jnp.zeros((), jnp.int32), step=jnp.zeros((), jnp.int32),
+        V=jnp.zeros((capacity, T), dtype),
+        b=jnp.zeros((T,), dtype),
+        slot_feature=jnp.full((capacity,), D, jnp.int32),
+        selected=jnp.zeros((problem.groups.n_groups,), bool),
+        count=jnp.zeros((), jnp.int32),
+        cum_cost=zero,
+        cost_carry=zero,
+        loss=jnp.full((), jnp.inf, dtype),
+        grad_norm=jnp.full((), jnp.inf, dtype),
+        n_iter=jnp.zeros((), jnp.int32),
+        step=jnp.zeros((), jnp.int32),
         status=jnp.zeros((), jnp.int32),
     )
 
@@ -317,7 +376,7 @@ def _slot_coef(problem: GLMProblem, state: GLMOMPState) -> jax.Array:
 
 def _advance(problem: GLMProblem, state: GLMOMPState, add_group, *, loss, newton_solver):
     """Select a group (when ``add_group``, a traced bool), add it, and refit by damped Newton."""
-    parts = glm_loss(loss)
+    parts = _loss_parts(problem, loss)
     Z, Y = problem.Z, problem.Y
     n, D = Z.shape
     dtype = Z.dtype
@@ -337,17 +396,34 @@ def _advance(problem: GLMProblem, state: GLMOMPState, add_group, *, loss, newton
     Zs = jnp.take(Z, slot_feature, axis=1, mode="fill", fill_value=0)
     active = jnp.take(problem.live, slot_feature, mode="fill", fill_value=False)
     res = glm_newton(
-        Zs, Y, state.V, state.b, active, problem.l2, parts, tol=problem.tol, max_iter=problem.max_iter,
-        solver=newton_solver, softmax=loss == "softmax",
+        Zs,
+        Y,
+        state.V,
+        state.b,
+        active,
+        problem.l2,
+        parts,
+        tol=problem.tol,
+        max_iter=problem.max_iter,
+        solver=newton_solver,
+        softmax=loss == "softmax",
     )
     cost = jnp.where(take, costs[h].astype(dtype), jnp.zeros((), dtype))
     cum_cost, cost_carry = kahan_add(state.cum_cost, state.cost_carry, cost)
     chosen = take & (jnp.arange(state.selected.shape[0], dtype=jnp.int32) == h)
     new = GLMOMPState(
-        V=res.V, b=res.b, slot_feature=slot_feature, selected=state.selected | chosen,
-        count=state.count + jnp.where(take, mask[h].sum(dtype=jnp.int32), 0), cum_cost=cum_cost,
-        cost_carry=cost_carry, loss=res.info.loss, grad_norm=res.info.grad_norm, n_iter=res.info.n_iter,
-        step=state.step, status=state.status | res.info.status,
+        V=res.V,
+        b=res.b,
+        slot_feature=slot_feature,
+        selected=state.selected | chosen,
+        count=state.count + jnp.where(take, mask[h].sum(dtype=jnp.int32), 0),
+        cum_cost=cum_cost,
+        cost_carry=cost_carry,
+        loss=res.info.loss,
+        grad_norm=res.info.grad_norm,
+        n_iter=res.info.n_iter,
+        step=state.step,
+        status=state.status | res.info.status,
     )
     proceed = take | ~add_group  # an empty step (nothing left to select) keeps the model
     new = jax.tree.map(partial(jnp.where, proceed), new, state)
@@ -355,14 +431,21 @@ def _advance(problem: GLMProblem, state: GLMOMPState, add_group, *, loss, newton
     inf = jnp.full((), jnp.inf, dtype)
     step_status = jnp.where(proceed, res.info.status, 0).astype(jnp.int32)
     info = GLMStepInfo(
-        jnp.where(take, h, -1), jnp.where(take, new.cum_cost, inf), _slot_coef(problem, new), new.b, new.loss,
-        new.grad_norm, jnp.where(proceed, new.n_iter, 0), step_status,
+        jnp.where(take, h, -1),
+        jnp.where(take, new.cum_cost, inf),
+        _slot_coef(problem, new),
+        new.b,
+        new.loss,
+        new.grad_norm,
+        jnp.where(proceed, new.n_iter, 0),
+        step_status,
     )
     return new, info
 
 
-def glm_omp_init(problem: GLMProblem, capacity: int, *, loss="logistic",
-                 newton_solver: str = "cholesky") -> GLMOMPState:
+def glm_omp_init(
+    problem: GLMProblem, capacity: int, *, loss="logistic", newton_solver: str = "cholesky"
+) -> GLMOMPState:
     """The fitted intercept-only model: no slots filled, ``b`` minimising r with W = 0.
 
     Args:
@@ -372,8 +455,9 @@ def glm_omp_init(problem: GLMProblem, capacity: int, *, loss="logistic",
       loss: the loss the problem was built with.
       newton_solver: "cholesky" or "cg" (static).
     """
-    return _advance(problem, _empty_state(problem, capacity), jnp.zeros((), bool), loss=loss,
-                    newton_solver=newton_solver)[0]
+    return _advance(
+        problem, _empty_state(problem, capacity), jnp.zeros((), bool), loss=loss, newton_solver=newton_solver
+    )[0]
 
 
 def glm_omp_step(problem: GLMProblem, state: GLMOMPState, *, loss="logistic", newton_solver: str = "cholesky"):
@@ -402,8 +486,14 @@ def _glm_run(problem: GLMProblem, *, loss, k, capacity, newton_solver):
     finite = jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(out.b)) & jnp.all(jnp.isfinite(out.loss))
     status = state.status | jnp.where(finite, 0, NONFINITE).astype(jnp.int32)
     path = SelectionPath(
-        order=out.group, cum_cost=out.cum_cost, objective=objective, coef=coef, intercept=offset + out.b,
-        null_intercept=null_b, status=status, link=link_code(_link_name(loss)),
+        order=out.group,
+        cum_cost=out.cum_cost,
+        objective=objective,
+        coef=coef,
+        intercept=offset + out.b,
+        null_intercept=null_b,
+        status=status,
+        link=link_code(_link_name(loss)),
     )
     converged = (out.status & (NOT_CONVERGED | NONFINITE)) == 0
     info = GLMInfo(out.n_iter, out.grad_norm, converged, out.loss, null_f, out.status)
@@ -428,6 +518,7 @@ def glm_omp_run(problem: GLMProblem, *, loss="logistic", k=None, newton_solver: 
     return _glm_run(problem, loss=loss, k=steps, capacity=capacity, newton_solver=solver)
 
 
+@any_mesh
 def glm_omp(
     X,
     Y,
@@ -446,6 +537,7 @@ def glm_omp(
     rank_tol=None,
     return_info: bool = False,
     newton_solver: str = "auto",
+    sample_weight=None,
 ):
     """Cost-sensitive group OMP for GLMs (Hu et al., Algorithm 3): an anytime classifier.
 
@@ -492,6 +584,12 @@ def glm_omp(
         Hessian-vector products (O(n·P·T) each, inexact-Newton tolerance); "auto" picks "cg"
         when (P+1)·T > 256 (wide problems), else "cholesky". P is the number of feature slots
         (the features of the k largest groups plus the largest group size).
+      sample_weight: None or (n,) row weights ``w ≥ 0`` (at least 2 positive): the risk's mean
+        loss becomes ``Σ_i w_i ℓ_i / Σw`` and the standardisation and whitening use weighted
+        moments (as :func:`jaxselect.prepare`), so integer weights equal repeated rows and rows of
+        weight 0 are absent — the weights of :func:`jaxselect.shard_rows` give the unpadded
+        result. scikit-learn's ``LogisticRegression(C=…).fit(..., sample_weight=w)`` on the same
+        columns is ``λ = 1/(C·Σw)``. A callable loss must then return per-example losses.
 
     Returns:
       A :class:`SelectionPath` of m = min(k, J) prefixes: raw-space ``coef`` (m, D, T) and
@@ -503,6 +601,13 @@ def glm_omp(
       (order −1). With ``return_info``: ``(path, info)``. :func:`glm_predict` gives probabilities
       at a budget (:func:`jaxselect.predict` gives the scores).
 
+    Raises:
+      ValueError: labels that do not fit the loss (non-binary or a single class for "logistic",
+        non-integer or missing classes for "softmax"), an unknown loss or criterion, a callable
+        loss returning the wrong shape, NaN/Inf in X or y, groups that do not match X, bad
+        ``l2``/``k``/``tol``/``max_iter``.
+      TypeError: non-numeric inputs.
+
     >>> import numpy as np, jaxselect as js
     >>> rng = np.random.default_rng(0); X = rng.normal(size=(200, 4))
     >>> y = (X[:, 2] - X[:, 0] + 0.1 * rng.normal(size=200) > 0).astype(int)
@@ -511,8 +616,20 @@ def glm_omp(
     ([0, 2], 0)
     """
     problem = glm_problem(
-        X, Y, groups, loss=loss, l2=l2, criterion=criterion, cost_sensitive=cost_sensitive, whiten=whiten,
-        tol=tol, max_iter=max_iter, n_classes=n_classes, constant_columns=constant_columns, rank_tol=rank_tol,
+        X,
+        Y,
+        groups,
+        loss=loss,
+        l2=l2,
+        criterion=criterion,
+        cost_sensitive=cost_sensitive,
+        whiten=whiten,
+        tol=tol,
+        max_iter=max_iter,
+        n_classes=n_classes,
+        constant_columns=constant_columns,
+        rank_tol=rank_tol,
+        sample_weight=sample_weight,
     )
     path, info = glm_omp_run(problem, loss=loss, k=k, newton_solver=newton_solver)
     return (path, info) if return_info else path
@@ -533,6 +650,7 @@ def _apply_link(link, scores):
 _apply_link_jit = jax.jit(_apply_link)
 
 
+@any_mesh
 def glm_predict(path: SelectionPath, X, budget=None) -> jax.Array:
     """Anytime GLM predictions through the path's inverse link (no loss argument needed).
 
@@ -551,6 +669,9 @@ def glm_predict(path: SelectionPath, X, budget=None) -> jax.Array:
     Returns:
       With a budget: (m,) for one logistic column, else (m, T) (T classes for softmax).
       Without: a leading (n_steps,) axis.
+
+    Raises:
+      ValueError: X with the wrong number of columns or NaN/Inf, a non-scalar budget.
 
     >>> import numpy as np, jaxselect as js
     >>> rng = np.random.default_rng(0); X = rng.normal(size=(100, 3)); y = (X[:, 1] > 0).astype(int)
@@ -579,6 +700,7 @@ def _accuracy_labels(y, m: int, name: str = "y"):
     return (y > 0).astype(np.float64)
 
 
+@any_mesh
 def glm_accuracy(path: SelectionPath, X, y) -> anytime.Curve:
     """Held-out classification accuracy of every prefix against its cumulative cost.
 
@@ -593,6 +715,15 @@ def glm_accuracy(path: SelectionPath, X, y) -> anytime.Curve:
 
     Returns:
       A :class:`jaxselect.Curve`.
+
+    Raises:
+      ValueError: a regression (identity-link) path, labels of the wrong shape or values.
+
+    >>> import numpy as np, jaxselect as js
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(100, 3)); y = (X[:, 1] > 0).astype(int)
+    >>> curve = js.glm_accuracy(js.glm_omp(X, y), X, y)
+    >>> curve.cost.tolist(), [round(v, 2) for v in curve.value.tolist()]
+    ([0.0, 1.0, 2.0, 3.0], [0.55, 0.99, 0.99, 0.99])
     """
     path = anytime.as_path(path)
     code = host_value(lambda: path.link)

@@ -82,12 +82,16 @@ from jaxselect._validation import (
     as_hyper,
     as_targets,
     check_constant_mode,
+    check_finite_output,
     check_int,
+    check_scale,
     column_standardization,
     host_value,
     raise_on_constant,
 )
 from jaxselect.path import SelectionPath, link_code
+from jaxselect.prepare import as_sample_weight
+from jaxselect.sharding import any_mesh
 from jaxselect.status import ILL_CONDITIONED, NONFINITE
 
 __all__ = [
@@ -136,6 +140,14 @@ class RLSResult(NamedTuple):
       status: () int32, 0 when fine, else flags of :data:`jaxselect.STATUS_MESSAGES`
         (``ILL_CONDITIONED`` = 2: diag(G) lost positivity or no candidate had a usable score;
         ``NONFINITE`` = 1: NaN/Inf in the state). Raise with :func:`jaxselect.raise_for_status`.
+
+    >>> import numpy as np, jaxselect as js
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 20)).astype(np.float32)
+    >>> Y = X[:, [3, 7]] @ np.array([[2.0, 0.5], [-1.0, 1.5]], dtype=np.float32)
+    >>> res = js.greedy_rls(X, Y, 2, l2=0.01)          # an RLSResult
+    >>> res.loo_error.shape, res.coef.shape, res.coef_path.shape, int(res.status)
+    ((2,), (20, 2), (2, 2, 2), 0)
     """
 
     selected: jax.Array
@@ -178,6 +190,8 @@ class RLSState(NamedTuple):
     bias: jax.Array  # () the bias (constant column √bias), for the intercept bias·1ᵀA
     step: jax.Array  # () int32
     status: jax.Array  # () int32 status flags
+    root_w: jax.Array  # (n,) √sample_weight (ones without weights): rows of the design are scaled by it
+    n_eff: jax.Array  # () Σ sample_weight (n without weights): λ = n_eff·l2, the LOO mean's denominator
 
 
 class RLSInfo(NamedTuple):
@@ -231,10 +245,13 @@ def _apply_pending(state: RLSState, CT, xc, xa):
     return CT, xc, xa
 
 
-def _init(X, Y, live, l2, bias, k: int, d_pad: int) -> RLSState:
+def _init(X, Y, live, l2, bias, k: int, d_pad: int, root_w=None, n_eff=None) -> RLSState:
+    """The state at S = ∅. With ``root_w`` (√ weights) X and Y must already be scaled by it."""
     n, d = X.shape
     dt = X.dtype
-    inv = 1 / (n * l2)  # 1/λ with RLScore's λ = n·l2
+    root_w = jnp.ones((n,), dt) if root_w is None else root_w
+    n_eff = jnp.asarray(n, dt) if n_eff is None else n_eff
+    inv = 1 / (n_eff * l2)  # 1/λ with RLScore's λ = n·l2
     A = Y * inv
     pad = ((0, d_pad - d), (0, 0))
     state = RLSState(
@@ -252,16 +269,19 @@ def _init(X, Y, live, l2, bias, k: int, d_pad: int) -> RLSState:
         bias=bias,
         step=jnp.zeros((), dtype=jnp.int32),
         status=jnp.zeros((), dtype=jnp.int32),
+        root_w=root_w,
+        n_eff=n_eff,
     )
-    # RLScore's bias: a constant regularised feature √bias·1 always in the model (no-op if bias=0).
-    v = jnp.full((n,), jnp.sqrt(bias), dtype=dt)
+    # RLScore's bias: a constant regularised feature √bias·1 always in the model (no-op if bias=0);
+    # on the weighted design its rows are scaled like the others, √bias·√w.
+    v = jnp.sqrt(bias) * root_w
     return _pend_column(state, v, v * inv)
 
 
 def _current_loo(state: RLSState):
     """LOO mean squared error of the model in ``state`` (residuals ``A ⊘ g``)."""
     r = state.A / state.g[:, None]
-    return jnp.sum(r * r) / (r.shape[0] * r.shape[1])
+    return jnp.sum(r * r) / (state.n_eff * r.shape[1])
 
 
 def _exact_scores(CT, xc, xa, A, g):
@@ -350,7 +370,7 @@ def _rls_step(X, state: RLSState, *, chunk: int, n_recheck: int):
     the exact minimum among them (ties to the lowest feature index). When every feature is taken
     (selected or constant) the step adds nothing: ``selected = −1`` and the model is unchanged.
     """
-    n = X.shape[0]
+    n = state.n_eff
     d_pad = state.CT.shape[0]
     T = state.A.shape[1]
     score_fn = _exact_scores if T == 1 else _gemm_scores
@@ -393,14 +413,14 @@ def _rls_step(X, state: RLSState, *, chunk: int, n_recheck: int):
         status=state.status | flags,
     )
     coef = (new.A.T @ new.Xs).T  # (k, T) W = X_Sᵀ A, zero beyond the current step
-    intercept = new.bias * jnp.sum(new.A, axis=0)  # (T,)
+    intercept = new.bias * jnp.sum(new.root_w[:, None] * new.A, axis=0)  # (T,) bias·(√w)ᵀA
     selected = jnp.where(exhausted, jnp.int32(-1), best)
     return new, RLSInfo(selected, err, coef, intercept)
 
 
 def _null_model(state: RLSState):
     """(intercept (T,), LOO mean squared error ()) of the model with no selected feature."""
-    return state.bias * jnp.sum(state.A, axis=0), _current_loo(state)
+    return state.bias * jnp.sum(state.root_w[:, None] * state.A, axis=0), _current_loo(state)
 
 
 def _safe_index(selected, d: int):
@@ -409,10 +429,15 @@ def _safe_index(selected, d: int):
 
 
 @partial(jax.jit, static_argnames=("k", "chunk", "n_recheck"))
-def _greedy_rls_run(X, Y, live, l2, bias, *, k, chunk, n_recheck):
+def _greedy_rls_run(X, Y, live, l2, bias, w=None, *, k, chunk, n_recheck):
     d = X.shape[1]
     d_pad = -(-d // chunk) * chunk
-    state = _init(X, Y, live, l2, bias, k, d_pad)
+    if w is None:
+        state = _init(X, Y, live, l2, bias, k, d_pad)
+    else:  # ridge on the rows scaled by √w: the weighted mean loss, LOO residuals of the scaled design
+        root_w = jnp.sqrt(w)
+        X, Y = X * root_w[:, None], Y * root_w[:, None]
+        state = _init(X, Y, live, l2, bias, k, d_pad, root_w, jnp.sum(w))
     null_intercept, null_loo = _null_model(state)
 
     def body(state, _):
@@ -434,6 +459,15 @@ def _greedy_rls_run(X, Y, live, l2, bias, *, k, chunk, n_recheck):
     )
 
 
+@jax.jit
+def _live_weighted(X, w):
+    """(d,) bool: the column is not constant on the rows with ``w > 0`` (the library's max == min rule)."""
+    pos = (w > 0)[:, None]
+    hi = jnp.max(jnp.where(pos, X, -jnp.inf), axis=0)
+    lo = jnp.min(jnp.where(pos, X, jnp.inf), axis=0)
+    return hi > lo
+
+
 def _auto_chunk(n: int, d: int, itemsize: int) -> int:
     return int(min(d, max(_MIN_CHUNK, _BLOCK_BYTES // (n * itemsize))))
 
@@ -444,8 +478,9 @@ def _resolve_chunk(chunk_size, n: int, d: int, dtype) -> int:
     return min(check_int(chunk_size, "chunk_size", low=1), d)
 
 
+@any_mesh
 def greedy_rls(
-    X, Y, k, *, l2=1e-3, bias=0.0, chunk_size=None, n_recheck=8, constant_columns="inert"
+    X, Y, k, *, l2=1e-3, bias=0.0, chunk_size=None, n_recheck=8, constant_columns="inert", sample_weight=None
 ) -> RLSResult:
     """Multi-target greedy RLS: add ``k`` shared features one at a time by lowest LOO error.
 
@@ -493,6 +528,13 @@ def greedy_rls(
         the re-check. Ignored for ``T == 1`` (always scored term by term).
       constant_columns: ``"inert"`` (default): constant columns (max == min) are never selected;
         ``"raise"``: a ValueError names them.
+      sample_weight: None or (n,) row weights ``w ≥ 0``: the ridge model minimises
+        ``(1/2Σw) Σ_i w_i ‖y_i − x_iW‖² + (l2/2)‖W‖²`` (ridge on the rows scaled by ``√w_i``, so
+        integer weights equal repeated rows for the model) and the LOO error is
+        ``Σ_i w_i r_(−i)² / (Σw·T)`` with ``r_(−i)`` the residual of row i left out (the hat-matrix
+        residuals ``e_i/(1 − h_ii)`` of the scaled design; rows with ``w_i = 0`` contribute nothing
+        and never influence the model). Columns constant on the rows with ``w > 0`` are inert.
+        The weights of :func:`jaxselect.shard_rows` (0 on padding rows) give the unpadded result.
 
     Returns:
       An :class:`RLSResult`; the trailing target axis is dropped for 1-D ``Y``. ``status`` is 0
@@ -527,7 +569,14 @@ def greedy_rls(
     bias = as_hyper(bias, "bias", dt, low=0.0)
     chunk = _resolve_chunk(chunk_size, n, d, dt)
     n_recheck = min(check_int(n_recheck, "n_recheck", low=0), d)
-    _, _, live = column_standardization(X)
+    check_scale(X, "X", squares=True)  # features are used as given: their squares must stay finite
+    check_scale(Y2, "Y", squares=True)  # LOO errors are squares of Y's scale
+    w = as_sample_weight(sample_weight, n)
+    if w is None:
+        _, _, live = column_standardization(X)
+    else:
+        w = jnp.asarray(w).astype(dt)
+        live = _live_weighted(X, w)
     raise_on_constant(live, mode)
     n_live = host_value(lambda: jnp.sum(live))
     if n_live is not None and k > int(n_live):
@@ -535,7 +584,7 @@ def greedy_rls(
             f"k={k} exceeds the number of non-constant columns of X ({int(n_live)} of {d}; constant "
             f"columns are never selected); choose k <= {int(n_live)}"
         )
-    res = _greedy_rls_run(X, Y2, live, l2, bias, k=k, chunk=chunk, n_recheck=n_recheck)
+    res = _greedy_rls_run(X, Y2, live, l2, bias, w, k=k, chunk=chunk, n_recheck=n_recheck)
     if was_1d:
         res = res._replace(
             coef=res.coef[:, 0],
@@ -620,6 +669,7 @@ def _check_predict_X(result: RLSResult, X):
     return X
 
 
+@any_mesh
 def rls_predict(result: RLSResult, X, *, step=None):
     """Predict with the greedy RLS model after ``step`` additions (default: all ``k``).
 
@@ -633,12 +683,17 @@ def rls_predict(result: RLSResult, X, *, step=None):
     Returns:
       (m, T) predictions, or (m,) if the model was fit on a 1-D ``y``.
 
+    Raises:
+      ValueError: ``step`` outside [1, k], X with the wrong number of columns or NaN/Inf.
+
     Example:
       >>> import numpy as np, jaxselect as js
-      >>> X = np.random.default_rng(1).normal(size=(50, 6))
-      >>> res = js.greedy_rls(X, X[:, 2] - X[:, 4], 2, l2=0.002)
-      >>> js.rls_predict(res, X[:3], step=1).shape
-      (3,)
+      >>> rng = np.random.default_rng(0)
+      >>> X = rng.normal(size=(100, 20)).astype(np.float32)
+      >>> Y = X[:, [3, 7]] @ np.array([[2.0, 0.5], [-1.0, 1.5]], dtype=np.float32)
+      >>> res = js.greedy_rls(X, Y, 2, l2=0.01)
+      >>> js.rls_predict(res, X[:3], step=1).shape   # (m, T); (m,) for a 1-D y
+      (3, 2)
     """
     _check_result(result)
     k = result.selected.shape[0]
@@ -646,9 +701,12 @@ def rls_predict(result: RLSResult, X, *, step=None):
     step = k if step is None else check_int(step, "step", low=1, high=k)
     Z = jnp.take(X, jnp.maximum(result.selected[:step], 0), axis=1)  # −1 slots have weight 0
     b = result.intercept_path[step - 1]
-    return Z @ result.coef_path[step - 1, :step] + (b if b.ndim == 0 else b[None, :])
+    return check_finite_output(
+        Z @ result.coef_path[step - 1, :step] + (b if b.ndim == 0 else b[None, :]), X, "rls_predict"
+    )
 
 
+@any_mesh
 def rls_predict_path(result: RLSResult, X):
     """Predictions of every prefix model at once (evaluate test error after each addition).
 
@@ -664,17 +722,23 @@ def rls_predict_path(result: RLSResult, X):
 
     Example:
       >>> import numpy as np, jaxselect as js
-      >>> X = np.random.default_rng(2).normal(size=(40, 5))
-      >>> Y = np.stack([X[:, 0], X[:, 1] + X[:, 3]], axis=1)
-      >>> js.rls_predict_path(js.greedy_rls(X, Y, 3), X).shape
-      (3, 40, 2)
+      >>> rng = np.random.default_rng(0)
+      >>> X = rng.normal(size=(100, 20)).astype(np.float32)
+      >>> Y = X[:, [3, 7]] @ np.array([[2.0, 0.5], [-1.0, 1.5]], dtype=np.float32)
+      >>> res = js.greedy_rls(X, Y, 2, l2=0.01)
+      >>> js.rls_predict_path(res, X[:3]).shape      # (k, m, T)
+      (2, 3, 2)
     """
     _check_result(result)
     X = _check_predict_X(result, X)
     Z = jnp.take(X, jnp.maximum(result.selected, 0), axis=1)  # (m, k); −1 slots have weight 0
     if result.coef_path.ndim == 2:
-        return jnp.einsum("mj,tj->tm", Z, result.coef_path) + result.intercept_path[:, None]
-    return jnp.einsum("mj,tjh->tmh", Z, result.coef_path) + result.intercept_path[:, None, :]
+        return check_finite_output(
+            jnp.einsum("mj,tj->tm", Z, result.coef_path) + result.intercept_path[:, None], X, "rls_predict_path"
+        )
+    return check_finite_output(
+        jnp.einsum("mj,tjh->tmh", Z, result.coef_path) + result.intercept_path[:, None, :], X, "rls_predict_path"
+    )
 
 
 def rls_to_path(result: RLSResult) -> SelectionPath:
@@ -694,17 +758,28 @@ def rls_to_path(result: RLSResult) -> SelectionPath:
 
     Example:
       >>> import numpy as np, jaxselect as js
-      >>> X = np.random.default_rng(3).normal(size=(60, 8)); y = X[:, 1] - 2 * X[:, 5]
-      >>> path = js.rls_to_path(js.greedy_rls(X, y, 3))
+      >>> rng = np.random.default_rng(0)
+      >>> X = rng.normal(size=(100, 20)).astype(np.float32)
+      >>> Y = X[:, [3, 7]] @ np.array([[2.0, 0.5], [-1.0, 1.5]], dtype=np.float32)
+      >>> res = js.greedy_rls(X, Y, 2, l2=0.01)
+      >>> path = js.rls_to_path(res)
       >>> path.order.tolist(), path.cum_cost.tolist()
-      ([5, 1, 0], [1.0, 2.0, 3.0])
+      ([3, 7], [1.0, 2.0])
     """
     _check_result(result)
     coef_path, intercept_path, null = result.coef_path, result.intercept_path, result.null_intercept
     if coef_path.ndim == 2:  # fit on a 1-D y: give the path its T = 1 axis
         coef_path, intercept_path, null = coef_path[..., None], intercept_path[:, None], null[None]
-    return _to_path(result.selected, result.loo_error, result.null_loo_error, coef_path, intercept_path, null,
-                    result.status, d=result.coef.shape[0])
+    return _to_path(
+        result.selected,
+        result.loo_error,
+        result.null_loo_error,
+        coef_path,
+        intercept_path,
+        null,
+        result.status,
+        d=result.coef.shape[0],
+    )
 
 
 @partial(jax.jit, static_argnames=("d",))

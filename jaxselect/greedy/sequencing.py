@@ -19,6 +19,13 @@ group h appends ``Q = L_h⁻¹ (C_{h,:} − K_hᵀK)`` (L_h the Cholesky factor 
 the row block ``C_{h,:}`` is computed from the design, O(n·D·s) per step. A fixed-length
 ``lax.scan`` runs the steps; candidates are scored for all groups at once over the padded table.
 
+Memory: P (the slot capacity) follows the number of steps and the live coordinates of the groups
+that can be reached (:func:`~jaxselect.greedy.criteria.slot_capacity`), so the state is O(P·D + P²)
+besides the problem. On a ``gram=False`` problem (very large D) the default number of steps is
+:func:`~jaxselect.greedy.criteria.lean_steps` (the most steps whose slots fit in min(n, D)) and the
+path is stored in slot space (``SelectionPath.features``; ``path.dense()`` gives the (m, D, T)
+form), so nothing D×D or m×D×T is ever formed.
+
 Advanced API (blackjax style): :class:`SequencingState`, :func:`sequencing_init`,
 :func:`sequencing_step` and :func:`sequencing_run` take a *selection rule* — :func:`omp_rule`,
 :func:`fr_rule`, :func:`doubling_rule` or :func:`fixed_order_rule`, or a function of your own with
@@ -40,10 +47,18 @@ from jax.scipy.linalg import solve_triangular
 from jaxselect._budget import kahan_add
 from jaxselect._repr import short_repr
 from jaxselect._validation import as_hyper, check_choice, check_int, is_traced
-from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores, selectable_groups, slot_capacity
-from jaxselect.linalg import gather_groups
+from jaxselect.greedy.criteria import (
+    OMP_CRITERIA,
+    lean_steps,
+    omp_scores,
+    raw_slot_capacity,
+    selectable_groups,
+    slot_capacity,
+)
+from jaxselect.linalg import floored_cholesky, gather_groups, pivot_rtol
 from jaxselect.path import SelectionPath, link_code
 from jaxselect.prepare import Problem, check_problem, to_raw_coef
+from jaxselect.sharding import any_mesh
 from jaxselect.status import ILL_CONDITIONED, NONFINITE
 
 __all__ = [
@@ -114,8 +129,9 @@ class RuleParams(NamedTuple):
     __repr__ = short_repr
 
 
-def rule_params(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool = True, c_min=None,
-                order=None) -> RuleParams:
+def rule_params(
+    problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool = True, c_min=None, order=None
+) -> RuleParams:
     """Build :class:`RuleParams` (defaults: whitened criterion, cost-sensitive, c_min = cheapest cost)."""
     check_choice(criterion, "criterion", OMP_CRITERIA)
     dtype = problem.b0.dtype
@@ -158,29 +174,46 @@ def sequencing_init(problem: Problem, capacity: int, *, track_schur: bool) -> Se
 def _c_rows(problem: Problem, idx: jax.Array, m: jax.Array) -> jax.Array:
     """Rows C[idx, :] (s, D) of the regularised covariance, zero on padding."""
     if problem.C is not None:
-        rows = jnp.take(problem.C, idx, axis=0, mode="fill", fill_value=0)
-    else:
+        return jnp.take(problem.C, idx, axis=0, mode="fill", fill_value=0) * m[:, None].astype(problem.C.dtype)
+    if problem.z_affine is None:
         Zh = jnp.take(problem.Z, idx, axis=1, mode="fill", fill_value=0)  # (n, s)
         rows = jax.lax.dot_general(Zh, problem.Z, (((0,), (0,)), ((), ()))) / problem.n_samples
-        diag = jnp.where(problem.live, problem.l2, jnp.ones_like(problem.b0[:, 0]))
-        rows = rows.at[jnp.arange(idx.shape[0], dtype=jnp.int32), idx].add(
-            jnp.take(diag, idx, mode="fill", fill_value=0), mode="drop"
-        )
+    else:  # Z is raw X: Zh = (X_h − μ_h) c_h; Zhᵀ Z = (Zhᵀ X − (Zhᵀ1) μᵀ) ⊙ c, no copy of X
+        shift, scale = problem.z_affine[0], problem.z_affine[1]
+        Xh = jnp.take(problem.Z, idx, axis=1, mode="fill", fill_value=0)
+        Zh = (Xh - jnp.take(shift, idx, mode="fill", fill_value=0)[None, :]) * jnp.take(
+            scale, idx, mode="fill", fill_value=0
+        )[None, :]
+        raw = jax.lax.dot_general(Zh, problem.Z, (((0,), (0,)), ((), ())))
+        raw = raw - jnp.sum(Zh, axis=0)[:, None] * shift[None, :]
+        rows = raw * scale[None, :] / problem.n_samples
+    diag = jnp.where(problem.live, problem.l2, jnp.ones_like(problem.b0[:, 0]))
+    rows = rows.at[jnp.arange(idx.shape[0], dtype=jnp.int32), idx].add(
+        jnp.take(diag, idx, mode="fill", fill_value=0), mode="drop"
+    )
     return rows * m[:, None].astype(rows.dtype)
 
 
-def _pivot_floor(S: jax.Array) -> jax.Array:
-    """The pivot floor of :func:`_safe_cholesky`: machine epsilon relative to the block's scale."""
-    return jnp.finfo(S.dtype).eps * jnp.maximum(1.0, jnp.max(jnp.abs(jnp.diagonal(S))))
+def _pivot_floor(scale: jax.Array) -> jax.Array:
+    """Pivot thresholds (s,) of a block whose original diagonal C_hh is ``scale`` (s,).
+
+    A Schur pivot below ``√ε · C_jj`` (:func:`jaxselect.linalg.pivot_rtol`) is at the rounding level
+    of the moments: the coordinate is numerically dependent on the selection (e.g. an earlier prefix
+    already fits Y exactly, or a duplicated column with ``l2 = 0``) and is dropped.
+    """
+    return pivot_rtol(scale.dtype) * jnp.abs(scale)
 
 
-def _safe_cholesky(S: jax.Array, m: jax.Array) -> jax.Array:
-    """Cholesky of a (s, s) block whose padded rows/columns are replaced by the identity."""
-    eye = jnp.eye(S.shape[-1], dtype=S.dtype)
-    pad = m[:, None] & m[None, :]
-    S = jnp.where(pad, S, eye)
-    # Floor the pivots at the relative rounding level so round-off never yields NaN.
-    return jnp.linalg.cholesky(S + _pivot_floor(S) * eye)
+def _safe_cholesky(S: jax.Array, m: jax.Array, scale: jax.Array):
+    """Floored Cholesky ``(L, keep)`` of the ``m`` block of S (:func:`jaxselect.linalg.floored_cholesky`)."""
+    return floored_cholesky(0.5 * (S + S.T), m, _pivot_floor(scale))
+
+
+def _block_diagonal(rows: jax.Array, idx: jax.Array, m: jax.Array) -> jax.Array:
+    """The diagonal C_hh[a, a] (s,) of a row block C[idx, :] (1 on padding)."""
+    d = rows.shape[1]
+    diag = jnp.take_along_axis(rows, jnp.minimum(idx, d - 1)[:, None], axis=1)[:, 0]
+    return jnp.where(m, diag, jnp.ones_like(diag))
 
 
 def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array, take=True) -> SequencingState:
@@ -188,11 +221,15 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array, take=
 
     With ``take`` False (a traced bool) the group's mask is empty, so every update writes zeros or
     identity padding where the state already has them: an exact no-op without a select over the
-    whole state. Sets the ILL_CONDITIONED status flag when a pivot of the new block falls to the
-    floor (the group is numerically dependent on the selection).
+    whole state. A coordinate whose Schur pivot falls below ``√ε · C_jj`` (numerically dependent on
+    the selection: an exactly fitting prefix, a duplicated column with ``l2 = 0``) is dropped — it
+    gets coefficient 0 and no slot — and the ILL_CONDITIONED status flag is set; nothing turns NaN.
+    Inert coordinates of the group (constant columns, dropped whitening directions) take no slot
+    either (their coefficient is 0), so the slots a path needs follow the live coordinates.
     """
     index, mask = problem.groups.index, problem.groups.mask
-    idx, m = index[h], mask[h] & take
+    idx = index[h]
+    m = mask[h] & take & jnp.take(problem.live, idx, mode="fill", fill_value=False)
     P = state.K.shape[0]
     s = idx.shape[0]
     dtype = state.K.dtype
@@ -201,13 +238,20 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array, take=
     cross = jax.lax.dot_general(Kh, state.K, (((0,), (0,)), ((), ())))  # Kh^T K, (s, D)
     R = rows - cross
     S = jnp.take(R, idx, axis=1, mode="fill", fill_value=0)  # M_h = C_hh - Kh^T Kh
-    S = 0.5 * (S + S.T)
-    Lh = _safe_cholesky(S, m)
-    floor = _pivot_floor(jnp.where(m[:, None] & m[None, :], S, jnp.eye(s, dtype=dtype)))
-    floored = jnp.any(m & (jnp.diagonal(Lh) ** 2 <= 4 * floor))
-    Q = solve_triangular(Lh, R, lower=True) * m[:, None].astype(dtype)  # (s, D)
-    bh = jnp.take(state.b, idx, axis=0, mode="fill", fill_value=0) * m[:, None].astype(dtype)
-    beta_h = solve_triangular(Lh, bh, lower=True)  # (s, T)
+    Lh, keep = _safe_cholesky(S, m, _block_diagonal(rows, idx, m))
+    floored = jnp.any(m & ~keep)  # a coordinate numerically dependent on the selection: dropped
+    kf = keep[:, None].astype(dtype)
+    Q = solve_triangular(Lh, R, lower=True) * kf  # (s, D)
+    bh = jnp.take(state.b, idx, axis=0, mode="fill", fill_value=0) * kf
+    beta_h = solve_triangular(Lh, bh, lower=True) * kf  # (s, T)
+    b = state.b - (beta_h.T @ Q).T
+    schur = state.schur
+    if schur.shape[0]:
+        Qg = gather_groups(Q, index, mask, axis=1)  # (s, J, s)
+        schur = schur - jnp.einsum("rja,rjb->jab", Qg, Qg)
+    # Kept coordinates fill consecutive slots (a stable partition keeps their factor order).
+    perm = jnp.argsort(~keep, stable=True)
+    Q, beta_h, idx, m = Q[perm], beta_h[perm], idx[perm], keep[perm]
 
     count = state.count
     K = jax.lax.dynamic_update_slice(state.K, Q, (count, jnp.zeros((), jnp.int32)))
@@ -216,15 +260,11 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array, take=
     slot_feature = jax.lax.dynamic_update_slice(state.slot_feature, new_slots, (count,))
     # New columns of U = K[:, S]: the updated factor rows at the new features' columns.
     U_cols = jnp.take(K, idx, axis=1, mode="fill", fill_value=0)  # (P, s)
-    eye_cols = (jnp.arange(P, dtype=jnp.int32)[:, None] == (count + jnp.arange(s, dtype=jnp.int32))[None, :]).astype(dtype)
+    eye_cols = (jnp.arange(P, dtype=jnp.int32)[:, None] == (count + jnp.arange(s, dtype=jnp.int32))[None, :]).astype(
+        dtype
+    )
     U_cols = jnp.where(m[None, :], U_cols, eye_cols)
     U = jax.lax.dynamic_update_slice(state.U, U_cols, (jnp.zeros((), jnp.int32), count))
-    b = state.b - (beta_h.T @ Q).T
-
-    schur = state.schur
-    if schur.shape[0]:
-        Qg = gather_groups(Q, index, mask, axis=1)  # (s, J, s)
-        schur = schur - jnp.einsum("rja,rjb->jab", Qg, Qg)
     cost = jnp.where(take, problem.groups.costs[h].astype(dtype), jnp.zeros((), dtype))
     cum_cost, cost_carry = kahan_add(state.cum_cost, state.cost_carry, cost)
     return SequencingState(
@@ -278,8 +318,10 @@ def _fr_gains(problem: Problem, state: SequencingState) -> jax.Array:
     bg = gather_groups(state.b, index, mask, axis=0)  # (J, s, T)
     eye = jnp.eye(index.shape[1], dtype=bg.dtype)
     schur = jnp.where(state.selected[:, None, None], eye, state.schur)
-    Lg = jax.vmap(_safe_cholesky)(schur, mask)
-    y = jax.vmap(partial(solve_triangular, lower=True))(Lg, bg)
+    scale = jnp.where(mask, jnp.diagonal(problem.diag_blocks, axis1=1, axis2=2), jnp.ones(mask.shape, bg.dtype))
+    Lg, keep = jax.vmap(_safe_cholesky)(schur, mask, scale)
+    # dependent coordinates (dropped pivots) add nothing, as in sequencing_add
+    y = jax.vmap(partial(solve_triangular, lower=True))(Lg, bg * keep[:, :, None].astype(bg.dtype))
     gains = 0.5 * jnp.sum(y * y, axis=(1, 2))
     return jnp.where(jnp.isfinite(gains), gains, jnp.zeros_like(gains))
 
@@ -318,28 +360,38 @@ fr_rule.needs_schur = True
 doubling_rule.needs_schur = True
 
 
-def sequencing_step(problem: Problem, state: SequencingState, rule: Callable, params: RuleParams):
+def sequencing_step(
+    problem: Problem, state: SequencingState, rule: Callable, params: RuleParams, *, slots: bool = False
+):
     """One step: ``rule`` picks a group, which is appended (or nothing, when ``take`` is False).
 
-    Returns ``(state, StepInfo)``; pure and jit-able (``rule`` is a static Python function).
+    Returns ``(state, StepInfo)``; pure and jit-able (``rule`` is a static Python function). With
+    ``slots`` the step's model ``StepInfo.w`` is the (P, T) problem-space model over the state's
+    slots (``state.slot_feature``) instead of the dense (D, T) one.
     """
     h, take = rule(problem, state, params)
     new = sequencing_add(problem, state, h, take)._replace(step=state.step + 1)
-    w = sequencing_coef(problem, new)
+    w = solve_triangular(new.U, new.beta, lower=False) if slots else sequencing_coef(problem, new)
     inf = jnp.full((), jnp.inf, new.cum_cost.dtype)
     info = StepInfo(jnp.where(take, h, -1), jnp.where(take, new.cum_cost, inf), 2.0 * new.F / problem.n_targets, w)
     return new, info
 
 
-@partial(jax.jit, static_argnames=("rule", "k", "capacity"))
-def _sequence(problem: Problem, params: RuleParams, *, rule, k, capacity):
+@partial(jax.jit, static_argnames=("rule", "k", "capacity", "raw_capacity"))
+def _sequence(problem: Problem, params: RuleParams, *, rule, k, capacity, raw_capacity=None):
+    """``raw_capacity`` None: a dense path; else a slot path with that many raw-feature slots."""
     state0 = sequencing_init(problem, capacity, track_schur=getattr(rule, "needs_schur", False))
+    slots = raw_capacity is not None
 
     def body(state, _):
-        return sequencing_step(problem, state, rule, params)
+        return sequencing_step(problem, state, rule, params, slots=slots)
 
     state, info = jax.lax.scan(body, state0, length=k)
-    coef, intercept = to_raw_coef(problem.transform, info.w)
+    if slots:
+        coef, intercept, features = _raw_slot_coef(problem, info.group, state.slot_feature, info.w, raw_capacity)
+    else:
+        coef, intercept = to_raw_coef(problem.transform, info.w)
+        features = None
     finite = jnp.all(jnp.isfinite(info.objective)) & jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(intercept))
     return SelectionPath(
         order=info.group,
@@ -350,14 +402,69 @@ def _sequence(problem: Problem, params: RuleParams, *, rule, k, capacity):
         null_intercept=problem.transform.y_mean,
         status=state.status | jnp.where(finite, 0, NONFINITE).astype(jnp.int32),
         link=link_code("identity"),
+        features=features,
     )
 
 
+def _raw_slot_coef(problem: Problem, order, slot_feature, ws, raw_capacity: int):
+    """Raw-space slot coefficients of a path from its problem-space slot models.
+
+    ``ws`` (m, P, T) are the models over the solver's slots (``slot_feature`` (P,), fixed once
+    filled). Raw slots hold the features of the selected groups in selection order, each group a
+    contiguous block; a group's raw coefficients are ``basis_g @ w_g · y_scale / x_scale`` as in
+    :func:`~jaxselect.prepare.to_raw_coef`. Returns ``(coef (m, R, T), intercept (m, T), features (R,))``.
+    """
+    tr = problem.transform
+    d = problem.n_features
+    index, mask = tr.index, tr.mask
+    s = index.shape[1]
+    P = slot_feature.shape[0]
+    R = raw_capacity
+    taken = order >= 0
+    g = jnp.maximum(order, 0)
+    gm = mask[g] & taken[:, None]  # (k, s) features of each step's group
+    sizes = jnp.sum(gm, axis=1, dtype=jnp.int32)
+    offsets = jnp.cumsum(sizes) - sizes
+    pos = jnp.where(gm, offsets[:, None] + jnp.arange(s, dtype=jnp.int32)[None, :], R)  # (k, s) raw slot
+    feats = jnp.where(gm, index[g], d).astype(jnp.int32)
+    features = jnp.full((R,), d, jnp.int32).at[pos.ravel()].set(feats.ravel(), mode="drop")
+    # The solver slot of every feature (P when it has none): an O(D) map, never O(D·P).
+    pslot = jnp.full((d,), P, jnp.int32).at[slot_feature].set(jnp.arange(P, dtype=jnp.int32), mode="drop")
+    src = jnp.where(gm, jnp.take(pslot, feats, mode="fill", fill_value=P), P)  # (k, s)
+    basis = tr.basis[g]  # (k, s, s)
+    scale = jnp.take(tr.x_scale, feats, mode="fill", fill_value=1)[:, :, None]  # (k, s, 1)
+
+    def one(w):  # (P, T) -> (R, T)
+        wb = jnp.take(w, src, axis=0, mode="fill", fill_value=0)  # (k, s, T)
+        raw = jnp.einsum("kba,kat->kbt", basis, wb) * tr.y_scale[None, None, :] / scale
+        raw = jnp.where(gm[:, :, None], raw, jnp.zeros_like(raw))
+        return jnp.zeros((R, w.shape[1]), w.dtype).at[pos.ravel()].set(raw.reshape((-1, w.shape[1])), mode="drop")
+
+    coef = jax.lax.map(one, ws)
+    x_mean = jnp.take(tr.x_mean, features, mode="fill", fill_value=0)
+    intercept = tr.y_mean[None, :] - jnp.einsum("r,mrt->mt", x_mean, coef)
+    return coef, intercept, features
+
+
 def _steps(problem: Problem, k) -> int:
+    """Steps of a path: ``k`` capped at J; by default J, or :func:`~jaxselect.greedy.criteria.lean_steps`
+    (the most steps whose slots fit in min(n, D)) on a ``gram=False`` problem."""
     J = problem.n_groups
     if k is None:
+        if problem.C is None:
+            g = problem.groups
+            return lean_steps(g.mask, problem.Z.shape[0], problem.n_features, index=g.index, live=problem.live)
         return J
     return min(check_int(k, "k", low=1), J)
+
+
+def _capacities(problem: Problem, steps: int):
+    """(solver slots P, raw slots R or None): slot paths (raw slots) for ``gram=False`` problems."""
+    g = problem.groups
+    capacity = slot_capacity(g.mask, steps, problem.n_features, index=g.index, live=problem.live)
+    if problem.C is not None:
+        return capacity, None
+    return capacity, raw_slot_capacity(g.mask, steps, problem.n_features, index=g.index, live=problem.live)
 
 
 def sequencing_run(problem: Problem, rule: Callable, params: RuleParams | None = None, *, k=None) -> SelectionPath:
@@ -379,10 +486,11 @@ def sequencing_run(problem: Problem, rule: Callable, params: RuleParams | None =
         raise TypeError(f"rule must be a selection rule function (e.g. omp_rule); got {rule!r}")
     params = rule_params(problem) if params is None else params
     steps = _steps(problem, k)
-    capacity = slot_capacity(problem.groups.mask, steps, problem.n_features)
-    return _sequence(problem, params, rule=rule, k=steps, capacity=capacity)
+    capacity, raw_capacity = _capacities(problem, steps)
+    return _sequence(problem, params, rule=rule, k=steps, capacity=capacity, raw_capacity=raw_capacity)
 
 
+@any_mesh
 def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool = True, k=None) -> SelectionPath:
     """Cost-sensitive group orthogonal matching pursuit (Hu et al., Algorithm 1).
 
@@ -400,10 +508,16 @@ def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool 
       problem: from :func:`jaxselect.prepare`.
       criterion: one of "whiten", "no_whiten", "single".
       cost_sensitive: divide the criterion by c(g).
-      k: number of groups to sequence (default all J; values above J are clipped to J).
+      k: number of groups to sequence (default all J; values above J are clipped to J). On a
+        ``gram=False`` problem the default is the most steps whose slots fit in min(n, D), and the
+        path is in slot space (:class:`~jaxselect.SelectionPath`, ``path.dense()``).
 
     Returns:
       A :class:`SelectionPath` of ``k`` prefixes (``status`` flags a floored pivot or NaN).
+
+    Raises:
+      ValueError: an unknown ``criterion``, ``k`` < 1.
+      TypeError: ``problem`` is not a :class:`Problem`.
 
     >>> import numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
@@ -416,6 +530,7 @@ def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool 
     return sequencing_run(problem, omp_rule, params, k=k)
 
 
+@any_mesh
 def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None) -> SelectionPath:
     """Cost-sensitive group forward regression (CS-G-FR, Hu et al. §2).
 
@@ -426,7 +541,11 @@ def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None) -> Selection
     Args:
       problem: from :func:`jaxselect.prepare`.
       cost_sensitive: divide the gain by c(g) (False: plain group forward regression).
-      k: number of groups to sequence (default all J).
+      k: number of groups to sequence (default all J; on a ``gram=False`` problem see :func:`cs_omp`).
+
+    Raises:
+      ValueError: ``k`` < 1.
+      TypeError: ``problem`` is not a :class:`Problem`.
 
     >>> import numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
@@ -437,6 +556,7 @@ def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None) -> Selection
     return sequencing_run(problem, fr_rule, rule_params(problem, cost_sensitive=cost_sensitive), k=k)
 
 
+@any_mesh
 def doubling(problem: Problem, *, c_min=None, k=None) -> SelectionPath:
     """The Doubling algorithm (Hu et al., Algorithm 2): FR whose total cost at most doubles per step.
 
@@ -452,8 +572,21 @@ def doubling(problem: Problem, *, c_min=None, k=None) -> SelectionPath:
 
     Args:
       problem: from :func:`jaxselect.prepare`.
-      c_min: cap of the first pick (default: the cheapest group's cost).
-      k: number of groups to sequence (default all J).
+      c_min: cap of the first pick (default: the cheapest group's cost); may be traced.
+      k: number of groups to sequence (default all J; on a ``gram=False`` problem see :func:`cs_omp`).
+
+    Returns:
+      A :class:`SelectionPath` of ``k`` prefixes.
+
+    Raises:
+      ValueError: ``c_min`` ≤ 0 or not finite, ``k`` < 1, or a malformed ``problem``.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
+    >>> groups = js.Groups.from_ids([0, 1, 2, 3], [1.0, 2.0, 4.0, 1.0])
+    >>> path = js.doubling(js.prepare(X, y, groups))   # each pick costs at most the total so far
+    >>> path.order.tolist(), path.cum_cost.tolist()
+    ([0, 3, 1, 2], [1.0, 2.0, 4.0, 8.0])
     """
     check_problem(problem)
     if c_min is not None:
@@ -461,6 +594,7 @@ def doubling(problem: Problem, *, c_min=None, k=None) -> SelectionPath:
     return sequencing_run(problem, doubling_rule, rule_params(problem, c_min=c_min), k=k)
 
 
+@any_mesh
 def fixed_order_path(problem: Problem, order) -> SelectionPath:
     """The anytime path of a given group order: ridge refits on every prefix of ``order``.
 
@@ -469,7 +603,19 @@ def fixed_order_path(problem: Problem, order) -> SelectionPath:
 
     Args:
       problem: from :func:`jaxselect.prepare`.
-      order: (m,) distinct group indices in 0..J−1, optionally followed by −1 entries.
+      order: (m,) distinct group indices in 0..J−1, optionally followed by −1 entries (may be traced).
+
+    Returns:
+      A :class:`SelectionPath` of m prefixes (cost +inf after the first −1).
+
+    Raises:
+      ValueError: repeated or out-of-range group indices, or a non-1-D ``order``.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
+    >>> path = js.fixed_order_path(js.prepare(X, y), [2, 0, -1, -1])
+    >>> path.order.tolist(), path.cum_cost.tolist()
+    ([2, 0, -1, -1], [1.0, 2.0, inf, inf])
     """
     check_problem(problem)
     J = problem.n_groups
@@ -480,8 +626,8 @@ def fixed_order_path(problem: Problem, order) -> SelectionPath:
         _check_order(np.asarray(order), J)
     params = rule_params(problem, order=order)
     steps = int(order.shape[0] if is_traced(order) else np.shape(order)[0])
-    capacity = slot_capacity(problem.groups.mask, steps, problem.n_features)
-    return _sequence(problem, params, rule=fixed_order_rule, k=steps, capacity=capacity)
+    capacity, raw_capacity = _capacities(problem, steps)
+    return _sequence(problem, params, rule=fixed_order_rule, k=steps, capacity=capacity, raw_capacity=raw_capacity)
 
 
 def _check_order(order: np.ndarray, J: int) -> None:

@@ -7,7 +7,8 @@ hard-budget, cost-sensitive, grouped and relational variants (§4, Table 2). Uni
 groups) and their costs come from a :class:`~jaxselect.Groups`; ``budget`` is a cumulative cost.
 
 Advanced API (blackjax style): :func:`rcpi_problem`, :func:`rcpi_init` and :func:`rcpi_step`
-(one policy iteration) with :class:`RCPIState`; :func:`dwsm_fit` is their jitted driver.
+(one policy iteration) with :class:`RCPIState`, :func:`rcpi_evaluate` (an iterate's training
+datum-wise loss); :func:`dwsm_fit` is their jitted driver, which returns the best iterate.
 """
 
 from .mdp import DWSMSpec, make_spec
@@ -29,9 +30,12 @@ from .rcpi import (
     RCPIProblem,
     RCPIState,
     dwsm_fit,
+    initial_policy,
+    rcpi_evaluate,
     rcpi_init,
     rcpi_problem,
     rcpi_step,
+    trajectory_states,
 )
 
 __all__ = [
@@ -55,6 +59,9 @@ __all__ = [
     "rcpi_problem",
     "rcpi_init",
     "rcpi_step",
+    "rcpi_evaluate",
+    "initial_policy",
+    "trajectory_states",
     "MixtureRule",
     "STOCHASTIC_MIXTURE",
     "AVERAGE_MIXTURE",

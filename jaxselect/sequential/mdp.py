@@ -28,7 +28,7 @@ So the return of a full episode is minus the datum-wise loss of paper eq. (4)/Ta
 relation this is ``−(λ ‖z‖₀ + Δ(ŷ, y))`` (eq. 2), and the budget is the paper's ``‖z‖₀ <= M``;
 with groups and unit costs it is ``−(λ · #groups + Δ)`` (eq. 8) and the budget counts groups.
 
-Choices the paper leaves open (documented here and in the README section):
+Choices the paper leaves open (documented here and in ``docs/dwsm.md``):
 
 * costs multiply λ: ``r = −λ c_j``. The paper's cost-sensitive reward −ξ_j is ``lam=1``.
 * the hard budget is a cumulative cost (the library's one meaning of ``budget``). To bound the

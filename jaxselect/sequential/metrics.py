@@ -131,6 +131,12 @@ class DWSMReport(NamedTuple):
       feature_usage: (d,) fraction of data using each feature.
       class_usage: (C, d) mean mask over the correctly classified data of each class.
       labels: (n,) predictions; acquired: (n, d) masks.
+
+    >>> import jax, numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(40, 3)); y = (X[:, 0] > 0).astype(int)
+    >>> rep = js.dwsm_evaluate(js.dwsm_fit(jax.random.key(0), X, y, lam=0.05, n_iter=3), X, y)
+    >>> rep.feature_usage.shape, rep.class_usage.shape, bool(0 <= rep.sparsity <= 1)
+    ((3,), (2, 3), True)
     """
 
     accuracy: jax.Array
@@ -152,7 +158,7 @@ def dwsm_evaluate(policy: DWSMPolicy, X, y) -> DWSMReport:
 
     >>> import jax, numpy as np
     >>> from jaxselect.sequential import dwsm_fit, dwsm_evaluate
-    >>> X = np.random.default_rng(1).normal(size=(50, 3)); y = (X[:, 2] > 0).astype(int)
+    >>> X = np.random.default_rng(0).normal(size=(40, 3)); y = (X[:, 0] > 0).astype(int)
     >>> rep = dwsm_evaluate(dwsm_fit(jax.random.key(0), X, y, lam=0.05, n_iter=3), X, y)
     >>> float(rep.accuracy) > 0.8
     True

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxselect._repr import short_repr
+from jaxselect.sharding import any_mesh
 
 from .._validation import as_float_matrix, as_labels
 from .mdp import DWSMSpec, budget_rtol, feature_mask
@@ -43,18 +44,35 @@ class DWSMPolicy(NamedTuple):
 
     Attributes:
       theta: (A, p) score weights used for inference, rows ``[classify 0..C-1, acquire 0..J-1]``,
-        columns ``[z_f (d), x⊙z_f (d), 1]``.
+        columns ``[z_f (d), x⊙z_f (d), 1]``: the iterate ``thetas[best]``.
         The columns of constant features' values ``x⊙z_f`` are 0 (constant columns are inert).
       mean, scale: (d,) standardisation of the raw features (fitted on the training set; constant
         columns get scale 1).
       spec: the :class:`~jaxselect.sequential.mdp.DWSMSpec` (rewards, budget, units and their
         costs, relation; ``spec.live`` marks the units that have a non-constant feature).
-      thetas: (n_iter+1, A, p) the policy iterates θ_0 = 0, θ_1, …, θ_T.
+      thetas: (n_iter+1, A, p) the policy iterates θ_0 (classify at once as the cheapest class),
+        θ_1, …, θ_T (after an early stop the remaining slots repeat the last iterate).
       mix_weights: (n_iter+1,) probabilities of the final α-mixture over ``thetas``.
-      train_return: (n_iter,) mean return of the rollout policy from the sampled states.
-      train_accuracy: (n_iter,) accuracy of the rollout policy's episodes from the sampled states.
+      train_return: (n_iter,) mean return (minus the datum-wise loss) of the greedy policy of each
+        iterate θ_1..θ_T on the training rows, every episode from the empty state; NaN for
+        iterations skipped after an early stop.
+      train_accuracy: (n_iter,) its training accuracy.
       status: () int32, 0 when fine; ``NONFINITE`` (1) when θ or the rollouts' returns are not
         finite (see :func:`jaxselect.raise_for_status`).
+      train_loss: (n_iter+1,) training datum-wise loss of every iterate θ_0..θ_T (θ_0 included):
+        what selects ``best``.
+      train_features: (n_iter+1,) mean number of features each iterate acquires per training datum.
+      best: () int32 index of the returned iterate (``theta = thetas[best]``).
+      iterations: () int32 RCPI iterations run (fewer than n_iter after an early stop).
+      rollout_return: (n_iter,) mean return of the rollout policy from the sampled states (a
+        diagnostic of the rollouts, not the datum-wise loss: the sampled states' units are free).
+      rollout_accuracy: (n_iter,) accuracy of those rollouts.
+
+    >>> import jax, numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(40, 3)); y = (X[:, 0] > 0).astype(int)
+    >>> policy = js.dwsm_fit(jax.random.key(0), X, y, lam=0.05, n_iter=3)
+    >>> policy.theta.shape, policy.train_loss.shape, int(policy.status)   # (C + J, 2d + 1)
+    ((5, 7), (4,), 0)
     """
 
     theta: jax.Array
@@ -66,6 +84,12 @@ class DWSMPolicy(NamedTuple):
     train_return: jax.Array
     train_accuracy: jax.Array
     status: jax.Array
+    train_loss: jax.Array | None = None
+    train_features: jax.Array | None = None
+    best: jax.Array | None = None
+    iterations: jax.Array | None = None
+    rollout_return: jax.Array | None = None
+    rollout_accuracy: jax.Array | None = None
 
     __repr__ = short_repr
 
@@ -78,6 +102,13 @@ class DWSMTrace(NamedTuple):
       acquired: (n, d) bool features used.
       order: (n, J) int32 acquired units in acquisition order, −1 padded.
       reward: (n,) total reward of the episode (= minus the datum-wise loss).
+
+    >>> import jax, numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(40, 3)); y = (X[:, 0] > 0).astype(int)
+    >>> policy = js.dwsm_fit(jax.random.key(0), X, y, lam=0.05, n_iter=3)
+    >>> trace = js.dwsm_trace(policy, X, y)
+    >>> trace.order.shape, trace.reward.shape
+    ((40, 3), (40,))
     """
 
     labels: jax.Array
@@ -99,7 +130,9 @@ def action_scores(theta: jax.Array, x: jax.Array, zf: jax.Array) -> jax.Array:
     return theta @ phi(x, zf)
 
 
-def unit_contribution(theta: jax.Array, spec: DWSMSpec, x: jax.Array, j: jax.Array, *, transposed: bool = False) -> jax.Array:
+def unit_contribution(
+    theta: jax.Array, spec: DWSMSpec, x: jax.Array, j: jax.Array, *, transposed: bool = False
+) -> jax.Array:
     """Score change when unit j is acquired: ``Σ_{i∈F_j} θ[:, i] + θ[:, d+i] x_i`` → (A,).
 
     With ``transposed=True`` ``theta`` is given as θᵀ (p, A), so the gathered columns are
@@ -229,9 +262,7 @@ def _predict(policy: DWSMPolicy, X: jax.Array):
     s0 = theta[:, -1]
 
     def one(x):
-        _, label, z, _ = run_episode(
-            theta, spec, x, jnp.zeros((), jnp.int32), jnp.zeros((J,), bool), 0, s0
-        )
+        _, label, z, _ = run_episode(theta, spec, x, jnp.zeros((), jnp.int32), jnp.zeros((J,), bool), 0, s0)
         return label, z
 
     labels, z = jax.vmap(one)(Xs)
@@ -246,9 +277,7 @@ def _trace(policy: DWSMPolicy, X: jax.Array, y: jax.Array):
     s0 = theta[:, -1]
 
     def one(x, yi):
-        ret, label, z, order = run_episode(
-            theta, spec, x, yi, jnp.zeros((J,), bool), 0, s0, track_order=True
-        )
+        ret, label, z, order = run_episode(theta, spec, x, yi, jnp.zeros((J,), bool), 0, s0, track_order=True)
         return label, z, order, ret
 
     labels, z, order, ret = jax.vmap(one)(Xs, y)
@@ -265,6 +294,7 @@ def _check_policy_X(policy: DWSMPolicy, X):
     return X
 
 
+@any_mesh
 def dwsm_predict(policy: DWSMPolicy, X) -> tuple[jax.Array, jax.Array]:
     """Classify every datum with the greedy acquisition policy.
 
@@ -278,6 +308,9 @@ def dwsm_predict(policy: DWSMPolicy, X) -> tuple[jax.Array, jax.Array]:
     Returns:
       ``(labels, acquired)``: (n,) int32 classes and (n, d) bool mask of the features each datum
       used (whole groups when the policy is grouped).
+
+    Raises:
+      ValueError: X with the wrong number of columns or NaN/Inf.
 
     >>> import jax, numpy as np
     >>> from jaxselect.sequential import dwsm_fit, dwsm_predict
@@ -303,6 +336,17 @@ def dwsm_trace(policy: DWSMPolicy, X, y) -> DWSMTrace:
 
     Returns:
       A :class:`DWSMTrace`.
+
+    Raises:
+      ValueError: X with the wrong number of columns or NaN/Inf, labels outside 0..C−1.
+
+    >>> import jax, numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(40, 3)); y = (X[:, 0] > 0).astype(int)
+    >>> policy = js.dwsm_fit(jax.random.key(0), X, y, lam=0.05, n_iter=3)
+    >>> trace = js.dwsm_trace(policy, X, y)
+    >>> first = trace.order[0].tolist()        # units datum 0 acquired, in order (−1 padded)
+    >>> len(first), bool(trace.reward[0] <= 0)
+    (3, True)
     """
     X = _check_policy_X(policy, X)
     labels, _ = as_labels(y, X.shape[0], n_classes=policy.spec.n_classes)
