@@ -125,6 +125,19 @@ def prepare_from_batches(
     )
 
 
+def _check_rows(X, Y, w, batch: int | None = None) -> None:
+    """Shapes of X (rows, D), Y (rows,) or (rows, T) and w (rows,) or None; ``batch`` names the batch."""
+    at, pre = ("", "") if batch is None else (f" in batch {batch}", f"batch {batch}: ")
+    if X.ndim != 2:
+        raise ValueError(f"X{at} must be 2-D (rows, features); got shape {X.shape}")
+    if Y.ndim not in (1, 2):
+        raise ValueError(f"Y{at} must be 1-D (rows,) or 2-D (rows, T); got shape {Y.shape}")
+    if Y.shape[0] != X.shape[0]:
+        raise ValueError(f"{pre}Y has {Y.shape[0]} rows but X has {X.shape[0]}; they must match")
+    if w is not None and tuple(w.shape) != (X.shape[0],):
+        raise ValueError(f"{pre}sample_weight must have shape ({X.shape[0]},); got {tuple(w.shape)}")
+
+
 def _unpack(batch, i: int):
     if not isinstance(batch, (tuple, list)) or len(batch) not in (2, 3):
         raise TypeError(
@@ -135,17 +148,9 @@ def _unpack(batch, i: int):
     for name, a in (("X", X), ("Y", Y)) + ((("sample_weight", w),) if w is not None else ()):
         if a.dtype == object or a.dtype.kind not in "biuf":
             raise TypeError(f"{name} in batch {i} must be numeric; got dtype {a.dtype}")
-    if X.ndim != 2:
-        raise ValueError(f"X in batch {i} must be 2-D (rows, features); got shape {X.shape}")
-    if Y.ndim not in (1, 2):
-        raise ValueError(f"Y in batch {i} must be 1-D (rows,) or 2-D (rows, T); got shape {Y.shape}")
-    if Y.shape[0] != X.shape[0]:
-        raise ValueError(f"batch {i}: Y has {Y.shape[0]} rows but X has {X.shape[0]}; they must match")
-    if w is not None:
-        if w.shape != (X.shape[0],):
-            raise ValueError(f"batch {i}: sample_weight must have shape ({X.shape[0]},); got {w.shape}")
-        if not np.isfinite(w).all() or (w < 0).any():
-            raise ValueError(f"batch {i}: sample_weight must be finite and non-negative")
+    _check_rows(X, Y, w, batch=i)
+    if w is not None and (not np.isfinite(w).all() or (w < 0).any()):
+        raise ValueError(f"batch {i}: sample_weight must be finite and non-negative")
     return X, (Y[:, None] if Y.ndim == 1 else Y), w
 
 
@@ -213,14 +218,7 @@ def row_batches(X, Y, sample_weight=None, *, batch_rows: int | None = None, rele
             raise TypeError(f"{name} must be a numeric array; got dtype {a.dtype}")
         arrays.append(a)
     X, Y, w = arrays
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (rows, features); got shape {X.shape}")
-    if Y.ndim not in (1, 2):
-        raise ValueError(f"Y must be 1-D (rows,) or 2-D (rows, T); got shape {Y.shape}")
-    if Y.shape[0] != X.shape[0]:
-        raise ValueError(f"Y has {Y.shape[0]} rows but X has {X.shape[0]}; they must match")
-    if w is not None and tuple(w.shape) != (X.shape[0],):
-        raise ValueError(f"sample_weight must have shape ({X.shape[0]},); got {tuple(w.shape)}")
+    _check_rows(X, Y, w)
     if batch_rows is None:  # a multiple of the host kernel's chunk (~32 MiB of X)
         chunk = _chunk_rows(X.shape[1], float_dtype_for(np.dtype(X.dtype)).itemsize)
         batch_rows = chunk * max(1, BATCH_BYTES // max(1, chunk * X.shape[1] * np.dtype(X.dtype).itemsize))

@@ -1,6 +1,5 @@
 """Cross-validation of budgets and k (jaxselect.model_selection) against naive per-fold loops."""
 
-import jax
 import numpy as np
 import pytest
 
@@ -12,16 +11,7 @@ COSTS = [1.0, 2.5, 1.0, 4.0, 0.5]
 IDS = [0, 1, 1, 2, 3, 4]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cheap_compiles():
-    """XLA's cheapest optimisation settings: these tests compile many small programs once each;
-    the settings change how XLA optimises, not what is computed (see tests/test_sklearn_checks.py)."""
-    saved = (jax.config.values["jax_disable_most_optimizations"], jax.config.values["jax_exec_time_optimization_effort"])
-    jax.config.update("jax_disable_most_optimizations", True)
-    jax.config.update("jax_exec_time_optimization_effort", -1.0)
-    yield
-    jax.config.update("jax_disable_most_optimizations", saved[0])
-    jax.config.update("jax_exec_time_optimization_effort", saved[1])
+pytestmark = pytest.mark.usefixtures("cheap_compiles")  # see tests/conftest.py
 
 
 def _data(seed=0):

@@ -32,17 +32,7 @@ COSTS = [2.0, 1.0, 3.0, 1.5]
 NAMES = ["age", "bmi", "glucose", "insulin", "bp", "skin"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cheap_compiles():
-    """XLA's cheapest optimisation settings: these tests fit small problems of many shapes, so
-    compiling dominates; the settings change how XLA optimises, not what is computed (see
-    tests/test_sklearn_checks.py)."""
-    saved = (jax.config.values["jax_disable_most_optimizations"], jax.config.values["jax_exec_time_optimization_effort"])
-    jax.config.update("jax_disable_most_optimizations", True)
-    jax.config.update("jax_exec_time_optimization_effort", -1.0)
-    yield
-    jax.config.update("jax_disable_most_optimizations", saved[0])
-    jax.config.update("jax_exec_time_optimization_effort", saved[1])
+pytestmark = pytest.mark.usefixtures("cheap_compiles")  # see tests/conftest.py
 
 
 def _data(seed=0):

@@ -4,7 +4,6 @@ The check instances use cheap settings (k = 1, few iterations) so that the whole
 each check that cannot apply is listed in ``EXPECTED_FAILED`` with its reason.
 """
 
-import jax
 import pytest
 
 pytest.importorskip("sklearn")
@@ -36,21 +35,7 @@ ESTIMATORS = [
 EXPECTED_FAILED = {}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cheap_compiles():
-    """Compile with XLA's cheapest optimisation settings in this module.
-
-    The checks fit each estimator on ~15 small shapes, once or twice each: compiling dominates
-    (about 3x the time of the default optimisation), running the programs takes milliseconds.
-    The settings change how XLA optimises, not what is computed; ``tests/conftest.py`` drops the
-    compiled programs after the module, so no other test runs them.
-    """
-    saved = (jax.config.values["jax_disable_most_optimizations"], jax.config.values["jax_exec_time_optimization_effort"])
-    jax.config.update("jax_disable_most_optimizations", True)
-    jax.config.update("jax_exec_time_optimization_effort", -1.0)
-    yield
-    jax.config.update("jax_disable_most_optimizations", saved[0])
-    jax.config.update("jax_exec_time_optimization_effort", saved[1])
+pytestmark = pytest.mark.usefixtures("cheap_compiles")  # see tests/conftest.py
 
 
 def expected_failed_checks(estimator):
