@@ -165,9 +165,17 @@ def plot_curves(name, curves, stop, alpha, path_png):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    styles = {"CS-G-OMP": ("C0", "-"), "Single": ("C1", "--"), "No-Whiten": ("C2", "--"), "G-OMP": ("C3", ":"),
-              "CS-G-FR": ("C4", "-"), "Doubling": ("C5", "-."), "FR Oracle": ("k", ":"), "OMP Oracle": ("0.5", ":"),
-              "Sparse": ("C6", "-")}
+    styles = {
+        "CS-G-OMP": ("C0", "-"),
+        "Single": ("C1", "--"),
+        "No-Whiten": ("C2", "--"),
+        "G-OMP": ("C3", ":"),
+        "CS-G-FR": ("C4", "-"),
+        "Doubling": ("C5", "-."),
+        "FR Oracle": ("k", ":"),
+        "OMP Oracle": ("0.5", ":"),
+        "Sparse": ("C6", "-"),
+    }
     for m in METHODS:
         c = curves[m]
         color, ls = styles[m]
@@ -275,8 +283,11 @@ def claims(mean):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2 splits, sub-sampled data (CI-sized)")
-    ap.add_argument("--sets", default=None, help="comma-separated subset of " + ",".join(DATASETS)
-                    + " (default: all; --quick: pima)")
+    ap.add_argument(
+        "--sets",
+        default=None,
+        help="comma-separated subset of " + ",".join(DATASETS) + " (default: all; --quick: pima)",
+    )
     args = ap.parse_args()
     if args.sets is None:
         args.sets = "pima" if args.quick else ",".join(DATASETS)
@@ -308,8 +319,12 @@ def main():
                 first = {"train": train, "test": test}
         mean = {m: float(np.mean(v)) for m, v in rows.items()}
         entry = {
-            "n": int(n), "D": int(X.shape[1]), "J": int(ids.max() + 1), "total_cost": float(np.sum(costs)),
-            "alpha": alpha, "stop_costs": stops,
+            "n": int(n),
+            "D": int(X.shape[1]),
+            "J": int(ids.max() + 1),
+            "total_cost": float(np.sum(costs)),
+            "alpha": alpha,
+            "stop_costs": stops,
             "timeliness_mean": mean,
             "timeliness_std": {m: float(np.std(v)) for m, v in rows.items()},
             "timeliness_splits": rows,
@@ -317,7 +332,15 @@ def main():
         }
         if loss is not None:
             entry["accuracy"] = accuracy_experiment(
-                name, X, Y, y, ids, costs, loss, first["train"], first["test"],
+                name,
+                X,
+                Y,
+                y,
+                ids,
+                costs,
+                loss,
+                first["train"],
+                first["test"],
                 os.path.join(RESULTS, f"anytime_accuracy_{name}{suffix}.png"),
             )
         if name == "yahoo_like":
@@ -339,19 +362,26 @@ def main():
 
 def print_table(name, entry):
     mean, std = entry["timeliness_mean"], entry["timeliness_std"]
-    print(f"\n{name}: n={entry['n']} D={entry['D']} J={entry['J']}  α={entry['alpha']:.2f}  "
-          f"test {entry['alpha']:.2f}-timeliness over {len(entry['stop_costs'])} splits ({entry['seconds']:.1f} s)")
+    print(
+        f"\n{name}: n={entry['n']} D={entry['D']} J={entry['J']}  α={entry['alpha']:.2f}  "
+        f"test {entry['alpha']:.2f}-timeliness over {len(entry['stop_costs'])} splits ({entry['seconds']:.1f} s)"
+    )
     print("  " + "".join(f"{m:>13}" for m in METHODS))
     print("  " + "".join(f"{mean[m]:>8.4f}±{std[m]:.3f}"[-13:].rjust(13) for m in METHODS))
     print("  claims:", ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in entry["claims"].items()))
     if "accuracy" in entry:
         acc = entry["accuracy"]
-        print("  accuracy area (1-timeliness):", {k: round(v, 4) for k, v in acc["area_under_accuracy_vs_cost"].items()},
-              f"glm_omp {acc['glm_time_s_with_compile']:.1f} s")
+        print(
+            "  accuracy area (1-timeliness):",
+            {k: round(v, 4) for k, v in acc["area_under_accuracy_vs_cost"].items()},
+            f"glm_omp {acc['glm_time_s_with_compile']:.1f} s",
+        )
     if "train_time" in entry:
         tt = entry["train_time"]
-        print(f"  train time at all steps: OMP {tt['CS-G-OMP'][-1]:.4f} s, FR {tt['CS-G-FR'][-1]:.4f} s "
-              f"(FR/OMP = {tt['fr_over_omp_at_all_steps']:.2f}); prepare {tt['prepare_s']:.3f} s")
+        print(
+            f"  train time at all steps: OMP {tt['CS-G-OMP'][-1]:.4f} s, FR {tt['CS-G-FR'][-1]:.4f} s "
+            f"(FR/OMP = {tt['fr_over_omp_at_all_steps']:.2f}); prepare {tt['prepare_s']:.3f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -60,36 +60,64 @@ def timed(fn, repeat=3):
 
 def sequencing_case(name, X, y, groups, costs, l2=1e-3):
     cv = KFold(5)
-    cold_cv, warm_cv, est = timed(lambda: GroupSequencingRegressorCV(groups=groups, costs=costs, cv=cv, l2=l2).fit(X, y))
+    cold_cv, warm_cv, est = timed(
+        lambda: GroupSequencingRegressorCV(groups=groups, costs=costs, cv=cv, l2=l2).fit(X, y)
+    )
     grid = list(est.cv_result_.grid)
     base = GroupSequencingRegressor(groups=groups, costs=costs, l2=l2)
     cold_gs, warm_gs, gs = timed(lambda: GridSearchCV(base, {"budget": grid}, cv=cv).fit(X, y), repeat=1)
     same = gs.best_params_["budget"] == est.budget_
     gap = float(np.max(np.abs(gs.cv_results_["mean_test_score"] - est.cv_result_.mean)))
-    return {"problem": name, "what": "budget", "grid_size": len(grid), "n": X.shape[0], "d": X.shape[1],
-                "cv_estimator_cold_s": cold_cv, "cv_estimator_warm_s": warm_cv, "gridsearch_cold_s": cold_gs,
-                "gridsearch_warm_s": warm_gs, "choice_cv": est.budget_, "choice_gridsearch": gs.best_params_["budget"],
-                "same_choice": bool(same), "max_mean_score_gap": gap}
+    return {
+        "problem": name,
+        "what": "budget",
+        "grid_size": len(grid),
+        "n": X.shape[0],
+        "d": X.shape[1],
+        "cv_estimator_cold_s": cold_cv,
+        "cv_estimator_warm_s": warm_cv,
+        "gridsearch_cold_s": cold_gs,
+        "gridsearch_warm_s": warm_gs,
+        "choice_cv": est.budget_,
+        "choice_gridsearch": gs.best_params_["budget"],
+        "same_choice": bool(same),
+        "max_mean_score_gap": gap,
+    }
 
 
 def fsa_case(name, X, y, ks, n_iter):
     cv = KFold(5)
     cold_cv, warm_cv, est = timed(lambda: FSARegressorCV(ks=ks, cv=cv, n_iter=n_iter).fit(X, y), repeat=1)
-    cold_gs, warm_gs, gs = timed(lambda: GridSearchCV(FSARegressor(n_iter=n_iter), {"k": ks}, cv=cv).fit(X, y),
-                                 repeat=1)
+    cold_gs, warm_gs, gs = timed(
+        lambda: GridSearchCV(FSARegressor(n_iter=n_iter), {"k": ks}, cv=cv).fit(X, y), repeat=1
+    )
     gap = float(np.max(np.abs(gs.cv_results_["mean_test_score"] - est.cv_result_.mean)))
-    return {"problem": name, "what": "k", "grid_size": len(ks), "n": X.shape[0], "d": X.shape[1],
-                "cv_estimator_cold_s": cold_cv, "cv_estimator_warm_s": warm_cv, "gridsearch_cold_s": cold_gs,
-                "gridsearch_warm_s": warm_gs, "choice_cv": est.k_, "choice_gridsearch": gs.best_params_["k"],
-                "same_choice": bool(gs.best_params_["k"] == est.k_), "max_mean_score_gap": gap}
+    return {
+        "problem": name,
+        "what": "k",
+        "grid_size": len(ks),
+        "n": X.shape[0],
+        "d": X.shape[1],
+        "cv_estimator_cold_s": cold_cv,
+        "cv_estimator_warm_s": warm_cv,
+        "gridsearch_cold_s": cold_gs,
+        "gridsearch_warm_s": warm_gs,
+        "choice_cv": est.k_,
+        "choice_gridsearch": gs.best_params_["k"],
+        "same_choice": bool(gs.best_params_["k"] == est.k_),
+        "max_mean_score_gap": gap,
+    }
 
 
 def main(quick: bool):
     rng = np.random.default_rng(0)
     rows = []
     pima = js.datasets.load_pima()
-    rows.append(sequencing_case("Pima (Turney costs)", pima.X.astype(np.float32), pima.y.astype(np.float32),
-                                pima.groups, pima.costs))
+    rows.append(
+        sequencing_case(
+            "Pima (Turney costs)", pima.X.astype(np.float32), pima.y.astype(np.float32), pima.groups, pima.costs
+        )
+    )
     n, d = (500, 30) if quick else (2000, 100)
     X = rng.normal(size=(n, d)).astype(np.float32)
     w = np.zeros(d)
@@ -103,17 +131,29 @@ def main(quick: bool):
     y = (X @ w + 0.5 * rng.normal(size=n)).astype(np.float32)
     rows.append(fsa_case(f"FSA synthetic n={n}, M={m}", X, y, ks, n_iter))
 
-    print("| problem | grid | CV estimator cold / warm (s) | GridSearchCV cold / warm (s) | choice (CV, GridSearchCV) |")
+    print(
+        "| problem | grid | CV estimator cold / warm (s) | GridSearchCV cold / warm (s) | choice (CV, GridSearchCV) |"
+    )
     print("|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['problem']} | {r['grid_size']} {r['what']}s | {r['cv_estimator_cold_s']:.2f} / {r['cv_estimator_warm_s']:.3f} "
-              f"| {r['gridsearch_cold_s']:.2f} / {r['gridsearch_warm_s']:.2f} | {r['choice_cv']:g}, {r['choice_gridsearch']:g} "
-              f"({'same' if r['same_choice'] else 'DIFFERENT'}) |")
+        print(
+            f"| {r['problem']} | {r['grid_size']} {r['what']}s | {r['cv_estimator_cold_s']:.2f} / {r['cv_estimator_warm_s']:.3f} "
+            f"| {r['gridsearch_cold_s']:.2f} / {r['gridsearch_warm_s']:.2f} | {r['choice_cv']:g}, {r['choice_gridsearch']:g} "
+            f"({'same' if r['same_choice'] else 'DIFFERENT'}) |"
+        )
     os.makedirs(RESULTS, exist_ok=True)
     out = os.path.join(RESULTS, "bench_cv_quick.json" if quick else "bench_cv.json")
     with open(out, "w") as f:
-        json.dump({"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-                       "jax": jax.__version__, "rows": rows}, f, indent=2)
+        json.dump(
+            {
+                "machine": platform.processor() or platform.machine(),
+                "cpus": os.cpu_count(),
+                "jax": jax.__version__,
+                "rows": rows,
+            },
+            f,
+            indent=2,
+        )
     print(f"wrote {out}")
     if not all(r["same_choice"] for r in rows):
         raise SystemExit("the CV estimator and GridSearchCV chose differently")

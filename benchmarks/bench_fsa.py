@@ -141,15 +141,29 @@ def part1(n, m, k, seeds):
         t_ab, model = timed(lambda: LinearRegression(support_size=[k]).fit(X, y), repeat=2)
         det = lambda sup: len(set(np.asarray(sup).tolist()) & set(true.tolist()))  # noqa: E731
         rows.append(
-            dict(seed=seed, fsa_s=t_fsa, fsa_first_call_s=first, fsa_fixed_lr_s=t_fix, masked_scan_s=t_mask,
-                 abess_s=t_ab, masked_same_support=bool(same), fsa_found=det(res.support),
-                 abess_found=det(np.flatnonzero(model.coef_)), k=k)
+            dict(
+                seed=seed,
+                fsa_s=t_fsa,
+                fsa_first_call_s=first,
+                fsa_fixed_lr_s=t_fix,
+                masked_scan_s=t_mask,
+                abess_s=t_ab,
+                masked_same_support=bool(same),
+                fsa_found=det(res.support),
+                abess_found=det(np.flatnonzero(model.coef_)),
+                k=k,
+            )
         )
-        print(f"  seed {seed}: fsa {t_fsa:.3f}s (first call {first:.1f}s)  fixed-lr {t_fix:.3f}s  masked {t_mask:.3f}s  "
-              f"abess {t_ab:.3f}s  found fsa {rows[-1]['fsa_found']}/{k} abess {rows[-1]['abess_found']}/{k}  masked==compacted {same}")
+        print(
+            f"  seed {seed}: fsa {t_fsa:.3f}s (first call {first:.1f}s)  fixed-lr {t_fix:.3f}s  masked {t_mask:.3f}s  "
+            f"abess {t_ab:.3f}s  found fsa {rows[-1]['fsa_found']}/{k} abess {rows[-1]['abess_found']}/{k}  masked==compacted {same}"
+        )
     stages = plan_stages(m, annealing_schedule(m, k, 500, 300.0), min_drop=_fsa_mod._MIN_DROP)
     summary = dict(
-        N=n, M=m, k=k, seeds=seeds,
+        N=n,
+        M=m,
+        k=k,
+        seeds=seeds,
         fsa_s=float(np.median([r["fsa_s"] for r in rows])),
         fsa_first_call_s=float(rows[0]["fsa_first_call_s"]),  # includes compilation
         fsa_fixed_lr_s=float(np.median([r["fsa_fixed_lr_s"] for r in rows])),
@@ -158,8 +172,10 @@ def part1(n, m, k, seeds):
         fsa_DR=100.0 * np.mean([r["fsa_found"] == k for r in rows]),
         abess_DR=100.0 * np.mean([r["abess_found"] == k for r in rows]),
         masked_same_support=all(r["masked_same_support"] for r in rows),
-        stage_widths=[s.width for s in stages], stage_lengths=[s.length for s in stages],
-        schedule_area=schedule_area(m, annealing_schedule(m, k, 500, 300.0)), masked_area=500 * m,
+        stage_widths=[s.width for s in stages],
+        stage_lengths=[s.length for s in stages],
+        schedule_area=schedule_area(m, annealing_schedule(m, k, 500, 300.0)),
+        masked_area=500 * m,
         runs=rows,
     )
     summary["speedup_vs_masked"] = summary["masked_scan_s"] / summary["fsa_s"]
@@ -201,13 +217,24 @@ def part2(n, m, k):
     return dict(
         device_peak_bytes=dev["peak_bytes_in_use"] if dev else None,
         device_peak_over_x=dev["peak_bytes_in_use"] / x_bytes if dev else None,
-        N=n, M=m, k=k, x_bytes=x_bytes, fsa_first_call_s=first, fsa_s=t_warm, one_pass_s=t_pass,
-        read_bandwidth_GBs=x_bytes / t_pass / 1e9, bandwidth_floor_s=floor, time_over_floor=t_warm / floor,
-        rss_before_fsa=base, peak_rss_first_call=peak_first, peak_rss_warm=peak_warm,
+        N=n,
+        M=m,
+        k=k,
+        x_bytes=x_bytes,
+        fsa_first_call_s=first,
+        fsa_s=t_warm,
+        one_pass_s=t_pass,
+        read_bandwidth_GBs=x_bytes / t_pass / 1e9,
+        bandwidth_floor_s=floor,
+        time_over_floor=t_warm / floor,
+        rss_before_fsa=base,
+        peak_rss_first_call=peak_first,
+        peak_rss_warm=peak_warm,
         peak_over_x_first=peak_first / x_bytes if peak_first > 0 else None,
         peak_over_x_warm=peak_warm / x_bytes if peak_warm > 0 else None,
         extra_over_x_warm=(peak_warm - base) / x_bytes if peak_warm > 0 else None,
-        found=found, stage_widths=[s.width for s in stages],
+        found=found,
+        stage_widths=[s.width for s in stages],
     )
 
 
@@ -215,9 +242,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, finishes in well under a minute")
     ap.add_argument("--skip-large", action="store_true", help="skip the N=100 000 x M=10 000 run")
-    ap.add_argument("--only-large", action="store_true", help="only the N=100 000 x M=10 000 run (merged into the JSON)")
-    ap.add_argument("--large-rows", type=int, default=100_000,
-                    help="N of the large run (1 000 000 on an accelerator with ≥ 80 GB: X is 40 GB)")
+    ap.add_argument(
+        "--only-large", action="store_true", help="only the N=100 000 x M=10 000 run (merged into the JSON)"
+    )
+    ap.add_argument(
+        "--large-rows",
+        type=int,
+        default=100_000,
+        help="N of the large run (1 000 000 on an accelerator with ≥ 80 GB: X is 40 GB)",
+    )
     args = ap.parse_args()
     if args.quick:
         p1 = dict(n=3000, m=300, k=10, seeds=1)
@@ -239,21 +272,31 @@ def main():
         return
     print(f"[1] N={p1['n']} M={p1['m']} k={p1['k']}: fsa vs masked full-width scan vs abess")
     s1 = part1(**p1)
-    out = dict(part1=s1, quick=args.quick, jax=jax.__version__, platform=jax.devices()[0].platform,
-               environment=environment())
+    out = dict(
+        part1=s1, quick=args.quick, jax=jax.__version__, platform=jax.devices()[0].platform, environment=environment()
+    )
     print()
     print(f"{'method':<28}{'time (s)':>10}{'ratio':>10}{'DR %':>8}")
     print(f"{'fsa (compacted, default)':<28}{s1['fsa_s']:>10.3f}{1.0:>10.1f}{s1['fsa_DR']:>8.0f}")
-    print(f"{'fsa (compacted, fixed lr)':<28}{s1['fsa_fixed_lr_s']:>10.3f}{s1['fsa_fixed_lr_s'] / s1['fsa_s']:>10.1f}{'':>8}")
+    print(
+        f"{'fsa (compacted, fixed lr)':<28}{s1['fsa_fixed_lr_s']:>10.3f}{s1['fsa_fixed_lr_s'] / s1['fsa_s']:>10.1f}{'':>8}"
+    )
     print(f"{'masked full-width scan':<28}{s1['masked_scan_s']:>10.3f}{s1['speedup_vs_masked']:>10.1f}{'':>8}")
     print(f"{'abess LinearRegression':<28}{s1['abess_s']:>10.3f}{s1['speedup_vs_abess']:>10.1f}{s1['abess_DR']:>8.0f}")
-    print(f"first call (compile + run): {s1['fsa_first_call_s']:.1f}s; masked scan gives the same support as "
-          f"compacted at equal step: {s1['masked_same_support']}; stages {s1['stage_widths']}")
+    print(
+        f"first call (compile + run): {s1['fsa_first_call_s']:.1f}s; masked scan gives the same support as "
+        f"compacted at equal step: {s1['masked_same_support']}; stages {s1['stage_widths']}"
+    )
     if not args.skip_large:
         print(f"\n[2] N={p2['n']} M={p2['m']} k={p2['k']} float32")
         s2 = part2(**p2)
         out["part2"] = s2
         print_part2(s2, p2)
+    elif os.path.exists(path):  # keep the recorded large run (--only-large re-measures it)
+        with open(path) as f:
+            previous = json.load(f)
+        if "part2" in previous:
+            out["part2"] = previous["part2"]
     os.makedirs(RESULTS, exist_ok=True)
     with open(path, "w") as f:
         json.dump(out, f, indent=2, default=float)
@@ -261,14 +304,18 @@ def main():
 
 
 def print_part2(s2, p2):
-    print(f"X = {s2['x_bytes'] / 2**30:.2f} GiB; fsa warm {s2['fsa_s']:.2f}s (first call {s2['fsa_first_call_s']:.1f}s); "
-          f"one pass over X {s2['one_pass_s']:.3f}s ({s2['read_bandwidth_GBs']:.1f} GB/s); bandwidth floor "
-          f"{s2['bandwidth_floor_s']:.2f}s -> {s2['time_over_floor']:.1f}x the floor")
+    print(
+        f"X = {s2['x_bytes'] / 2**30:.2f} GiB; fsa warm {s2['fsa_s']:.2f}s (first call {s2['fsa_first_call_s']:.1f}s); "
+        f"one pass over X {s2['one_pass_s']:.3f}s ({s2['read_bandwidth_GBs']:.1f} GB/s); bandwidth floor "
+        f"{s2['bandwidth_floor_s']:.2f}s -> {s2['time_over_floor']:.1f}x the floor"
+    )
     if s2["device_peak_over_x"] is not None:
         print(f"device memory peak: {s2['device_peak_over_x']:.2f}x X ({s2['device_peak_bytes'] / 2**30:.2f} GiB)")
     if s2["peak_over_x_warm"] is not None:
-        print(f"peak RSS: {s2['peak_over_x_first']:.2f}x X (first call), {s2['peak_over_x_warm']:.2f}x X (warm); "
-              f"extra over the resident X during fsa: {s2['extra_over_x_warm']:.2f}x X; found {s2['found']}/{p2['k']}")
+        print(
+            f"peak RSS: {s2['peak_over_x_first']:.2f}x X (first call), {s2['peak_over_x_warm']:.2f}x X (warm); "
+            f"extra over the resident X during fsa: {s2['extra_over_x_warm']:.2f}x X; found {s2['found']}/{p2['k']}"
+        )
 
 
 if __name__ == "__main__":

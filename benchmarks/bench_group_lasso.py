@@ -88,8 +88,11 @@ def main():
     result = {
         "problem": {"n": n, "D": D, "group_size": size, "n_lambdas": n_lambdas, "lambda_min_ratio": ratio},
         "jaxselect": {
-            "path_s": t_jax, "solve_only_s": t_solve, "first_call_with_compile_s": t_first,
-            "sweeps": np.asarray(fit.n_iter).tolist(), "all_converged": bool(fit.converged.all()),
+            "path_s": t_jax,
+            "solve_only_s": t_solve,
+            "first_call_with_compile_s": t_first,
+            "sweeps": np.asarray(fit.n_iter).tolist(),
+            "all_converged": bool(fit.converged.all()),
         },
     }
     try:
@@ -128,9 +131,13 @@ def main():
     print(f"{'jaxselect first call':<28}{t_first:>12.3f}   (includes XLA compile)")
     if "skglm" in result:
         print(f"{'skglm GroupLasso (warm)':<28}{result['skglm']['path_s']:>12.3f}")
-        print(f"speed-up vs skglm: {result['speedup_vs_skglm']:.1f}x  (path only: {result['speedup_vs_skglm_solve_only']:.1f}x)")
-        print(f"max |Δw| = {result['agreement']['max_abs_coef_diff']:.2e}, "
-              f"max relative objective gap (ours − skglm) = {result['agreement']['max_rel_objective_gap_ours_minus_skglm']:.2e}")
+        print(
+            f"speed-up vs skglm: {result['speedup_vs_skglm']:.1f}x  (path only: {result['speedup_vs_skglm_solve_only']:.1f}x)"
+        )
+        print(
+            f"max |Δw| = {result['agreement']['max_abs_coef_diff']:.2e}, "
+            f"max relative objective gap (ours − skglm) = {result['agreement']['max_rel_objective_gap_ours_minus_skglm']:.2e}"
+        )
     os.makedirs(RESULTS, exist_ok=True)
     out = os.path.join(RESULTS, "group_lasso_quick.json" if args.quick else "group_lasso.json")
     with open(out, "w") as f:

@@ -2,7 +2,8 @@
 
 A float32 matrix X of n × D (D = 500; default n = 5 000 000, i.e. 10 GB on disk) and its target y
 are written to a temporary directory with plain file writes (no mapping, so writing costs no
-resident memory). A fresh child process then opens X as a read-only ``np.memmap`` and runs
+resident memory) and synced to disk (so the kernel's write-back does not run during the timed
+passes; the file stays in the page cache when it fits in RAM). A fresh child process then opens X as a read-only ``np.memmap`` and runs
 
     problem = js.prepare_from_batches(js.row_batches(Xm, y))   # one pass, one block resident
     path = js.cs_fr(problem)                                    # CS-G-FR on the D×D moments
@@ -56,6 +57,9 @@ def write_data(path_x: str, path_y: str, n: int, d: int, seed: int = 0) -> None:
             y = X @ beta + rng.standard_normal(m, dtype=np.float32)
             X.tofile(fx)
             y.astype(np.float32).tofile(fy)
+        for f in (fx, fy):  # written back to disk now, not by the kernel during the timed passes
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def child(args) -> dict:

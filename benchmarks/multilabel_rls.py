@@ -77,9 +77,7 @@ def run_lasso(Xtr, Ytr, Xte, Yte, n_alphas):
     alpha_max = np.max(np.linalg.norm(Xtr.T @ Yc, axis=1)) / Xtr.shape[0]
     # Dense near alpha_max (where the first few features enter), then down to alpha_max/1000.
     top = n_alphas // 2
-    alphas = alpha_max * np.concatenate(
-        [np.logspace(0, -1, top, endpoint=False), np.logspace(-1, -3, n_alphas - top)]
-    )
+    alphas = alpha_max * np.concatenate([np.logspace(0, -1, top, endpoint=False), np.logspace(-1, -3, n_alphas - top)])
     model = MultiTaskLasso(alpha=alphas[0], warm_start=True, max_iter=2000, tol=1e-4)
     nnz, auc = [], []
     t0 = time.perf_counter()
@@ -117,8 +115,7 @@ def main():
         nnz, l_auc, alphas, l_sec = run_lasso(Xtr, Ytr, Xte, Yte, n_alphas)
         budgets = [m for m in BUDGETS if m <= k]
         table = [
-            dict(budget=m, greedy_rls=float(g_curve[m - 1]), mt_lasso=lasso_at_budget(nnz, l_auc, m))
-            for m in budgets
+            dict(budget=m, greedy_rls=float(g_curve[m - 1]), mt_lasso=lasso_at_budget(nnz, l_auc, m)) for m in budgets
         ]
         results[name] = dict(
             n_train=int(Xtr.shape[0]),
@@ -129,10 +126,12 @@ def main():
             lasso=dict(nnz=nnz.tolist(), auc=l_auc.tolist(), alphas=alphas.tolist(), seconds=l_sec),
             table=table,
         )
-        print(f"\n{name}: n_train={Xtr.shape[0]} n_test={Xte.shape[0]} d={d} labels={Ytr.shape[1]} "
-              f"(greedy regparam={g_info['regparam']} i.e. l2={g_info['l2']:.3g}, "
-              f"{g_info['seconds_incl_l2_grid']:.2f} s for 4 l2 values incl. compile; "
-              f"lasso path {l_sec:.2f} s for {n_alphas} alphas)")
+        print(
+            f"\n{name}: n_train={Xtr.shape[0]} n_test={Xte.shape[0]} d={d} labels={Ytr.shape[1]} "
+            f"(greedy regparam={g_info['regparam']} i.e. l2={g_info['l2']:.3g}, "
+            f"{g_info['seconds_incl_l2_grid']:.2f} s for 4 l2 values incl. compile; "
+            f"lasso path {l_sec:.2f} s for {n_alphas} alphas)"
+        )
         print(f"{'features':>8} {'ML-gRLS AUC':>12} {'MT-Lasso AUC':>13} {'winner':>8}")
         for r in table:
             lw = r["mt_lasso"]

@@ -166,7 +166,9 @@ def run_table(table, sizes, seeds, with_l1=True, variants=False):
                 else:
                     sup, metric, sec = run_fsa(table, name, Xtr, ytr, Xte, yte, k)
                 dr, pcd = scores_from_support(sup, true, k)
-                records.append(dict(table=table, N=n, seed=seed, method=name, DR=dr, PCD=pcd, metric=metric, seconds=sec))
+                records.append(
+                    dict(table=table, N=n, seed=seed, method=name, DR=dr, PCD=pcd, metric=metric, seconds=sec)
+                )
         print(f"  table {table} N={n} done", flush=True)
     return records
 
@@ -177,10 +179,15 @@ def summarize(records, table, sizes):
     methods = methods + [m + "-mu100" for m in methods if any(r["method"] == m + "-mu100" for r in records)]
     methods = methods + [m for m in ("abess", "L1") if any(r["method"] == m for r in records)]
     rows = []
-    title = {"II": "Table II (classification, k=10)", "III": "Table III (10% random labels, k=10)",
-             "IV": "Table IV (regression, k=30)"}[table]
+    title = {
+        "II": "Table II (classification, k=10)",
+        "III": "Table III (10% random labels, k=10)",
+        "IV": "Table IV (regression, k=30)",
+    }[table]
     print(f"\n{title}: ours / paper  (runs per cell: {max(r['seed'] for r in records) + 1})")
-    header = f"{'N':>6} {'method':<7}{'DR ours/paper':>16}{'PCD ours/paper':>18}{metric_name + ' ours/paper':>20}{'sec':>8}"
+    header = (
+        f"{'N':>6} {'method':<7}{'DR ours/paper':>16}{'PCD ours/paper':>18}{metric_name + ' ours/paper':>20}{'sec':>8}"
+    )
     print(header)
     for n in sizes:
         for mth in methods:
@@ -194,8 +201,18 @@ def summarize(records, table, sizes):
             paper = PAPER[table].get(n, {}).get(mth.split("-")[0])
             p = (f"{paper[0]:g}", f"{paper[1]:g}", f"{paper[2]:g}") if paper else ("-", "-", "-")
             print(f"{n:>6} {mth:<7}{dr:>9.0f} / {p[0]:<5}{pcd:>10.1f} / {p[1]:<5}{met:>12.3f} / {p[2]:<5}{sec:>8.3f}")
-            rows.append(dict(N=n, method=mth, DR=dr, PCD=pcd, metric=met, metric_name=metric_name, seconds=sec,
-                             paper=dict(zip(("DR", "PCD", metric_name), paper)) if paper else None))
+            rows.append(
+                dict(
+                    N=n,
+                    method=mth,
+                    DR=dr,
+                    PCD=pcd,
+                    metric=met,
+                    metric_name=metric_name,
+                    seconds=sec,
+                    paper=dict(zip(("DR", "PCD", metric_name), paper)) if paper else None,
+                )
+            )
     return rows
 
 
@@ -212,8 +229,7 @@ def main():
     for table in args.tables.split(","):
         t = time.perf_counter()
         recs = run_table(table, sizes, seeds, with_l1=not args.quick and not args.variants, variants=args.variants)
-        out["tables"][table] = dict(summary=summarize(recs, table, sizes), records=recs,
-                                    wall_s=time.perf_counter() - t)
+        out["tables"][table] = dict(summary=summarize(recs, table, sizes), records=recs, wall_s=time.perf_counter() - t)
     os.makedirs(RESULTS, exist_ok=True)
     name = "reproduce_fsa" + ("_quick" if args.quick else "") + ("_variants" if args.variants else "")
     path = os.path.join(RESULTS, name + ".json")

@@ -60,7 +60,9 @@ def main(seed: int = 0) -> dict:
     print(f"\nthree orders learned in {fit_time:.2f} s (including compilation)")
     for budget in (3.0, 5.0, 40.0):
         pred = js.predict(paths["CS-G-OMP"], X[test], budget=budget)
-        print(f"CS-G-OMP at budget {budget:>5.1f} CAD: held-out accuracy {np.mean((np.asarray(pred) > 0.5) == y[test]):.3f}")
+        print(
+            f"CS-G-OMP at budget {budget:>5.1f} CAD: held-out accuracy {np.mean((np.asarray(pred) > 0.5) == y[test]):.3f}"
+        )
 
     try:
         import matplotlib

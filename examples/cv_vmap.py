@@ -36,7 +36,9 @@ def main(n_folds: int = 5):
     print(np.asarray(orders))
     print("held-out explained variance per prefix, mean ± std over folds:")
     for j in range(ev.shape[1]):
-        print(f"  step {j + 1}: cost {float(costs[:, j].mean()):6.2f}  EV {float(ev[:, j].mean()):.3f} ± {float(ev[:, j].std()):.3f}")
+        print(
+            f"  step {j + 1}: cost {float(costs[:, j].mean()):6.2f}  EV {float(ev[:, j].mean()):.3f} ± {float(ev[:, j].std()):.3f}"
+        )
 
     # vmap over cost vectors: how does the order change as the blood test gets cheaper?
     blood = int(data.groups[1])

@@ -49,7 +49,9 @@ def main(ks=(30, 100, 300, 1000), folds=5):
     for tr, te in cv:
         clf = LogisticRegression(C=1.0, max_iter=2000).fit(X[tr], y[tr])
         errs.append(np.mean(clf.predict(X[te]) != y[te]))
-    print(f"{'L2 logistic, all 20000 features':<34}{100 * np.mean(errs):>12.2f}{(time.perf_counter() - t) / folds:>14.3f}")
+    print(
+        f"{'L2 logistic, all 20000 features':<34}{100 * np.mean(errs):>12.2f}{(time.perf_counter() - t) / folds:>14.3f}"
+    )
     print("(FSA fit times of the first fold include compilation for each k)")
 
 

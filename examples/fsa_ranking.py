@@ -52,8 +52,9 @@ def main(k=4, bins=8):
     pairs = np.c_[ij_tr, r_tr]
 
     models = {
-        f"PL FSA (B={bins}, k={k}, smoothness)": fsa(Xtr, None, k, loss="ranking", pairs=pairs, bins=bins,
-                                                   l2=2e-3, smoothness=1e-2, n_iter=300),
+        f"PL FSA (B={bins}, k={k}, smoothness)": fsa(
+            Xtr, None, k, loss="ranking", pairs=pairs, bins=bins, l2=2e-3, smoothness=1e-2, n_iter=300
+        ),
         f"linear FSA (k={k})": fsa(Xtr, None, k, loss="ranking", pairs=pairs, n_iter=300),
         "linear, all 10 variables": fsa(Xtr, None, X.shape[1], loss="ranking", pairs=pairs, n_iter=300),
     }
@@ -76,8 +77,12 @@ def main(k=4, bins=8):
     os.makedirs(OUT, exist_ok=True)
     fig, axes = plt.subplots(1, k, figsize=(3.2 * k, 3.0), sharey=True)
     for ax, j, coef, xmin, width, mean in zip(
-        np.atleast_1d(axes), np.asarray(pl.support), np.asarray(pl.coef), np.asarray(pl.x_min),
-        np.asarray(pl.bin_width), np.asarray(pl.basis_mean)
+        np.atleast_1d(axes),
+        np.asarray(pl.support),
+        np.asarray(pl.coef),
+        np.asarray(pl.x_min),
+        np.asarray(pl.bin_width),
+        np.asarray(pl.basis_mean),
     ):
         grid = np.linspace(xmin, xmin + bins * width, 200)
         f = np.asarray(pl_response(coef, grid, xmin, width, mean))

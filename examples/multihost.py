@@ -11,8 +11,8 @@ Each process: CPU collectives over gloo, ``--local-devices`` (2) host devices, `
 a mesh over all 4 devices of the 2 processes (``jax.make_mesh``: Explicit axes); its half of an odd
 number of rows (101), placed with ``js.shard_rows`` (which pads every process to the same number of
 rows and assembles the global arrays with ``jax.make_array_from_process_local_data``); then
-``prepare`` + ``cs_fr``, ``glm_omp``, ``greedy_rls`` and ``fsa`` with ``sample_weight=w`` (0 on the
-padding rows). The results equal a single-process run on all 101 rows (``tests/test_multiprocess.py``
+``prepare`` + ``cs_fr``, ``glm_omp`` (logistic and 3-class softmax), ``greedy_rls`` and ``fsa`` with
+``sample_weight=w`` (0 on the padding rows). The results equal a single-process run on all 101 rows (``tests/test_multiprocess.py``
 checks this). Process 0 prints a summary and, with ``--out``, saves the results (``.npz``).
 """
 
@@ -35,7 +35,8 @@ def make_data(seed: int = 0):
     X = (rng.normal(size=(N_ROWS, N_FEATURES)) + rng.normal(size=N_FEATURES)).astype(np.float32)
     y = (X[:, 1] - 2 * X[:, 6] + 0.5 * X[:, 9] + 0.3 * rng.normal(size=N_ROWS)).astype(np.float32)
     labels = (y > np.median(y)).astype(np.int32)
-    return X, y, labels
+    classes = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(np.int32)  # 3 classes 0, 1, 2
+    return X, y, labels, classes
 
 
 def rows_of(process_id: int, num_processes: int, n: int = N_ROWS) -> slice:
@@ -44,8 +45,8 @@ def rows_of(process_id: int, num_processes: int, n: int = N_ROWS) -> slice:
     return slice(bounds[process_id], bounds[process_id + 1])
 
 
-def solve(X, y, labels, sample_weight=None):
-    """The four solvers of the example; returns a dict of numpy results."""
+def solve(X, y, labels, classes, sample_weight=None):
+    """The solvers of the example; returns a dict of numpy results."""
     import jax.numpy as jnp
 
     import jaxselect as js
@@ -53,6 +54,8 @@ def solve(X, y, labels, sample_weight=None):
     groups = js.Groups.from_ids(np.arange(N_FEATURES) // 2, [1.0, 2.0, 1.0, 1.5, 1.0, 3.0])
     fr = js.cs_fr(js.prepare(X, y, groups, sample_weight=sample_weight))
     glm = js.glm_omp(X, labels, groups, k=3, l2=1e-2, sample_weight=sample_weight)
+    # class labels of a global array spread over processes: checked on their gathered values, kept global
+    soft = js.glm_omp(X, classes, groups, loss="softmax", k=3, l2=1e-2, sample_weight=sample_weight)
     rls = js.greedy_rls(X, y, 3, l2=1e-2, bias=1.0, sample_weight=sample_weight)
     fsa = js.fsa(X, y, 3, n_iter=40, l2=1e-3, sample_weight=sample_weight)
     out = {
@@ -62,6 +65,9 @@ def solve(X, y, labels, sample_weight=None):
         "glm_omp_order": glm.order,
         "glm_omp_coef": glm.coef,
         "glm_omp_intercept": glm.intercept,
+        "softmax_order": soft.order,
+        "softmax_coef": soft.coef,
+        "softmax_intercept": soft.intercept,
         "greedy_rls_selected": rls.selected,
         "greedy_rls_loo_error": rls.loo_error,
         "greedy_rls_coef": rls.coef,
@@ -86,17 +92,17 @@ def run_process(args) -> None:
     import jaxselect as js
 
     mesh = jax.make_mesh((jax.device_count(),), ("data",))  # every device of every process
-    X, y, labels = make_data()
+    X, y, labels, classes = make_data()
     mine = rows_of(args.process_id, args.num_processes)
     # this process's rows -> global row-sharded arrays (padded per process) + row weights (0 = padding)
-    Xs, ys, ls, w = js.shard_rows(X[mine], y[mine], labels[mine], mesh=mesh)
-    results = solve(Xs, ys, ls, sample_weight=w)
+    Xs, ys, ls, cs, w = js.shard_rows(X[mine], y[mine], labels[mine], classes[mine], mesh=mesh)
+    results = solve(Xs, ys, ls, cs, sample_weight=w)
     n_real = int(w.sum())  # a computation on global arrays: every process must run it, not only process 0
     if jax.process_index() == 0:
         print(
             f"{jax.process_count()} processes, {jax.device_count()} devices; global X {Xs.shape} "
             f"({n_real} real rows); cs_fr order {results['cs_fr_order'].tolist()}, glm_omp order "
-            f"{results['glm_omp_order'].tolist()}, greedy_rls {results['greedy_rls_selected'].tolist()}, "
+            f"{results['glm_omp_order'].tolist()}, softmax {results['softmax_order'].tolist()}, greedy_rls {results['greedy_rls_selected'].tolist()}, "
             f"fsa {results['fsa_support'].tolist()}"
         )
         if args.out:

@@ -57,25 +57,33 @@ def main(full: bool = False):
     search.fit(X_train, y_train)
     seconds = time.perf_counter() - t0
     best = search.best_estimator_
-    print(f"GridSearchCV over k = {ks}: mean CV accuracy {np.round(search.cv_results_['mean_test_score'], 3).tolist()}, "
-          f"best k = {search.best_params_['fsaclassifier__k']} ({seconds:.1f} s)")
+    print(
+        f"GridSearchCV over k = {ks}: mean CV accuracy {np.round(search.cv_results_['mean_test_score'], 3).tolist()}, "
+        f"best k = {search.best_params_['fsaclassifier__k']} ({seconds:.1f} s)"
+    )
     print(f"selected columns: {list(best.get_feature_names_out())}")
     print(f"test accuracy of the tuned pipeline: {best.score(X_test, y_test):.3f}")
 
     print("at equal k (test accuracy, seconds per warm fit):")
     print(f"  {'k':>3}  {'FSA':>14}  {'L1 SelectFromModel':>20}  {'abess':>14}")
     for k in ks:
-        fsa_model, fsa_s = fit_time(lambda k=k: make_pipeline(StandardScaler(), FSAClassifier(k, n_iter=n_iter, l2=1e-3)),
-                                    X_train, y_train)
+        fsa_model, fsa_s = fit_time(
+            lambda k=k: make_pipeline(StandardScaler(), FSAClassifier(k, n_iter=n_iter, l2=1e-3)), X_train, y_train
+        )
         l1_model, l1_s = fit_time(
-            lambda k=k: make_pipeline(StandardScaler(), SelectFromModel(l1_logistic(), max_features=k, threshold=-np.inf),
-                                  LogisticRegression()),
-            X_train, y_train,
+            lambda k=k: make_pipeline(
+                StandardScaler(),
+                SelectFromModel(l1_logistic(), max_features=k, threshold=-np.inf),
+                LogisticRegression(),
+            ),
+            X_train,
+            y_train,
         )
         row = f"  {k:>3}  {fsa_model.score(X_test, y_test):.3f} {fsa_s:6.3f}s  {l1_model.score(X_test, y_test):>12.3f} {l1_s:6.3f}s"
         if AbessLogistic is not None:
-            ab_model, ab_s = fit_time(lambda k=k: make_pipeline(StandardScaler(), AbessLogistic(support_size=[k])),
-                                      X_train, y_train)
+            ab_model, ab_s = fit_time(
+                lambda k=k: make_pipeline(StandardScaler(), AbessLogistic(support_size=[k])), X_train, y_train
+            )
             row += f"  {ab_model.score(X_test, y_test):.3f} {ab_s:6.3f}s"
         else:
             row += "  (abess not installed)"

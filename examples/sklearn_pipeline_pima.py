@@ -34,8 +34,9 @@ def load_pima_frame():
 def main():
     df, y, groups, costs = load_pima_frame()
     X_train, X_test, y_train, y_test = train_test_split(df, y, test_size=0.25, stratify=y, random_state=0)
-    select = GroupSequencingRegressorCV(groups=groups, costs=costs, cv=StratifiedKFold(5, shuffle=True, random_state=0),
-                                        rule="1se", l2=1e-3)
+    select = GroupSequencingRegressorCV(
+        groups=groups, costs=costs, cv=StratifiedKFold(5, shuffle=True, random_state=0), rule="1se", l2=1e-3
+    )
     pipe = make_pipeline(SimpleImputer(strategy="median"), select, StandardScaler(), LogisticRegression())
     pipe.set_output(transform="pandas")
     t0 = time.perf_counter()
@@ -55,10 +56,13 @@ def main():
     cheap = GroupSequencingRegressor(groups=groups, costs=costs, budget=5.0, l2=1e-3)
     cheap_pipe = make_pipeline(SimpleImputer(strategy="median"), cheap, StandardScaler(), LogisticRegression())
     cheap_pipe.set_output(transform="pandas").fit(X_train, y_train)
-    print(f"budget 5.00 CAD: columns {list(cheap_pipe[:-1].get_feature_names_out())}, "
-          f"test accuracy {cheap_pipe.score(X_test, y_test):.3f}")
+    print(
+        f"budget 5.00 CAD: columns {list(cheap_pipe[:-1].get_feature_names_out())}, "
+        f"test accuracy {cheap_pipe.score(X_test, y_test):.3f}"
+    )
     full = make_pipeline(SimpleImputer(strategy="median"), StandardScaler(), LogisticRegression()).fit(X_train, y_train)
     print(f"every test ({costs.sum():.2f} CAD): test accuracy {full.score(X_test, y_test):.3f}")
+
 
 if __name__ == "__main__":
     main()

@@ -54,8 +54,12 @@ def _fp(obj, depth: int, stack: tuple):
         # mutable: a fresh closure over a new list (e.g. a callback appending to it) must keep its own
         return ("id", id(obj))
     if isinstance(obj, functools.partial):
-        return ("partial", _fp(obj.func, depth + 1, stack), _fp(obj.args, depth + 1, stack),
-                _fp(obj.keywords, depth + 1, stack))
+        return (
+            "partial",
+            _fp(obj.func, depth + 1, stack),
+            _fp(obj.args, depth + 1, stack),
+            _fp(obj.keywords, depth + 1, stack),
+        )
     if isinstance(obj, types.MethodType):
         return ("method", _fp(obj.__func__, depth + 1, stack), _fp(obj.__self__, depth + 1, stack))
     if isinstance(obj, types.FunctionType):

@@ -101,7 +101,16 @@ def _all_finite(a) -> bool:
     return bool(np.isfinite(a).all())
 
 
-def as_float_matrix(X, name: str = "X", *, dtype=None, min_rows: int = 1, min_cols: int = 1, check_finite: bool = True):
+def as_float_matrix(
+    X,
+    name: str = "X",
+    *,
+    dtype=None,
+    min_rows: int = 1,
+    min_cols: int = 1,
+    check_finite: bool = True,
+    scale: str | None = None,
+):
     """Validate a 2-D numeric array with finite entries and return it as a float array.
 
     Args:
@@ -111,6 +120,8 @@ def as_float_matrix(X, name: str = "X", *, dtype=None, min_rows: int = 1, min_co
       min_rows, min_cols: smallest accepted shape.
       check_finite: check for NaN/Inf here (callers that fuse the check into their own pass over
         X set it False and must check themselves).
+      scale: None, ``"values"`` or ``"squares"``: also run :func:`check_scale` (with
+        ``squares=scale == "squares"``), fused with the NaN/Inf check into one min/max pass over X.
 
     Returns:
       A jax.Array of shape (n, d).
@@ -135,7 +146,9 @@ def as_float_matrix(X, name: str = "X", *, dtype=None, min_rows: int = 1, min_co
     target = np.dtype(dtype) if dtype is not None else float_dtype_for(X.dtype)
     original = X
     X = _cast(X, target, name)
-    if check_finite and not _all_finite(X):
+    if scale is not None and check_finite:
+        check_scale(X, name, squares=scale == "squares", unchecked=original)
+    elif check_finite and not _all_finite(X):
         _raise_nonfinite(original, name, target, "remove or impute those entries first")
     return X
 
@@ -203,7 +216,9 @@ def as_labels(y, n: int, name: str = "y", *, n_classes: int | None = None):
     Float arrays whose values are whole numbers are accepted. Returns ``(labels, C)``: a numpy
     int32 array and C = ``max + 1`` (or ``n_classes`` when given). Inside a user's ``jit``/``vmap``
     (traced ``y``) the values cannot be read: ``n_classes`` is then required and ``labels`` is the
-    traced int32 array, unchecked.
+    traced int32 array, unchecked. A global ``jax.Array`` whose rows live on several processes
+    (not fully addressable) is checked on its gathered values (:func:`host_array`) and returned as
+    the global int32 jax.Array (same sharding; callers read its values with :func:`host_array`).
     """
     if not isinstance(y, jax.Array):
         y = np.asarray(y)
@@ -221,7 +236,9 @@ def as_labels(y, n: int, name: str = "y", *, n_classes: int | None = None):
                 "from it: pass n_classes=C"
             )
         return jnp.asarray(y).astype(jnp.int32), int(n_classes)
-    y = np.asarray(y)
+    spread = isinstance(y, jax.Array) and not y.is_fully_addressable  # rows on several processes
+    y_global = y
+    y = host_array(y)
     if y.dtype == bool:
         y = y.astype(np.int64)
     if y.dtype.kind == "f":
@@ -237,6 +254,8 @@ def as_labels(y, n: int, name: str = "y", *, n_classes: int | None = None):
         if C > n_classes:
             raise ValueError(f"{name} has label {C - 1} but n_classes={n_classes}")
         C = n_classes
+    if spread:  # every process ran the checks on the same gathered values; the labels stay global
+        return y_global.astype(jnp.int32), C
     return labels.astype(np.int32), C
 
 
@@ -266,7 +285,9 @@ def as_binary_labels(y, n: int, name: str = "y", *, dtype=None):
                 if values.size > 2 and np.all(values == np.round(values))
                 else ""
             )
-            raise ValueError(f"{name} must hold binary labels in {{0, 1}}, {{-1, +1}} or bool; got values {shown}{extra}")
+            raise ValueError(
+                f"{name} must hold binary labels in {{0, 1}}, {{-1, +1}} or bool; got values {shown}{extra}"
+            )
         if values.size < 2:
             raise ValueError(f"{name} has a single class {values.tolist()}; a binary solver needs both classes")
     yj = jnp.asarray(y)
@@ -335,8 +356,7 @@ def raise_on_constant(live, mode: str, name: str = "X") -> None:
         )
 
 
-def as_hyper(value, name: str, dtype, *, low: float | None = None, strict_low: bool = False,
-             high: float | None = None):
+def as_hyper(value, name: str, dtype, *, low: float | None = None, strict_low: bool = False, high: float | None = None):
     """A real hyper-parameter that may be traced (``l2``, a cost): checked when concrete, cast to ``dtype``.
 
     Concrete values are checked for finiteness and range here, *in the dtype the solver computes
@@ -489,14 +509,19 @@ def scale_error(col_min, col_max, n: int, name: str, dtype, *, squares: bool = F
 
 @jax.jit
 def _column_extremes(A):
-    return jnp.min(A, axis=0), jnp.max(A, axis=0)
+    """Column minima and maxima, and ``Σ_i 0·A_ij`` (NaN exactly where a column holds NaN or Inf:
+    XLA's max/min reductions of a large array may skip NaNs)."""
+    return jnp.min(A, axis=0), jnp.max(A, axis=0), jnp.sum(A * jnp.zeros((), A.dtype), axis=0)
 
 
-def check_scale(A, name: str, *, squares: bool = False) -> None:
+def check_scale(A, name: str, *, squares: bool = False, unchecked=None) -> None:
     """ValueError unless every column of A (n, d) has a magnitude and spread ``A.dtype`` can handle.
 
     A no-op on traced input (inside a user's ``jit``/``vmap``). One fused min/max pass over A; the
-    bounds and the message are those of :func:`scale_limits` / :func:`scale_error`.
+    bounds and the message are those of :func:`scale_limits` / :func:`scale_error`. With
+    ``unchecked`` (the caller's input before the cast to A, not yet checked for NaN/Inf) the same
+    pass is the NaN/Inf check too (NaN propagates through min/max, Inf is an extreme), with
+    :func:`as_float_matrix`'s message.
     """
     if is_traced(A):
         return
@@ -504,6 +529,8 @@ def check_scale(A, name: str, *, squares: bool = False) -> None:
     extremes = host_value(lambda: _column_extremes(A2))
     if extremes is None:
         return
+    if unchecked is not None and not all(np.isfinite(e).all() for e in extremes):
+        _raise_nonfinite(unchecked, name, A.dtype, "remove or impute those entries first")
     message = scale_error(extremes[0], extremes[1], A2.shape[0], name, A.dtype, squares=squares)
     if message is not None:
         raise ValueError(message)

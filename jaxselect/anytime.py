@@ -28,7 +28,7 @@ import numpy as np
 
 from jaxselect._budget import within_budget
 from jaxselect._repr import short_repr
-from jaxselect._validation import as_float_matrix, check_float, host_value, is_traced
+from jaxselect._validation import as_float_matrix, check_float, host_array, host_value, is_traced
 from jaxselect.path import SelectionPath
 from jaxselect.sharding import any_mesh
 from jaxselect.status import status_message
@@ -141,12 +141,16 @@ def predict(path, X, budget=None) -> jax.Array:
         return _squeeze(_check_predictions(pred, path, X))
     if is_traced(budget) or isinstance(budget, jax.Array):
         if jnp.shape(budget) != ():
-            raise ValueError(f"budget must be a scalar cost; got shape {jnp.shape(budget)} (call predict once per budget)")
+            raise ValueError(
+                f"budget must be a scalar cost; got shape {jnp.shape(budget)} (call predict once per budget)"
+            )
         if not is_traced(budget) and not jnp.issubdtype(jnp.result_type(budget), jnp.number):
             raise TypeError(f"budget must be a real number (a cumulative cost); got dtype {jnp.result_type(budget)}")
     else:
         if np.ndim(budget) != 0:
-            raise ValueError(f"budget must be a scalar cost; got shape {np.shape(budget)} (call predict once per budget)")
+            raise ValueError(
+                f"budget must be a scalar cost; got shape {np.shape(budget)} (call predict once per budget)"
+            )
         budget = check_float(budget, "budget")
         budget = min(budget, float(np.finfo(path.coef.dtype).max))  # beyond the dtype: every prefix
     pred = _predict_at(path, X, jnp.asarray(budget, path.coef.dtype))
@@ -198,6 +202,7 @@ def _metric_fn(metric) -> Callable:
     if metric == "explained_variance":
         return None  # needs the null model; handled in objective_curve
     if metric == "r2":
+
         def r2(Y, P):
             sse = np.sum((Y - P) ** 2)
             sst = np.sum((Y - Y.mean(axis=0)) ** 2)
@@ -207,13 +212,16 @@ def _metric_fn(metric) -> Callable:
                     "use more varied held-out rows, or metric='explained_variance'"
                 )
             return 1.0 - sse / sst
+
         return r2
     if metric == "accuracy":
+
         def accuracy(Y, P):
             if Y.shape[1] == 1:
                 cut = _binary_threshold(Y[:, 0])
                 return float(np.mean((P[:, 0] > cut) == (Y[:, 0] > cut)))
             return float(np.mean(np.argmax(P, axis=1) == np.argmax(Y, axis=1)))
+
         return accuracy
     raise ValueError(
         f"metric must be 'explained_variance', 'r2', 'accuracy' or a callable(Y_true, Y_pred); got {metric!r}"
@@ -279,7 +287,8 @@ def objective_curve(path, X, Y, *, metric="explained_variance") -> Curve:
     Yt = _host_targets(Y, X.shape[0])
     if Yt.shape[1] != path.coef.shape[-1]:
         raise ValueError(f"Y has {Yt.shape[1]} target column(s) but the path predicts {path.coef.shape[-1]}")
-    preds = np.asarray(preds, np.float64).reshape((path.n_steps, X.shape[0], -1))
+    # host_array: predictions (and Y) of rows held by several processes are gathered first
+    preds = host_array(preds).astype(np.float64).reshape((path.n_steps, X.shape[0], -1))
     null = np.broadcast_to(np.asarray(path.null_intercept, np.float64), Yt.shape)
     if fn is None:
         base = np.sum((Yt - null) ** 2)
@@ -295,8 +304,10 @@ def objective_curve(path, X, Y, *, metric="explained_variance") -> Curve:
     taken = np.asarray(path.order) >= 0
     values = np.asarray([fn(Yt, null)] + [fn(Yt, p) for p, t in zip(preds, taken) if t], np.float64)
     if not np.all(np.isfinite(values)):
-        raise ValueError(f"metric returned non-finite values {values[~np.isfinite(values)][:3].tolist()}; "
-                         "a metric must give a finite number for every prefix")
+        raise ValueError(
+            f"metric returned non-finite values {values[~np.isfinite(values)][:3].tolist()}; "
+            "a metric must give a finite number for every prefix"
+        )
     cost = np.concatenate([[0.0], np.asarray(path.cum_cost, np.float64)[taken]])
     return Curve(cost, values, np.asarray(path.order)[taken])
 
@@ -311,7 +322,7 @@ def _host_targets(Y, m: int) -> np.ndarray:
     """Held-out targets (m,) or (m, T) as a float64 numpy (m, T) array (finite, numeric)."""
     if is_traced(Y):
         raise ValueError("Y is traced: curves are host-side summaries, call this outside jax.jit/vmap")
-    Yn = np.asarray(Y)
+    Yn = host_array(Y)
     if Yn.dtype == object or Yn.dtype.kind not in "biuf":
         raise TypeError(f"Y must be numeric; got dtype {Yn.dtype}")
     if Yn.ndim not in (1, 2) or (Yn.ndim == 2 and Yn.shape[1] < 1):

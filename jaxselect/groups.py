@@ -170,8 +170,7 @@ def as_groups(groups, n_features: int, *, dtype=None) -> Groups:
         groups = Groups.from_ids(groups, dtype=dtype)
     if groups.n_features != n_features:
         raise ValueError(
-            f"groups cover {groups.n_features} features but X has {n_features} columns; "
-            "give one group id per column"
+            f"groups cover {groups.n_features} features but X has {n_features} columns; give one group id per column"
         )
     if dtype is not None and groups.costs.dtype != np.dtype(dtype):
         values = host_value(lambda: groups.costs)

@@ -50,10 +50,12 @@ from jaxselect._validation import (
     as_targets,
     check_choice,
     check_int,
+    host_array,
     is_traced,
 )
 from jaxselect.greedy.criteria import OMP_CRITERIA
 from jaxselect.groups import as_groups
+from jaxselect.sharding import any_mesh
 from jaxselect.status import OK
 
 __all__ = ["CVResult", "cross_validate_fsa", "cross_validate_path", "fold_masks"]
@@ -203,7 +205,9 @@ def _fold_score(Y, P, w, *, score: str):
     sst = jnp.sum(dev * dev * w[:, None], axis=0)
     ok = sst > 0
     # r2_score's convention for a constant held-out target: 1 when predicted exactly, else 0
-    r2 = jnp.where(ok, 1.0 - sse / jnp.where(ok, sst, jnp.ones_like(sst)), jnp.where(sse == 0, 1.0, 0.0).astype(sse.dtype))
+    r2 = jnp.where(
+        ok, 1.0 - sse / jnp.where(ok, sst, jnp.ones_like(sst)), jnp.where(sse == 0, 1.0, 0.0).astype(sse.dtype)
+    )
     return jnp.mean(r2)
 
 
@@ -301,6 +305,7 @@ def _summarise(grid, scores, *, fold_order=None, fold_cum_cost=None, fold_path_s
     )
 
 
+@any_mesh
 def cross_validate_path(
     X,
     y,
@@ -326,7 +331,8 @@ def cross_validate_path(
     program, compiled once per shape of X).
 
     Args:
-      X: (n, D) raw features (concrete: the folds are built on the host).
+      X: (n, D) raw features (concrete: the folds are built on the host); may be row-sharded on any
+        mesh (see :func:`jaxselect.shard_rows`): the folds are row weights of the same sharded X.
       y: (n,) or (n, T) regression targets.
       groups: None, (D,) group ids, or a :class:`jaxselect.Groups` with costs (budgets are in its
         cost units; with unit costs a budget is a number of groups).
@@ -372,11 +378,17 @@ def cross_validate_path(
     c_min = groups.costs.min() if c_min is None else as_hyper(c_min, "c_min", X.dtype, low=0.0, strict_low=True)
     c_min = jnp.asarray(c_min, X.dtype)
     train, test = fold_masks(folds, n)
-    options = {"method": method, "k": steps, "criterion": criterion, "cost_sensitive": bool(cost_sensitive),
-               "whiten": bool(whiten), "score": score}
+    options = {
+        "method": method,
+        "k": steps,
+        "criterion": criterion,
+        "cost_sensitive": bool(cost_sensitive),
+        "whiten": bool(whiten),
+        "score": score,
+    }
     dt = X.dtype
     out = _cv_weighted(X, Y, groups, jnp.asarray(train, dt), jnp.asarray(test, dt), l2, c_min, **options)
-    order, cum_cost, path_scores, status = (np.asarray(a) for a in out)
+    order, cum_cost, path_scores, status = (host_array(a) for a in out)
     if budgets is None:
         grid = _budget_grid(cum_cost, cum_cost.dtype)
     else:
@@ -387,7 +399,11 @@ def cross_validate_path(
     counts = _steps_within(cum_cost, grid)
     scores = np.take_along_axis(path_scores, counts, axis=1)
     return _summarise(
-        grid, scores, fold_order=order, fold_cum_cost=cum_cost, fold_path_scores=path_scores,
+        grid,
+        scores,
+        fold_order=order,
+        fold_cum_cost=cum_cost,
+        fold_path_scores=path_scores,
         status=int(np.bitwise_or.reduce(status.astype(np.int32))) if status.size else OK,
     )
 
@@ -414,6 +430,7 @@ def _cv_fsa(X, y, rows, test_w, l2, *, k, score, options):
     return jax.vmap(fold)(rows, test_w)
 
 
+@any_mesh
 def cross_validate_fsa(
     X,
     y,
@@ -433,12 +450,13 @@ def cross_validate_fsa(
     """K-fold cross-validation of :func:`jaxselect.fsa` over a grid of k.
 
     For each k one jitted call runs FSA on every fold at once (``jax.vmap`` over the folds' training
-    rows) and scores the fits on the held-out rows. FSA has no row weights, so folds are gathered
-    and batched by training-set size: one call per k for equal folds, two for ``KFold`` with
-    ``n % K ≠ 0``. Every k is a separate compiled program (the schedule depends on k).
+    rows) and scores the fits on the held-out rows. Each fold's fit is :func:`jaxselect.fsa` on its
+    gathered training rows, so folds are batched by training-set size: one call per k for equal
+    folds, two for ``KFold`` with ``n % K ≠ 0``. Every k is a separate compiled program (the schedule depends on k).
 
     Args:
-      X: (n, M) raw features (concrete).
+      X: (n, M) raw features (concrete; may be row-sharded on any mesh — each fold's training rows
+        are gathered into a copy for its fits).
       y: (n,) targets (``loss="squared"``) or binary labels in {0, 1}, {−1, +1} or bool
         (``"logistic"``, ``"huber_hinge"``, ``"lorenz"``).
       ks: the k values to try (integers ≥ 1, at most the number of non-constant columns).
@@ -472,7 +490,7 @@ def cross_validate_fsa(
         raise ValueError("cross_validate_fsa builds its folds on the host: call it outside jax.jit/vmap")
     X = as_float_matrix(X, "X", min_rows=2 * MIN_ROWS)
     n, m = X.shape
-    y = np.asarray(y)
+    y = host_array(y)  # (n,) on the host (gathered when its rows span processes)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1 or y.shape[0] != n:
@@ -491,8 +509,15 @@ def cross_validate_fsa(
     if not grid:
         raise ValueError("ks must name at least one k")
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
-    options = (("loss", loss), ("n_iter", n_iter), ("mu", mu), ("lr", lr), ("bins", bins),
-               ("smoothness", smoothness), ("huber_h", huber_h))
+    options = (
+        ("loss", loss),
+        ("n_iter", n_iter),
+        ("mu", mu),
+        ("lr", lr),
+        ("bins", bins),
+        ("smoothness", smoothness),
+        ("huber_h", huber_h),
+    )
     _check_fsa_options(X, max(grid), dict(options))  # the vmapped fits skip value checks
     train, test = fold_masks(folds, n)
     K = train.shape[0]
@@ -503,8 +528,8 @@ def cross_validate_fsa(
         for bucket in _size_buckets(train):
             rows = jnp.asarray(_gathered_rows(train, bucket))
             sc, st = _cv_fsa(Xj, yj, rows, jnp.asarray(test[bucket], X.dtype), l2, k=kk, score=score, options=options)
-            scores[bucket, b] = np.asarray(sc)
-            status |= int(np.bitwise_or.reduce(np.asarray(st).astype(np.int32)))
+            scores[bucket, b] = host_array(sc)
+            status |= int(np.bitwise_or.reduce(host_array(st).astype(np.int32)))
     return _summarise(np.asarray(grid, np.float64), scores, status=status)
 
 
@@ -513,9 +538,18 @@ def _check_fsa_options(X, k_max: int, options: dict) -> None:
     from jaxselect._validation import column_standardization
     from jaxselect.anneal.fsa import _validate_options
 
-    _validate_options(X.shape, k_max, options["n_iter"], options["mu"], options["lr"], None, options["bins"],
-                      options["smoothness"], options["huber_h"])
-    live = np.asarray(column_standardization(X)[2])
+    _validate_options(
+        X.shape,
+        k_max,
+        options["n_iter"],
+        options["mu"],
+        options["lr"],
+        None,
+        options["bins"],
+        options["smoothness"],
+        options["huber_h"],
+    )
+    live = host_array(column_standardization(X)[2])
     if k_max > int(live.sum()):
         raise ValueError(
             f"ks holds k={k_max} but X has only {int(live.sum())} non-constant columns; choose k <= {int(live.sum())}"

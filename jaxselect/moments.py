@@ -6,17 +6,18 @@ of the data. With row weights ``w_i ≥ 0`` (1 by default) and ``n = Σ w_i``:
     μ = Σ w_i x_i / n,   G = Σ w_i (x_i − μ)(x_i − μ)ᵀ / n,   ν = Σ w_i y_i / n,
     v = Σ w_i (y_i − ν)² / n,   B = Σ w_i (x_i − μ)(y_i − ν)ᵀ / n,
 
-plus the column maxima and minima over the rows that count (``w_i > 0``), for the library's
-constant-column rule (constant iff max == min) and the finiteness and scale checks.
+plus which columns are constant over the rows that count (``w_i > 0``; the library's rule:
+constant iff max == min, exactly) and the finiteness and scale checks.
 
 Two kernels give these numbers, equal to rounding:
 
 * **host** — a numpy array on a CPU backend (what users pass): rows are streamed in chunks from
   the user's buffer (no copy of X, no host→device transfer of X), shifted by the first chunk's
   mean so that large offsets cost no precision (one pass; the shift is exact algebra,
-  ``G = S/n − δδᵀ`` with δ the mean of the shifted rows, which is small), the Gram of each chunk
-  by the host BLAS ``syrk`` (numpy's ``A.T @ A``, half the flops of a GEMM), and the
-  finiteness/constant/overflow checks fused into the same pass. :class:`MomentAccumulator` is
+  ``G = S/n − δδᵀ`` with δ the mean of the shifted rows, which is small). Each chunk is read
+  once, into a cache-sized buffer ``[X − s | Y − t | 1]``, whose Gram — one host BLAS ``syrk``
+  (numpy's ``A.T @ A``, half the flops of a GEMM) — holds every moment at once; the
+  finiteness/constant/overflow checks are read off its diagonal. :class:`MomentAccumulator` is
   the same kernel fed chunk by chunk (``prepare_from_batches``).
 * **xla** — ``jax.Array`` inputs (row-sharded arrays stay sharded), values traced inside a user's
   ``jit``/``vmap``, and accelerators: jitted XLA.
@@ -52,7 +53,7 @@ __all__ = [
 
 # Rows per chunk of the host kernel: 8 MB (4 096 rows of float32 at D = 500) — big enough for BLAS to
 # reach its peak on the chunk's Gram and amortise the D×D accumulation, small enough that the
-# passes after the first read it from the (32 MB) last-level cache.
+# shifted copy stays in the (32 MB) last-level cache for the syrk that reads it.
 HOST_CHUNK_BYTES = 1 << 23
 HOST_CHUNK_MIN_ROWS = 256
 
@@ -113,27 +114,28 @@ class MomentAccumulator:
     """Streams row chunks of (X, Y[, w]) into :class:`Moments` on the host, in one pass.
 
     The first chunk with a positive weight fixes a shift ``s``: per column its (weighted) mean, or
-    its value when the column is constant within that chunk. Every chunk is converted to the
-    compute dtype, shifted by ``s`` and scaled by ``√w``; its Gram ``(X_c − s)ᵀW(X_c − s)`` is taken
-    by BLAS ``syrk`` (numpy's ``A.T @ A``) and added to a float64 accumulator, its sums by GEMV.
+    its value when the column is constant within that chunk. Every chunk is written once, in the
+    compute dtype, into a cache-sized buffer ``A = [√w·(X − s) | √w·(Y − t) | √w]`` and ``AᵀA`` is
+    taken by one BLAS ``syrk`` (numpy's ``A.T @ A``) and added to a float64 accumulator: its blocks
+    are the shifted Gram, the cross moments, the column sums and the target sums of squares — every
+    moment from one read of the chunk and one BLAS call, no further pass over the rows. (With many
+    targets, T > max(8, D/8), Y stays out of the buffer and ``XᵀY`` is a GEMM, so that the syrk
+    does not form the unneeded T×T block.)
 
-    Constant columns: a column that is constant (over the rows of positive weight) is shifted by
-    its own value, so its shifted entries — and its Gram diagonal — are exactly zero, while a
-    non-constant column has a non-zero shifted entry. With ``extremes=True`` (streamed batches)
-    the exact column extremes are tracked as well; with ``extremes=False`` (:func:`moments_host`,
-    which can re-read X) the columns with a zero diagonal are verified on X afterwards — this
-    saves two passes over the data.
-
-    Checks run per chunk and name it: NaN/Inf (which poison the chunk's sums), mismatched widths.
+    Checks come from the same numbers, per chunk, and name it: a NaN/Inf entry makes its column's
+    diagonal entry of ``AᵀA`` non-finite, and only then is the chunk scanned to say whether X or Y
+    holds it (or whether the sums overflowed). The constant-column rule is exact (constant iff all
+    values over the rows of positive weight are equal, in the compute dtype): a constant column
+    shifts to exact zeros, so a column with a non-zero diagonal entry varies; the few columns with
+    a zero diagonal entry (constant so far, or varying below what the dtype's squares hold) are
+    compared with their shift on the chunk's own rows.
 
     Args:
       dtype: the compute dtype (float32, or float64 under ``jax_enable_x64``).
-      extremes: track exact column maxima/minima of X (for data that cannot be re-read).
     """
 
-    def __init__(self, dtype, *, extremes: bool = True):
+    def __init__(self, dtype):
         self.dtype = np.dtype(dtype)
-        self.extremes = bool(extremes)
         self.n_chunks = 0
         self.n_rows = 0
         self.n_positive = 0
@@ -144,30 +146,25 @@ class MomentAccumulator:
         self._d, self._t = d, t
         self.x_shift = self.y_shift = None
         self.wsum = 0.0
-        self.x_sum = np.zeros(d, np.float64)
-        self.y_sum = np.zeros(t, np.float64)
-        self.y_sq = np.zeros(t, np.float64)
-        self.cross_acc = np.zeros((d, t), np.float64)
-        self.gram_acc = np.zeros((d, d), np.float64)
-        self.x_max = np.full(d, -np.inf, self.dtype)
-        self.x_min = np.full(d, np.inf, self.dtype)
+        # AᵀA of the augmented rows [x − s | y − t | 1] (weighted by √w): width D + T + 1. Many
+        # targets (T > D/8) would make the syrk also form the unneeded T×T block: they get a GEMM.
+        self.fused = t <= max(8, d // 8)
+        width = d + (t if self.fused else 0) + 1
+        self.acc = np.zeros((width, width), np.float64)
+        if not self.fused:
+            self.cross_acc = np.zeros((d, t), np.float64)
+            self.y_sum = np.zeros(t, np.float64)
+            self.y_sq = np.zeros(t, np.float64)
+        self.varying = np.zeros(d, bool)  # columns seen to take two values (over rows with w > 0)
         self.y_max = np.full(t, -np.inf, self.dtype)
         self.y_min = np.full(t, np.inf, self.dtype)
-        self._buf = np.empty((0, d), self.dtype)
-        self._ones = np.ones(0, self.dtype)
-        self._fold_buf = np.empty((0, d), self.dtype)
-
-    def _extremes(self, A):
-        """Exact column (max, min) of A (k ≥ 1 rows) in the compute dtype (rounding is monotonic)."""
-        if self._fold_buf.shape[0] < A.shape[0] // 2 or self._fold_buf.dtype != A.dtype:
-            self._fold_buf = np.empty((max(1, A.shape[0] // 2), self._d), A.dtype)
-        hi = _column_fold(np.maximum, A, self._fold_buf).astype(self.dtype)
-        lo = _column_fold(np.minimum, A, self._fold_buf).astype(self.dtype)
-        return hi, lo
+        self._buf = np.empty((0, width), self.dtype)
 
     def _set_shift(self, Xk, Yk, wk):
         """The shift from the rows of positive weight of the first chunk that has any."""
-        hi, lo = self._extremes(Xk)
+        tmp = np.empty((max(1, Xk.shape[0] // 2), self._d), Xk.dtype)
+        hi = _column_fold(np.maximum, Xk, tmp).astype(self.dtype)
+        lo = _column_fold(np.minimum, Xk, tmp).astype(self.dtype)
         if wk is not None:
             mean = wk.astype(np.float64) @ Xk.astype(np.float64, copy=False) / float(np.sum(wk, dtype=np.float64))
             y_shift = wk.astype(np.float64) @ Yk.astype(np.float64, copy=False) / float(np.sum(wk, dtype=np.float64))
@@ -181,7 +178,11 @@ class MomentAccumulator:
         self.x_shift, self.y_shift = shift.astype(self.dtype), y_shift.astype(self.dtype)
 
     def add(self, X, Y, w=None, *, what: str | None = None) -> None:
-        """Add the rows of one chunk: X (m, D), Y (m, T) 2-D numpy arrays, w (m,) or None."""
+        """Add the rows of one chunk: X (m, D), Y (m, T) 2-D numpy arrays, w (m,) or None.
+
+        A chunk is best cache-sized (:data:`HOST_CHUNK_BYTES`): ``prepare`` and
+        ``prepare_from_batches`` cut larger ones into such pieces.
+        """
         with np.errstate(over="ignore", invalid="ignore"):
             self._add(X, Y, w, what)
 
@@ -198,94 +199,107 @@ class MomentAccumulator:
         self.n_rows += m
         if m == 0:
             return
+        d, t = self._d, self._t
+        keep = None
         if w is not None:
             keep = w > 0
             n_keep = int(np.count_nonzero(keep))
-            Xk, Yk, wk = (X, Y, w) if n_keep == m else (X[keep], Y[keep], w[keep])
+            if n_keep == m:
+                keep = None
         else:
-            n_keep, Xk, Yk, wk = m, X, Y, None
+            n_keep = m
         self.n_positive += n_keep
         if n_keep == 0:  # contributes nothing; its entries must still be finite
             if not (np.isfinite(X).all() and np.isfinite(Y).all()):
                 raise ValueError(f"X or Y contains NaN or Inf in {what} (rows of weight 0 must be finite too)")
             return
         if self.x_shift is None:
-            self._set_shift(Xk, Yk, wk)
-        if self.extremes:
-            hi, lo = self._extremes(Xk)
-            np.maximum(self.x_max, hi, out=self.x_max)
-            np.minimum(self.x_min, lo, out=self.x_min)
+            if keep is None:
+                self._set_shift(X, Y, w)
+            else:
+                self._set_shift(X[keep], Y[keep], w[keep])
+        Yk = Y if keep is None else Y[keep]
         np.maximum(self.y_max, np.max(Yk, axis=0).astype(self.dtype), out=self.y_max)
         np.minimum(self.y_min, np.min(Yk, axis=0).astype(self.dtype), out=self.y_min)
+        width = self.acc.shape[0]
         if self._buf.shape[0] < m:
-            self._buf = np.empty((m, self._d), self.dtype)
-            self._ones = np.ones(m, self.dtype)
-        # One read of the chunk from memory; the shifted copy (in cache) feeds every pass after it.
-        Xs = self._buf[:m]
-        if X.dtype == self.dtype:
-            np.subtract(X, self.x_shift, out=Xs)
-        else:  # round to the compute dtype first, so that a constant column shifts to exact zeros
-            np.copyto(Xs, X, casting="unsafe")
-            Xs -= self.x_shift
-        Ys = Y.astype(self.dtype) - self.y_shift
+            self._buf = np.empty((m, width), self.dtype)
+        # The one read of the chunk: shifted (and weighted) into the cache-resident buffer.
+        A = self._buf[:m]
+        Ax = A[:, :d]
+        _shifted_copy(X, self.x_shift, Ax)
+        Ay = A[:, d : width - 1] if self.fused else np.empty((m, t), self.dtype)
+        np.copyto(Ay, Y, casting="unsafe")
+        Ay -= self.y_shift
         if w is not None:
             root = np.sqrt(w).astype(self.dtype)
-            Xs *= root[:, None]
-            Ys *= root[:, None]
+            A[:, : width - 1] *= root[:, None]
+            if not self.fused:
+                Ay *= root[:, None]
+            A[:, width - 1] = root
             self.wsum += float(np.sum(w, dtype=np.float64))
         else:
-            root = self._ones[:m]
+            A[:, width - 1] = 1
             self.wsum += float(m)
-        x_sum = root @ Xs  # BLAS GEMV: faster than an axis-0 reduction; NaN/Inf poison it
-        y_sum = root @ Ys
-        if not (np.isfinite(x_sum).all() and np.isfinite(y_sum).all()):
+        G = A.T @ A  # numpy dispatches A.T @ A to BLAS syrk: every moment of the chunk at once
+        diag = np.diagonal(G)
+        if not self.fused:
+            y_sum = A[:, width - 1] @ Ay  # NaN/Inf in Y poison it
+            diag = np.concatenate([diag, y_sum])
+        if not np.isfinite(diag).all():  # NaN/Inf entries poison their column's sum of squares
             if not np.isfinite(X).all():
                 raise ValueError(f"X contains NaN or Inf in {what}; remove or impute those entries first")
             if not np.isfinite(Y).all():
                 raise ValueError(f"Y contains NaN or Inf in {what}")
-            _raise_overflow(self.dtype)
-        self.x_sum += x_sum
-        self.y_sum += y_sum
-        self.y_sq += np.einsum("mt,mt->t", Ys, Ys, dtype=np.float64)
-        self.cross_acc += Xs.T @ Ys
-        self.gram_acc += Xs.T @ Xs  # numpy dispatches A.T @ A to BLAS syrk
+            if not np.isfinite(G[: width - 1, width - 1]).all():
+                _raise_overflow(self.dtype)
+            # else squares overflow: the scale checks on the finished moments report it
+        self.acc += G
+        if not self.fused:
+            self.cross_acc += Ax.T @ Ay
+            self.y_sum += y_sum
+            self.y_sq += np.einsum("mt,mt->t", Ay, Ay, dtype=np.float64)
+        self.varying |= diag[:d] > 0
+        if not self.varying.all():  # constant so far or tiny: compare with the shift on these rows
+            cand = np.flatnonzero(~self.varying)
+            cols = X[:, cand] if keep is None else X[:, cand][keep]
+            self.varying[cand] = (cols.astype(self.dtype, copy=False) != self.x_shift[cand]).any(axis=0)
 
-    def finish(self, constant=None) -> Moments:
-        """The :class:`Moments` of every row added (numpy arrays in the compute dtype).
-
-        ``constant``: (D,) bool, the verified constant columns when ``extremes=False`` (see
-        :func:`moments_host`); by default, with ``extremes=False``, the columns with a zero Gram
-        diagonal.
-        """
+    def finish(self) -> Moments:
+        """The :class:`Moments` of every row added (numpy arrays in the compute dtype)."""
         if self._d is None or self.n_rows == 0:
             raise ValueError("no rows were given; X needs at least 2 rows")
         if self.n_positive < 2:
             raise ValueError(f"at least 2 rows need a positive sample_weight; got {self.n_positive}")
         with np.errstate(over="ignore", invalid="ignore"):
-            return self._finish(self.wsum, constant)
+            return self._finish(self.wsum)
 
-    def zero_diagonal(self) -> np.ndarray:
-        """(D,) bool: columns whose shifted entries were all zero (candidates for constant)."""
-        return np.diagonal(self.gram_acc) == 0
-
-    def _finish(self, n, constant) -> Moments:
-        dx, dy = self.x_sum / n, self.y_sum / n
+    def _finish(self, n) -> Moments:
+        d = self._d
+        acc, last = self.acc, self.acc.shape[0] - 1
+        if self.fused:
+            cross_acc, y_sum, y_sq = acc[:d, d:last], acc[d:last, last], np.diagonal(acc)[d:last]
+        else:
+            cross_acc, y_sum, y_sq = self.cross_acc, self.y_sum, self.y_sq
+        dx, dy = acc[:d, last] / n, y_sum / n
         dt = self.dtype
-        g = self.gram_acc / n - np.outer(dx, dx)
+        g = acc[:d, :d] / n - np.outer(dx, dx)
         gram = (0.5 * (g + g.T)).astype(dt)
-        cross = (self.cross_acc / n - np.outer(dx, dy)).astype(dt)
-        y_var = np.maximum(self.y_sq / n - dy * dy, 0.0).astype(dt)
+        cross = (cross_acc / n - np.outer(dx, dy)).astype(dt)
+        y_var = np.maximum(y_sq / n - dy * dy, 0.0).astype(dt)
         x_mean = (self.x_shift.astype(np.float64) + dx).astype(dt)
         y_mean = (self.y_shift.astype(np.float64) + dy).astype(dt)
-        if self.extremes:
-            constant = ~(self.x_max > self.x_min)
-            spread = self.x_max.astype(np.float64) - self.x_min.astype(np.float64)
-        else:
-            constant = self.zero_diagonal() if constant is None else np.asarray(constant, bool)
-            spread = None
-        return Moments(
-            np.asarray(n, dt), x_mean, constant, gram, y_mean, y_var, ~(self.y_max > self.y_min), cross, spread
-        )
+        return Moments(np.asarray(n, dt), x_mean, ~self.varying, gram, y_mean, y_var, ~(self.y_max > self.y_min), cross)
+
+
+def _shifted_copy(X, shift, out) -> None:
+    """``out[:] = X − shift`` in out's dtype (X rounded to it first, so that a constant column
+    shifts to exact zeros)."""
+    if X.dtype == out.dtype:
+        np.subtract(X, shift, out=out)
+    else:
+        np.copyto(out, X, casting="unsafe")
+        out -= shift
 
 
 def _column_fold(op, A, tmp):
@@ -321,25 +335,15 @@ def _raise_overflow(dtype):
 def moments_host(X: np.ndarray, Y: np.ndarray, w: np.ndarray | None, dtype) -> Moments:
     """The host kernel on in-memory arrays: X (n, D), Y (n, T), w (n,) or None (numpy).
 
-    Streams row chunks of X through :class:`MomentAccumulator` without tracking extremes, then
-    verifies the few columns with a zero Gram diagonal on X (constant, or varying by less than the
-    compute dtype's squares can hold — the scale checks report the latter).
+    Streams cache-sized row chunks of X through :class:`MomentAccumulator` (no copy of X).
     """
-    acc = MomentAccumulator(dtype, extremes=False)
+    acc = MomentAccumulator(dtype)
     n = X.shape[0]
     step = _chunk_rows(X.shape[1], np.dtype(dtype).itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
         acc.add(X[start:stop], Y[start:stop], None if w is None else w[start:stop])
-    constant = None
-    if acc._d is not None and acc.n_positive >= 2:
-        candidates = np.flatnonzero(acc.zero_diagonal())
-        constant = np.zeros(X.shape[1], bool)
-        if candidates.size:
-            cols = X[:, candidates] if w is None else X[w > 0][:, candidates]
-            cols = cols.astype(np.dtype(dtype), copy=False)
-            constant[candidates] = np.max(cols, axis=0) == np.min(cols, axis=0)
-    return acc.finish(constant)
+    return acc.finish()
 
 
 def moments_xla(X, Y, w, x_max, x_min, x_sum, *, gram: bool, centre: bool) -> Moments:
@@ -406,11 +410,16 @@ def column_summary(X, w=None) -> Summary:
             jnp.sum(X * X, axis=0),
             n,
         )
-    pos = (w > 0)[:, None]
-    col_max = jnp.max(jnp.where(pos, X, -jnp.inf), axis=0)
-    col_min = jnp.min(jnp.where(pos, X, jnp.inf), axis=0)
-    # w @ X, not X.T @ w (slow on XLA's CPU backend); a NaN in a weight-0 row still poisons the sum.
-    return Summary(col_max, col_min, w @ X, w @ (X * X), jnp.sum(w))
+    # Written so that XLA fuses every reduction into its pass over X, with no (n, D) temporary:
+    # rows of weight 0 are pushed to ∓inf by adding a (n, 1) offset (a `where` with a broadcast
+    # row mask, or a w·X shared by two reductions, is materialised — 3× X of temporaries and 6×
+    # the time before); w @ X, not X.T @ w (slow on XLA's CPU backend). A NaN or Inf in a weight-0
+    # row still poisons the sums (0·NaN = 0·Inf = NaN), so it is still reported.
+    low = jnp.where(w > 0, 0.0, -jnp.inf).astype(X.dtype)[:, None]
+    high = jnp.where(w > 0, 0.0, jnp.inf).astype(X.dtype)[:, None]  # (X − low would be materialised)
+    col_max = jnp.max(X + low, axis=0)
+    col_min = jnp.min(X + high, axis=0)
+    return Summary(col_max, col_min, w @ X, jnp.sum(w[:, None] * X * X, axis=0), jnp.sum(w))
 
 
 def _row_blocks(X, rows: int, fn, init):
@@ -418,6 +427,11 @@ def _row_blocks(X, rows: int, fn, init):
     is (rows, D) (the last one overlaps the previous and masks the rows already seen), so no
     temporary of X's size is formed."""
     n = X.shape[0]
+    if rows is None:
+        # blocks of about 8 MiB: XLA stages a few block-sized buffers per reduction, so the
+        # temporaries stay a few tens of MiB whatever X's size (512-row blocks of a 50 000-column X
+        # staged 0.4 GB)
+        rows = max(8, (8 << 20) // max(1, X.shape[1] * X.dtype.itemsize))
     rows = min(rows, n)
     n_blocks = -(-n // rows)
 
@@ -432,7 +446,7 @@ def _row_blocks(X, rows: int, fn, init):
 
 
 @partial(jax.jit, static_argnames=("rows",))
-def column_summary_blocked(X, rows: int = 512) -> Summary:
+def column_summary_blocked(X, rows: int | None = None) -> Summary:
     """:func:`column_summary` (unweighted) over row blocks: the same numbers with no (n, D)
     temporary (XLA's axis-0 reductions of a large X may stage one), for ``prepare(gram=False)``."""
     d = X.shape[1]
@@ -458,7 +472,7 @@ def column_summary_blocked(X, rows: int = 512) -> Summary:
     return Summary(mx, mn, s, sq, jnp.asarray(X.shape[0], dtype))
 
 
-def centred_sumsq_blocked(X, mean, rows: int = 512):
+def centred_sumsq_blocked(X, mean, rows: int | None = None):
     """Σ_i (X_i − mean)² per column (D,), over row blocks (call inside jit)."""
 
     def fn(acc, block, valid):

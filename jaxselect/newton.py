@@ -41,8 +41,18 @@ from jaxselect._repr import short_repr
 from jaxselect.losses import GLMLoss
 from jaxselect.status import NONFINITE, NOT_CONVERGED
 
-__all__ = ["NEWTON_SOLVERS", "CG_MIN_UNKNOWNS", "NewtonResult", "NewtonInfo", "glm_newton", "glm_risk",
-           "glm_risk_grad", "gradient_scale", "choose_solver", "default_tol"]
+__all__ = [
+    "NEWTON_SOLVERS",
+    "CG_MIN_UNKNOWNS",
+    "NewtonResult",
+    "NewtonInfo",
+    "glm_newton",
+    "glm_risk",
+    "glm_risk_grad",
+    "gradient_scale",
+    "choose_solver",
+    "default_tol",
+]
 
 NEWTON_SOLVERS = ("auto", "cholesky", "cg")
 #: Above this many unknowns (P+1)·T, ``solver="auto"`` solves Newton steps by CG instead of Cholesky.
@@ -126,8 +136,9 @@ class _Carry(NamedTuple):
     stalled: jax.Array
 
 
-def glm_newton(Z, Y, V, b, active, l2, loss: GLMLoss, *, tol, max_iter, solver: str = "cholesky",
-               softmax: bool = False) -> NewtonResult:
+def glm_newton(
+    Z, Y, V, b, active, l2, loss: GLMLoss, *, tol, max_iter, solver: str = "cholesky", softmax: bool = False
+) -> NewtonResult:
     """Damped Newton for r restricted to the active rows of V, warm-started at (V, b).
 
     Pure and traceable (a ``lax.while_loop``); call it inside a jitted function.
@@ -237,8 +248,13 @@ def glm_newton(Z, Y, V, b, active, l2, loss: GLMLoss, *, tol, max_iter, solver: 
         ok = acceptable(t, f_new, gmax_new)
         keep = lambda new, old: jnp.where(ok, new, old)  # noqa: E731
         return _Carry(
-            keep(c.V + t * dV, c.V), keep(c.b + t * db, c.b), keep(f_new, c.f), keep(g_new, c.g),
-            keep(gmax_new, c.gmax), c.it + ok.astype(jnp.int32), ~ok,
+            keep(c.V + t * dV, c.V),
+            keep(c.b + t * db, c.b),
+            keep(f_new, c.f),
+            keep(g_new, c.g),
+            keep(gmax_new, c.gmax),
+            c.it + ok.astype(jnp.int32),
+            ~ok,
         )
 
     f0, g0, gmax0 = f_and_g(V, b)

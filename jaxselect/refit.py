@@ -48,7 +48,8 @@ def ridge_refit(X, Y, support=None, *, l2=1e-5, sample_weight=None):
       X: (n, D) raw features.
       Y: (n,) or (n, T) targets.
       support: (D,) bool mask of the columns to use (default all). May be a traced array (e.g.
-        ``path.coef[k] != 0``), so one compiled function serves every support.
+        ``jnp.any(path.step_coef(k) != 0, axis=-1)``, which also works for the slot paths of
+        ``gram=False``), so one compiled function serves every support.
       l2: ridge constant λ > 0 on standardised coefficients — the library's one ``l2``: the mean
         squared loss ``(1/2n)‖Y − Xs w‖² + (λ/2)‖w‖²`` (sklearn ``Ridge(alpha)`` on standardised
         columns is λ = alpha/n). A Python float or a traced scalar — differentiate with respect to
@@ -75,11 +76,10 @@ def ridge_refit(X, Y, support=None, *, l2=1e-5, sample_weight=None):
     >>> np.round(np.asarray(coef), 4).tolist(), round(float(b), 4)
     ([1.0, 0.0, 0.0], 2.0)
     """
-    X = as_float_matrix(X, "X", min_rows=MIN_ROWS)
+    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, scale="values")  # one pass: NaN/Inf and scale
     Y, was_1d = as_targets(Y, X.shape[0], "Y", dtype=X.dtype)
     support = _check_support(support, X.shape[1])
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
-    check_scale(X, "X")
     check_scale(Y, "Y")
     w = _weights(sample_weight, X)
     coef, intercept = _ridge_refit(X, Y, support, l2, w)
@@ -222,7 +222,8 @@ def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0, sample_weight=None):
     >>> np.round(np.asarray(coef), 3).tolist(), float(b)
     ([0.0, 0.0, 1.0, 0.0], 0.0)
     """
-    X = as_float_matrix(X, "X", min_rows=MIN_ROWS)
+    # the features are used as given: XᵀX is formed unscaled (one pass: NaN/Inf and scale)
+    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, scale="squares")
     Y, was_1d = as_targets(Y, X.shape[0], "Y", dtype=X.dtype)
     d = X.shape[1]
     if not isinstance(selected, jax.Array):
@@ -237,7 +238,6 @@ def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0, sample_weight=None):
         raise ValueError(f"selected must hold feature indices in [0, {d}) (or -1 for none); got {values.tolist()}")
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
     bias = as_hyper(bias, "bias", X.dtype, low=0.0)
-    check_scale(X, "X", squares=True)  # the features are used as given: XᵀX is formed unscaled
     check_scale(Y, "Y")
     w = _weights(sample_weight, X)
     coef, intercept = _rls_refit(X, Y, selected.astype(jnp.int32), l2, bias, w)
@@ -327,7 +327,7 @@ def glm_refit(
     >>> bool(coef[0] > 1 and coef[2] == 0), int(info.status)
     (True, 0)
     """
-    X = as_float_matrix(X, "X", min_rows=MIN_ROWS)
+    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, scale="values")  # one pass: NaN/Inf and scale
     n, d = X.shape
     check_choice(loss, "loss", ("logistic", "softmax"))
     if loss == "logistic":
@@ -341,7 +341,6 @@ def glm_refit(
         Yt = jax.nn.one_hot(jnp.asarray(labels), C, dtype=X.dtype)
     support = _check_support(support, d)
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
-    check_scale(X, "X")
     max_iter = check_int(max_iter, "max_iter", low=1)
     tol = check_float(default_tol(X.dtype) if tol is None else tol, "tol", low=0.0, strict_low=True)
     w = _weights(sample_weight, X)

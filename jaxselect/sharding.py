@@ -296,12 +296,7 @@ def _call_on_auto_axes(fn, args, kwargs):
     args, kwargs = jax.tree.unflatten(tree, leaves)
     # Outside any mesh context, exactly as for inputs placed on an Auto mesh (the same compiled code);
     # inside jax.set_mesh(explicit mesh) the context is lifted for the call.
-    lift = contextlib.nullcontext()
-    if in_context:
-        try:
-            lift = jax.set_mesh(None)
-        except ValueError:  # inside a trace with only constant inputs: nothing to relabel there
-            pass
+    lift = _no_mesh() if in_context else contextlib.nullcontext()
     with lift:
         out = fn(*args, **kwargs)
     back = {auto: explicit for explicit, auto in to_auto.items()}
@@ -314,6 +309,35 @@ def _call_on_auto_axes(fn, args, kwargs):
         return x
 
     return jax.tree.map(restore, out)
+
+
+@contextlib.contextmanager
+def _no_mesh():
+    """Leave the ``jax.set_mesh`` context for a call, exactly as if there were none.
+
+    ``jax.set_mesh(None)`` installs an *empty* mesh, which is part of jit's cache key: every solver
+    called inside ``set_mesh`` would compile again instead of reusing the code of a plain call. The
+    context's two values are therefore reset to their unset default (JAX's private config; with
+    ``jax.set_mesh(None)`` as the fallback should that API change).
+    """
+    try:
+        from jax._src import config as _config
+
+        managers = (_config.abstract_mesh_context_manager, _config.device_context)
+        previous = tuple(m.swap_local(_config.config_ext.unset) for m in managers)
+    except Exception:  # noqa: BLE001 - a JAX without this private API: the public fallback
+        try:
+            lifted = jax.set_mesh(None)
+        except ValueError:  # inside a trace with only constant inputs: nothing to lift there
+            lifted = contextlib.nullcontext()
+        with lifted:
+            yield
+        return
+    try:
+        yield
+    finally:
+        for m, value in zip(managers, previous):
+            m.set_local(value)
 
 
 def _traced_on_auto_axes(fn, leaves, tree, abstract):

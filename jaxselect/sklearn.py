@@ -54,9 +54,7 @@ import numpy as np
 try:
     import sklearn  # noqa: F401
 except ImportError as err:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "jaxselect.sklearn needs scikit-learn >= 1.6: pip install 'jaxselect[sklearn]'"
-    ) from err
+    raise ImportError("jaxselect.sklearn needs scikit-learn >= 1.6: pip install 'jaxselect[sklearn]'") from err
 
 from sklearn.base import (
     BaseEstimator,
@@ -287,8 +285,19 @@ class GroupSequencingRegressor(_SequencingMixin, _Selector, RegressorMixin, _Bas
     [2]
     """
 
-    def __init__(self, method="omp", *, groups=None, costs=None, budget=None, criterion="whiten",
-                 cost_sensitive=True, l2=1e-5, k=None, whiten=True):
+    def __init__(
+        self,
+        method="omp",
+        *,
+        groups=None,
+        costs=None,
+        budget=None,
+        criterion="whiten",
+        cost_sensitive=True,
+        l2=1e-5,
+        k=None,
+        whiten=True,
+    ):
         self.method = method
         self.groups = groups
         self.costs = costs
@@ -379,8 +388,22 @@ class GroupSequencingRegressorCV(GroupSequencingRegressor):
     (2.0, [0, 3], (5, 7))
     """
 
-    def __init__(self, method="omp", *, groups=None, costs=None, budgets=None, cv=5, rule="best",
-                 scoring="r2", criterion="whiten", cost_sensitive=True, l2=1e-5, k=None, whiten=True):
+    def __init__(
+        self,
+        method="omp",
+        *,
+        groups=None,
+        costs=None,
+        budgets=None,
+        cv=5,
+        rule="best",
+        scoring="r2",
+        criterion="whiten",
+        cost_sensitive=True,
+        l2=1e-5,
+        k=None,
+        whiten=True,
+    ):
         self.method = method
         self.groups = groups
         self.costs = costs
@@ -402,9 +425,18 @@ class GroupSequencingRegressorCV(GroupSequencingRegressor):
         splitter = check_cv(self.cv, y, classifier=False)
         folds = list(splitter.split(X, y))
         cv = cross_validate_path(
-            X, y, self.groups_, method=self.method, folds=folds, budgets=self.budgets, k=_check_k(self.k),
-            l2=self.l2, whiten=bool(self.whiten), criterion=self.criterion,
-            cost_sensitive=bool(self.cost_sensitive), score=self.scoring,
+            X,
+            y,
+            self.groups_,
+            method=self.method,
+            folds=folds,
+            budgets=self.budgets,
+            k=_check_k(self.k),
+            l2=self.l2,
+            whiten=bool(self.whiten),
+            criterion=self.criterion,
+            cost_sensitive=bool(self.cost_sensitive),
+            score=self.scoring,
         )
         self.cv_result_ = cv
         self.budget_ = cv.best if rule == "best" else cv.best_1se
@@ -449,8 +481,20 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
     (2, 2)
     """
 
-    def __init__(self, *, groups=None, costs=None, budget=None, criterion="whiten", cost_sensitive=True,
-                 l2=1e-3, k=None, whiten=True, max_iter=50, tol=None):
+    def __init__(
+        self,
+        *,
+        groups=None,
+        costs=None,
+        budget=None,
+        criterion="whiten",
+        cost_sensitive=True,
+        l2=1e-3,
+        k=None,
+        whiten=True,
+        max_iter=50,
+        tol=None,
+    ):
         self.groups = groups
         self.costs = costs
         self.budget = budget
@@ -472,9 +516,19 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
         groups = _make_groups(self.groups, self.costs, X.shape[1])
         loss = "logistic" if len(self.classes_) == 2 else "softmax"
         path, info = glm_omp(
-            X, labels, groups, loss=loss, l2=self.l2, k=k, criterion=self.criterion,
-            cost_sensitive=bool(self.cost_sensitive), whiten=bool(self.whiten), tol=self.tol,
-            max_iter=self.max_iter, n_classes=None if loss == "logistic" else len(self.classes_), return_info=True,
+            X,
+            labels,
+            groups,
+            loss=loss,
+            l2=self.l2,
+            k=k,
+            criterion=self.criterion,
+            cost_sensitive=bool(self.cost_sensitive),
+            whiten=bool(self.whiten),
+            tol=self.tol,
+            max_iter=self.max_iter,
+            n_classes=None if loss == "logistic" else len(self.classes_),
+            return_info=True,
         )
         self.n_iter_ = int(np.sum(np.asarray(info.n_iter)))
         self.path_ = _host(path)
@@ -520,8 +574,17 @@ class _FSABase(_Selector, _Base):
     def _fsa(self, X, y, loss, k):
         k = _check_k(k, allow_none=False)
         result = fsa(
-            X, y, k, loss=loss, n_iter=self.n_iter, mu=self.mu, lr=self.lr, l2=self.l2, bins=self.bins,
-            smoothness=self.smoothness, **({"huber_h": self.huber_h} if hasattr(self, "huber_h") else {}),
+            X,
+            y,
+            k,
+            loss=loss,
+            n_iter=self.n_iter,
+            mu=self.mu,
+            lr=self.lr,
+            l2=self.l2,
+            bins=self.bins,
+            smoothness=self.smoothness,
+            **({"huber_h": self.huber_h} if hasattr(self, "huber_h") else {}),
         )
         self.result_ = _host(result)
         self.status_ = int(self.result_.status)
@@ -618,8 +681,21 @@ class FSARegressorCV(FSARegressor):
     (2, [3, 7])
     """
 
-    def __init__(self, ks=(1, 2, 5, 10, 20), *, cv=5, rule="best", scoring="r2", loss="squared", n_iter=500,
-                 mu=300.0, lr=None, l2=0.0, bins=None, smoothness=0.0):
+    def __init__(
+        self,
+        ks=(1, 2, 5, 10, 20),
+        *,
+        cv=5,
+        rule="best",
+        scoring="r2",
+        loss="squared",
+        n_iter=500,
+        mu=300.0,
+        lr=None,
+        l2=0.0,
+        bins=None,
+        smoothness=0.0,
+    ):
         self.ks = ks
         self.cv = cv
         self.rule = rule
@@ -646,14 +722,26 @@ class FSARegressorCV(FSARegressor):
         if fit_ks.size < ks.size:
             warnings.warn(
                 f"ks {sorted(set(ks[ks > n_live].tolist()))} exceed the {n_live} non-constant features of X and "
-                "are left out", UserWarning, stacklevel=2,
+                "are left out",
+                UserWarning,
+                stacklevel=2,
             )
         if fit_ks.size == 0:
             raise ValueError(f"every k in ks exceeds the {n_live} non-constant features of X")
         folds = list(check_cv(self.cv, y, classifier=False).split(X, y))
         cv = cross_validate_fsa(
-            X, y, fit_ks, folds=folds, loss="squared", n_iter=self.n_iter, mu=self.mu, lr=self.lr, l2=self.l2,
-            bins=self.bins, smoothness=self.smoothness, score=self.scoring,
+            X,
+            y,
+            fit_ks,
+            folds=folds,
+            loss="squared",
+            n_iter=self.n_iter,
+            mu=self.mu,
+            lr=self.lr,
+            l2=self.l2,
+            bins=self.bins,
+            smoothness=self.smoothness,
+            score=self.scoring,
         )
         self.cv_result_ = cv
         self.k_ = int(cv.best if rule == "best" else cv.best_1se)
@@ -688,8 +776,9 @@ class FSAClassifier(ClassifierMixin, _FSABase):
     ([1, 4], True)
     """
 
-    def __init__(self, k=10, *, loss="logistic", n_iter=500, mu=300.0, lr=None, l2=0.0, bins=None,
-                 smoothness=0.0, huber_h=0.1):
+    def __init__(
+        self, k=10, *, loss="logistic", n_iter=500, mu=300.0, lr=None, l2=0.0, bins=None, smoothness=0.0, huber_h=0.1
+    ):
         self.k = k
         self.loss = loss
         self.n_iter = n_iter
@@ -849,8 +938,22 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
     >>> # clf.fit(X, y).predict(X); clf.acquired(X) is the (n_samples, n_features) mask of each datum
     """
 
-    def __init__(self, *, lam=0.01, budget=None, groups=None, costs=None, random_state=None, n_iter=10,
-                 states_per_example=10, alpha=0.7, l2=0.01, gamma=None, cost_matrix=None, fill_value=np.nan):
+    def __init__(
+        self,
+        *,
+        lam=0.01,
+        budget=None,
+        groups=None,
+        costs=None,
+        random_state=None,
+        n_iter=10,
+        states_per_example=10,
+        alpha=0.7,
+        l2=0.01,
+        gamma=None,
+        cost_matrix=None,
+        fill_value=np.nan,
+    ):
         self.lam = lam
         self.budget = budget
         self.groups = groups
@@ -869,12 +972,24 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
         budget = _check_budget(self.budget)
         X, y = self._validate_fit(X, y, multi_output=False, numeric=False)
         labels = _encode_labels(self, y)
-        groups = None if self.groups is None and self.costs is None else _make_groups(self.groups, self.costs, X.shape[1])
+        groups = (
+            None if self.groups is None and self.costs is None else _make_groups(self.groups, self.costs, X.shape[1])
+        )
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         policy = _dwsm_fit(
-            jax.random.key(seed), X, labels, lam=self.lam, budget=budget, groups=groups, n_iter=self.n_iter,
-            states_per_example=self.states_per_example, alpha=self.alpha, l2=self.l2, gamma=self.gamma,
-            cost_matrix=self.cost_matrix, n_classes=len(self.classes_),
+            jax.random.key(seed),
+            X,
+            labels,
+            lam=self.lam,
+            budget=budget,
+            groups=groups,
+            n_iter=self.n_iter,
+            states_per_example=self.states_per_example,
+            alpha=self.alpha,
+            l2=self.l2,
+            gamma=self.gamma,
+            cost_matrix=self.cost_matrix,
+            n_classes=len(self.classes_),
         )
         self.policy_ = _host(policy)
         self.status_ = int(self.policy_.status)
@@ -915,4 +1030,3 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
         """Every input feature name: ``transform`` keeps all columns."""
         check_is_fitted(self)
         return _check_feature_names_in(self, input_features)
-

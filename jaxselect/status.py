@@ -24,8 +24,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["OK", "NONFINITE", "ILL_CONDITIONED", "NOT_CONVERGED", "STATUS_MESSAGES", "SolverError",
-           "status_message", "raise_for_status"]
+__all__ = [
+    "OK",
+    "NONFINITE",
+    "ILL_CONDITIONED",
+    "NOT_CONVERGED",
+    "STATUS_MESSAGES",
+    "SolverError",
+    "status_message",
+    "raise_for_status",
+]
 
 OK = 0
 """Status 0: the solve went fine."""

@@ -45,7 +45,11 @@ def prepare_from_batches(
     long as the first chunk's means are of the data's order — which fails only when the first chunk
     is unrepresentative by many orders of magnitude (e.g. a column that is 0 in the first chunk
     and about 1e6 ± 1 afterwards in float32); shuffle the chunks or put a typical chunk first then.
-    The column extremes (the constant-column rule and the scale checks) are tracked in the same pass.
+    Each row is read once: shifted into a cache-sized buffer ``[X − s | Y − t | 1]`` whose one
+    ``syrk`` gives the Gram, ``XᵀY``, the column sums and the targets' sums of squares together.
+    The checks cost no further pass: NaN/Inf and the constant-column rule (exact: constant iff
+    max == min) are read off that Gram's diagonal, and only a chunk that fails is scanned again to
+    name what is wrong.
 
     The checks of :func:`prepare` run per chunk and name it: NaN/Inf ("X contains NaN or Inf in
     batch 17 (rows 170000–179999)"), mismatched widths, bad shapes or dtypes, negative weights;

@@ -52,7 +52,8 @@ def cheap_compiles():
     pytest.mark.usefixtures("cheap_compiles")``).
 
     For modules that fit small problems of many shapes once or twice each (the scikit-learn checks,
-    the estimators, cross-validation): compiling dominates there, running takes milliseconds. The
+    the estimators, cross-validation, the DWSM fits, the docs' examples): compiling dominates
+    there, running takes milliseconds. The
     settings change how XLA optimises, not what is computed; :func:`_release_compiled_programs`
     drops the programs after the module, so no other test runs them.
     """

@@ -100,7 +100,9 @@ def second_diff_penalty_grad(beta):
     return float(np.sum(d**2)), 2 * d @ D
 
 
-def masked_fsa(X, y, k, *, loss="squared", n_iter=50, mu=300.0, lr, l2=0.0, bins=None, smoothness=0.0, pairs=None, h=0.1):
+def masked_fsa(
+    X, y, k, *, loss="squared", n_iter=50, mu=300.0, lr, l2=0.0, bins=None, smoothness=0.0, pairs=None, h=0.1
+):
     """Algorithm 1 at full width with a mask. Returns dict(support, beta (solver space), b, losses)."""
     X = np.asarray(X, np.float64)
     N, M = X.shape

@@ -6,9 +6,10 @@ identical orders / labels and values to tolerance, on every kind of mesh (``MESH
 * ``auto``: :func:`jaxselect.data_mesh` (a ``jax.sharding.Mesh``, Auto axes), N rows split evenly;
 * ``explicit``: ``jax.make_mesh`` (Explicit axes, JAX's default), N rows (and every solver once
   more inside ``jax.set_mesh(mesh)``, test_inside_set_mesh);
-* ``padded`` (some cases): ``jax.make_mesh``, N − 1 rows padded to N by :func:`jaxselect.shard_rows`
-  and solved with ``sample_weight=w``, against the N − 1 rows unpadded. (The multi-process test
-  pads ``prepare`` + ``cs_fr``, ``glm_omp``, ``greedy_rls`` and ``fsa``.)
+* ``padded`` (some cases, DWSM included): ``jax.make_mesh``, N − 1 rows padded to N by
+  :func:`jaxselect.shard_rows` and solved with ``sample_weight=w``, against the N − 1 rows
+  unpadded. (The multi-process test pads ``prepare`` + ``cs_fr``, ``glm_omp``, ``greedy_rls`` and
+  ``fsa``.)
 
 Explicit inputs run with the compiled code of the Auto mesh (``jaxselect.sharding.any_mesh``), so
 the explicit kinds cost no new compiles. test_sharding.py inspects the HLO dumped while these run
@@ -171,22 +172,24 @@ def test_greedy_rls(kind):
     close(js.rls_predict(a, p.ref[0]), np.asarray(pb)[: p.ref[0].shape[0]], rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("kind", ["auto", "explicit"])
+@pytest.mark.parametrize("kind", ["auto", "padded"])
 def test_dwsm(kind):
-    """DWSM has no sample_weight: N rows on both kinds of axes."""
+    """N rows on Auto axes; N − 1 rows padded on Explicit axes with sample_weight (the padding rows
+    come last, and JAX's default partitionable random draws are the same for the real rows)."""
     X, _ = regression_data(seed=4)
     X = X[:, :5]
     y = (X[:, 0] + 0.3 * X[:, 1] > np.median(X[:, 0] + 0.3 * X[:, 1])).astype(int)
-    mesh = js.data_mesh() if kind == "auto" else jax.make_mesh((N_DEV,), ("data",))
-    Xs = js.shard_rows(X, mesh=mesh)
+    p = Placed(kind, X, y)
     kw = dict(lam=0.05, n_iter=2, states_per_example=2)
-    a = js.dwsm_fit(jax.random.key(0), X, y, **kw)
-    b = js.dwsm_fit(jax.random.key(0), Xs, y, **kw)
+    a = js.dwsm_fit(jax.random.key(0), *p.ref, **kw)
+    b = js.dwsm_fit(jax.random.key(0), *p.sharded, sample_weight=p.w, **kw)
     close(a.theta, b.theta)
-    la, za = js.dwsm_predict(a, X)
-    lb, zb = js.dwsm_predict(b, Xs)
-    np.testing.assert_array_equal(np.asarray(la), np.asarray(lb))
-    np.testing.assert_array_equal(np.asarray(za), np.asarray(zb))
+    close(a.train_loss, b.train_loss)
+    la, za = js.dwsm_predict(a, p.ref[0])
+    lb, zb = js.dwsm_predict(b, p.sharded[0])
+    n = p.ref[0].shape[0]
+    np.testing.assert_array_equal(np.asarray(la), np.asarray(lb)[:n])
+    np.testing.assert_array_equal(np.asarray(za), np.asarray(zb)[:n])
 
 
 @pytest.mark.parametrize("kind", MESHES)
@@ -250,9 +253,9 @@ def test_every_way_to_build_the_mesh(mesh):
 
 
 def test_inside_set_mesh():
-    """The solvers called inside ``jax.set_mesh`` of an Explicit mesh (N rows). Each compiles anew
-    (the mesh context is part of jit's cache key), so the costlier group_lasso_path and dwsm_fit,
-    which share this mechanism, are left out to keep the suite's time."""
+    """The solvers called inside ``jax.set_mesh`` of an Explicit mesh (N rows). The context is
+    lifted for the call exactly (``sharding._no_mesh``), so group_lasso_path and dwsm_fit, with the
+    shapes and options of their own cases above, reuse those cases' compiled programs."""
     mesh = jax.make_mesh((N_DEV,), ("data",))
     X, Y = regression_data(seed=8)
     y = Y[:, 0]
@@ -268,14 +271,48 @@ def test_inside_set_mesh():
         "fsa": js.fsa(X, y, 2, n_iter=20),
         "ridge_refit": js.ridge_refit(X, Y, support, l2=0.1),
     }
+    # the data, groups and options of test_group_lasso_path and test_dwsm (their programs are reused)
+    Xl, Yl = regression_data(seed=1)
+    lasso_groups = js.Groups.from_ids(np.arange(12) // 3, [1.0, 2.0, 1.0, 3.0])
+    Xd = regression_data(seed=4)[0][:, :5]
+    yd = (Xd[:, 0] + 0.3 * Xd[:, 1] > np.median(Xd[:, 0] + 0.3 * Xd[:, 1])).astype(int)
+    dwsm_kw = dict(lam=0.05, n_iter=2, states_per_example=2)
+    ref["group_lasso_path"] = js.group_lasso_path(
+        js.prepare(jnp.asarray(Xl), jnp.asarray(Yl), lasso_groups), n_lambdas=8
+    )
+    ref["dwsm_fit"] = js.dwsm_fit(jax.random.key(0), Xd, yd, **dwsm_kw).theta
+    Xls, Yls, Xds = (js.shard_rows(a, mesh=mesh) for a in (Xl, Yl, Xd))
     with jax.set_mesh(mesh):
+        got_lasso = js.group_lasso_path(js.prepare(Xls, Yls, lasso_groups), n_lambdas=8)
+        got_dwsm = js.dwsm_fit(jax.random.key(0), Xds, yd, **dwsm_kw).theta
         got = {
             "cs_fr": js.cs_fr(js.prepare(Xs, Ys, groups)),
             "glm_omp": js.glm_omp(Xs, ls, groups, k=3),
             "greedy_rls": js.greedy_rls(Xs, Ys, 5, l2=0.5 / N, bias=1.0),
             "fsa": js.fsa(Xs, ys, 2, n_iter=20),
             "ridge_refit": js.ridge_refit(Xs, Ys, support, l2=0.1),
+            "group_lasso_path": got_lasso,
+            "dwsm_fit": got_dwsm,
         }
     for name in ref:
         close(ref[name], got[name], rtol=2e-3, atol=2e-4)  # float32 split sums; glm's Newton within tol
     assert got["cs_fr"].coef.sharding.mesh.axis_types == (EXPLICIT,)  # outputs on the caller's mesh
+
+
+def test_cross_validation():
+    """cross_validate_path (fold weights on row-sharded X) and cross_validate_fsa (gathered fold rows)
+    on an Explicit mesh, inside ``jax.set_mesh`` (which also relabels the inputs, as a plain call
+    does), give the single-device CV curves. Before any_mesh, FSA's fold gather raised there."""
+    mesh = jax.make_mesh((N_DEV,), ("data",))
+    X, Y = regression_data(seed=9)
+    X, y = X[:, :6], Y[:, 0]
+    Xs, ys = js.shard_rows(X, mesh=mesh), js.shard_rows(y, mesh=mesh)
+    path_kw, fsa_kw = {"folds": 4, "k": 2}, {"folds": 4, "n_iter": 10}
+    ref_path, ref_fsa = js.cross_validate_path(X, y, **path_kw), js.cross_validate_fsa(X, y, [2], **fsa_kw)
+    with jax.set_mesh(mesh):
+        path, fsa = js.cross_validate_path(Xs, ys, **path_kw), js.cross_validate_fsa(Xs, ys, [2], **fsa_kw)
+    assert path.fold_order.tolist() == ref_path.fold_order.tolist() and path.grid.tolist() == ref_path.grid.tolist()
+    assert path.best == ref_path.best and path.status == fsa.status == 0
+    close(path.fold_path_scores, ref_path.fold_path_scores, rtol=1e-4, atol=1e-5)
+    close(fsa.scores, ref_fsa.scores, rtol=1e-4, atol=1e-5)
+    assert fsa.best == ref_fsa.best

@@ -123,8 +123,9 @@ def test_fresh_equal_optimizer_and_lambda_loss_do_not_recompile():
     X, y = regression_data(6)
 
     def run():
-        return js.fsa(X.copy(), y.copy(), 2, n_iter=30, optimizer=optax.sgd(0.05),
-                      loss=lambda s, t: 0.5 * jnp.mean((s - t) ** 2))
+        return js.fsa(
+            X.copy(), y.copy(), 2, n_iter=30, optimizer=optax.sgd(0.05), loss=lambda s, t: 0.5 * jnp.mean((s - t) ** 2)
+        )
 
     first = run()
     with count_compiles() as compiles:
@@ -138,8 +139,9 @@ def test_greedy_rls_result_composes_with_the_anytime_toolkit():
     res = js.greedy_rls(X, y, 3, l2=1e-2)
     path = js.as_path(res)
     for step in (1, 2, 3):
-        np.testing.assert_allclose(js.predict(res, X, budget=float(step)), js.rls_predict(res, X, step=step),
-                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            js.predict(res, X, budget=float(step)), js.rls_predict(res, X, step=step), rtol=1e-5, atol=1e-5
+        )
     curve = js.objective_curve(res, X, y)
     assert curve.cost.tolist() == [0.0, 1.0, 2.0, 3.0] and curve.value[-1] > 0.9
     assert 0.0 < js.timeliness(curve) <= 1.0 and js.oracle_curve(curve).cost[-1] == 3.0

@@ -29,7 +29,12 @@ def test_example_runs(name):
     env["MPLBACKEND"] = "Agg"
     proc = subprocess.run(
         [sys.executable, os.path.join(ROOT, "examples", name)],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=600, check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     assert EXAMPLES[name] in proc.stdout

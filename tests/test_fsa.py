@@ -72,7 +72,9 @@ def _problem(seed=0, dtype=np.float32):
 
 
 # --------------------------------------------------------------------------- schedule (eq. 3)
-@pytest.mark.parametrize("args", [(1000, 10, 500, 300.0), (1000, 30, 500, 0.0), (24, 3, 40, 10.0), (7, 7, 5, 1.0), (50, 1, 1, 3.0)])
+@pytest.mark.parametrize(
+    "args", [(1000, 10, 500, 300.0), (1000, 30, 500, 0.0), (24, 3, 40, 10.0), (7, 7, 5, 1.0), (50, 1, 1, 3.0)]
+)
 def test_schedule_matches_eq3(args):
     M_, k, n_iter, mu = args
     s = annealing_schedule(M_, k, n_iter, mu)
@@ -258,7 +260,9 @@ def test_l2_is_half_squared_norm_on_the_mean_loss(dtype):
     res = fsa(X, y, M - 1, n_iter=300, mu=0.0, l2=0.5)
     coef, intercept = ref.ridge(X, y, 0.5)
     assert 3 not in res.support.tolist()
-    np.testing.assert_allclose(res.coef, coef[np.asarray(res.support)], **_tol(dtype, rtol64=1e-9, rtol32=1e-4, atol32=1e-5))
+    np.testing.assert_allclose(
+        res.coef, coef[np.asarray(res.support)], **_tol(dtype, rtol64=1e-9, rtol32=1e-4, atol32=1e-5)
+    )
     np.testing.assert_allclose(res.intercept, intercept, **_tol(dtype, rtol64=1e-9, rtol32=1e-4, atol32=1e-5))
 
 
@@ -379,7 +383,11 @@ def test_pl_basis_reproduces_piecewise_linear_function(dtype):
     idx, alpha = pl_encode(jnp.asarray(X), g, B)
     assert idx.dtype == jnp.int8 and idx.shape == X.shape  # never the dense (N, M, B+1) array
     coef = np.random.default_rng(1).normal(size=(4, B + 1)).astype(dtype)
-    np.testing.assert_allclose(pl_scores(idx, alpha, jnp.zeros((4, B + 1), dtype), jnp.asarray(coef)), np.einsum("nmp,mp->n", U, coef), atol=10 * tol)
+    np.testing.assert_allclose(
+        pl_scores(idx, alpha, jnp.zeros((4, B + 1), dtype), jnp.asarray(coef)),
+        np.einsum("nmp,mp->n", U, coef),
+        atol=10 * tol,
+    )
     np.testing.assert_allclose(pl_basis_mean(idx, alpha, B), U.mean(0), atol=tol)
 
 
@@ -412,7 +420,13 @@ def test_label_codings_and_column_targets():
     X, y, labels = _problem(12)
     kw = dict(loss="logistic", n_iter=NITER, mu=MU)
     base = fsa(X, labels, K, **kw)
-    for coded in (2 * labels - 1, labels.astype(bool), labels.astype(bool).tolist(), labels[:, None], (2.0 * labels - 1)[:, None]):
+    for coded in (
+        2 * labels - 1,
+        labels.astype(bool),
+        labels.astype(bool).tolist(),
+        labels[:, None],
+        (2.0 * labels - 1)[:, None],
+    ):
         res = fsa(X, coded, K, **kw)
         np.testing.assert_array_equal(res.support, base.support)
         np.testing.assert_array_equal(res.coef, base.coef)
@@ -502,7 +516,10 @@ def test_bad_input(kwargs, err, match):
             args["X"] = X[:, 0]
     if isinstance(args["y"], str):
         args["y"] = {
-            "reg": y, "const": np.ones(N), "inf": np.where(np.arange(N) == 5, np.inf, y), "short": y[:-1],
+            "reg": y,
+            "const": np.ones(N),
+            "inf": np.where(np.arange(N) == 5, np.inf, y),
+            "short": y[:-1],
             "two": np.c_[y, y],
         }[args["y"]]
     with pytest.raises(err, match=match):

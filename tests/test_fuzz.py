@@ -104,31 +104,42 @@ def _matrix_mods(base):
         return out
 
     return st.one_of(
-        st.builds(lambda v, i, j: ("nan", nan(v, i, j)), st.sampled_from(NONFINITE), st.integers(0, N), st.integers(0, D)),
+        st.builds(
+            lambda v, i, j: ("nan", nan(v, i, j)), st.sampled_from(NONFINITE), st.integers(0, N), st.integers(0, D)
+        ),
         st.builds(lambda k: ("scale", scale(k)), st.sampled_from(EXPONENTS)),
         st.builds(lambda k, j: ("scale column", scale(k, j)), st.sampled_from(EXPONENTS), st.integers(0, D)),
-        st.builds(lambda seed, lo, hi: ("mixed scales", base * 10.0 ** np.random.default_rng(seed).integers(lo, hi + 1, D)),
-                  st.integers(0, 2**16), st.integers(-18, 0), st.integers(0, 18)),
-        st.builds(lambda kind, j: ("degenerate " + kind, column(kind, j)),
-                  st.sampled_from(["const", "zero", "dup", "offset"]), st.integers(0, D)),
-        st.sampled_from([
-            ("all constant", np.ones_like(base)),
-            ("rank one", np.outer(base[:, 0], np.ones(D))),
-            ("1-D", base[:, 0]),
-            ("3-D", base[:, :, None]),
-            ("rows-1", base[:-1]),
-            ("no columns", base[:, :0]),
-            ("one row", base[:1]),
-            ("int dtype", np.round(base * 3).astype(np.int32)),
-            ("bool dtype", base > 0),
-            ("float16", base.astype(np.float16)),
-            ("complex", base.astype(np.complex64)),
-            ("object", base.astype(object)),
-            ("strings", base.astype(str)),
-            ("list", base.tolist()),
-            ("None", None),
-            ("huge int", np.full((N, D), 10**30, dtype=object)),
-        ]),
+        st.builds(
+            lambda seed, lo, hi: ("mixed scales", base * 10.0 ** np.random.default_rng(seed).integers(lo, hi + 1, D)),
+            st.integers(0, 2**16),
+            st.integers(-18, 0),
+            st.integers(0, 18),
+        ),
+        st.builds(
+            lambda kind, j: ("degenerate " + kind, column(kind, j)),
+            st.sampled_from(["const", "zero", "dup", "offset"]),
+            st.integers(0, D),
+        ),
+        st.sampled_from(
+            [
+                ("all constant", np.ones_like(base)),
+                ("rank one", np.outer(base[:, 0], np.ones(D))),
+                ("1-D", base[:, 0]),
+                ("3-D", base[:, :, None]),
+                ("rows-1", base[:-1]),
+                ("no columns", base[:, :0]),
+                ("one row", base[:1]),
+                ("int dtype", np.round(base * 3).astype(np.int32)),
+                ("bool dtype", base > 0),
+                ("float16", base.astype(np.float16)),
+                ("complex", base.astype(np.complex64)),
+                ("object", base.astype(object)),
+                ("strings", base.astype(str)),
+                ("list", base.tolist()),
+                ("None", None),
+                ("huge int", np.full((N, D), 10**30, dtype=object)),
+            ]
+        ),
     )
 
 
@@ -141,69 +152,81 @@ def _target_mods(base):
     return st.one_of(
         st.builds(lambda v, i: ("nan", nan(v, i)), st.sampled_from(NONFINITE), st.integers(0, N)),
         st.builds(lambda k: ("scale", base * 10.0**k), st.sampled_from(EXPONENTS)),
-        st.builds(lambda seed, k: ("random", np.random.default_rng(seed).standard_t(2, N) * 10.0**k),
-                  st.integers(0, 2**16), st.integers(-15, 15)),
-        st.sampled_from([
-            ("constant", np.full(N, 2.5)),
-            ("exact fit", X0[:, :2] @ np.array([1.0, -1.0])),
-            ("offset", base + 1e9),
-            ("wrong length", base[:-1]),
-            ("3-D", base[:, None, None]),
-            ("no columns", np.zeros((N, 0))),
-            ("bool", base > 0),
-            ("strings", base.astype(str)),
-            ("object", base.astype(object)),
-            ("None", None),
-            ("scalar", 1.0),
-        ]),
+        st.builds(
+            lambda seed, k: ("random", np.random.default_rng(seed).standard_t(2, N) * 10.0**k),
+            st.integers(0, 2**16),
+            st.integers(-15, 15),
+        ),
+        st.sampled_from(
+            [
+                ("constant", np.full(N, 2.5)),
+                ("exact fit", X0[:, :2] @ np.array([1.0, -1.0])),
+                ("offset", base + 1e9),
+                ("wrong length", base[:-1]),
+                ("3-D", base[:, None, None]),
+                ("no columns", np.zeros((N, 0))),
+                ("bool", base > 0),
+                ("strings", base.astype(str)),
+                ("object", base.astype(object)),
+                ("None", None),
+                ("scalar", 1.0),
+            ]
+        ),
     )
 
 
 def _label_mods(base, binary: bool):
     extra = [("three classes", np.arange(N) % 3)] if binary else [("absent class", np.where(YC == 1, 2, YC))]
-    return st.sampled_from([
-        ("negative", np.where(base == 0, -2, base)),
-        ("fractional", base + 0.5),
-        ("single class", np.zeros(N, np.int64)),
-        ("nan", np.where(np.arange(N) == 0, np.nan, base.astype(np.float64))),
-        ("bool", base > 0),
-        ("signed", np.where(base > 0, 1, -1)),
-        ("float whole", base.astype(np.float64)),
-        ("wrong length", base[:-1]),
-        ("2-D", np.stack([base, base], axis=1)[:, :, None]),
-        ("strings", base.astype(str)),
-        ("None", None),
-        ("huge", np.where(np.arange(N) == 0, 10**9, base)),
-    ] + extra)
+    return st.sampled_from(
+        [
+            ("negative", np.where(base == 0, -2, base)),
+            ("fractional", base + 0.5),
+            ("single class", np.zeros(N, np.int64)),
+            ("nan", np.where(np.arange(N) == 0, np.nan, base.astype(np.float64))),
+            ("bool", base > 0),
+            ("signed", np.where(base > 0, 1, -1)),
+            ("float whole", base.astype(np.float64)),
+            ("wrong length", base[:-1]),
+            ("2-D", np.stack([base, base], axis=1)[:, :, None]),
+            ("strings", base.astype(str)),
+            ("None", None),
+            ("huge", np.where(np.arange(N) == 0, 10**9, base)),
+        ]
+        + extra
+    )
 
 
 def _groups_mods():
     def costs(c):
         return js.Groups.from_ids(IDS, c)
 
-    return st.sampled_from([
-        ("ids gap", [0, 0, 2, 2, 3, 3]),
-        ("ids negative", [0, 0, -1, 1, 2, 2]),
-        ("ids fractional", [0, 0, 1.5, 1, 2, 2]),
-        ("ids huge", [0, 0, 1, 1, 2, 10**12]),
-        ("ids wrong length", [0, 0, 1, 1, 2]),
-        ("ids strings", ["a", "a", "b", "b", "c", "c"]),
-        ("ids 2-D", np.zeros((6, 1), int)),
-        ("ids permuted", [2, 2, 1, 1, 0, 0]),
-        ("groups string", "abc"),
-    ]).map(lambda x: x) | st.sampled_from([
-        ("costs zero", (0.0, 1.0, 1.0)),
-        ("costs negative", (1.0, -1.0, 1.0)),
-        ("costs nan", (1.0, np.nan, 1.0)),
-        ("costs inf", (1.0, np.inf, 1.0)),
-        ("costs underflow", (1e-46, 1.0, 1.0)),
-        ("costs overflow", (1e39, 1.0, 1.0)),
-        ("costs total overflow", (1e38, 1e38, 1e38)),
-        ("costs tiny", (1e-30, 2e-30, 5e-31)),
-        ("costs large", (1e30, 2e30, 5e29)),
-        ("costs wrong length", (1.0, 1.0)),
-        ("costs strings", ("a", "b", "c")),
-    ]).map(lambda lc: (lc[0], ("costs", lc[1])))
+    return st.sampled_from(
+        [
+            ("ids gap", [0, 0, 2, 2, 3, 3]),
+            ("ids negative", [0, 0, -1, 1, 2, 2]),
+            ("ids fractional", [0, 0, 1.5, 1, 2, 2]),
+            ("ids huge", [0, 0, 1, 1, 2, 10**12]),
+            ("ids wrong length", [0, 0, 1, 1, 2]),
+            ("ids strings", ["a", "a", "b", "b", "c", "c"]),
+            ("ids 2-D", np.zeros((6, 1), int)),
+            ("ids permuted", [2, 2, 1, 1, 0, 0]),
+            ("groups string", "abc"),
+        ]
+    ).map(lambda x: x) | st.sampled_from(
+        [
+            ("costs zero", (0.0, 1.0, 1.0)),
+            ("costs negative", (1.0, -1.0, 1.0)),
+            ("costs nan", (1.0, np.nan, 1.0)),
+            ("costs inf", (1.0, np.inf, 1.0)),
+            ("costs underflow", (1e-46, 1.0, 1.0)),
+            ("costs overflow", (1e39, 1.0, 1.0)),
+            ("costs total overflow", (1e38, 1e38, 1e38)),
+            ("costs tiny", (1e-30, 2e-30, 5e-31)),
+            ("costs large", (1e30, 2e30, 5e29)),
+            ("costs wrong length", (1.0, 1.0)),
+            ("costs strings", ("a", "b", "c")),
+        ]
+    ).map(lambda lc: (lc[0], ("costs", lc[1])))
 
 
 def _costs_groups(value):
@@ -213,49 +236,91 @@ def _costs_groups(value):
     return value
 
 
-FLOAT_MODS = st.sampled_from([
-    ("negative", -1.0), ("zero", 0.0), ("nan", np.nan), ("inf", np.inf), ("overflow", 1e39),
-    ("underflow", 1e-46), ("large", 1e30), ("tiny", 1e-30), ("bool", True), ("string", "a"),
-    ("array", np.array([1.0, 2.0])), ("None", None), ("huge int", 10**400), ("jax scalar", jnp.float32(0.5)),
-    ("one", 1.0),
-])
-INT_MODS = st.sampled_from([
-    ("zero", 0), ("negative", -1), ("fraction", 1.5), ("string", "2"), ("bool", True), ("None", None),
-    ("float whole", 2.0), ("huge", 10**12), ("numpy int", np.int64(2)),
-])
+FLOAT_MODS = st.sampled_from(
+    [
+        ("negative", -1.0),
+        ("zero", 0.0),
+        ("nan", np.nan),
+        ("inf", np.inf),
+        ("overflow", 1e39),
+        ("underflow", 1e-46),
+        ("large", 1e30),
+        ("tiny", 1e-30),
+        ("bool", True),
+        ("string", "a"),
+        ("array", np.array([1.0, 2.0])),
+        ("None", None),
+        ("huge int", 10**400),
+        ("jax scalar", jnp.float32(0.5)),
+        ("one", 1.0),
+    ]
+)
+INT_MODS = st.sampled_from(
+    [
+        ("zero", 0),
+        ("negative", -1),
+        ("fraction", 1.5),
+        ("string", "2"),
+        ("bool", True),
+        ("None", None),
+        ("float whole", 2.0),
+        ("huge", 10**12),
+        ("numpy int", np.int64(2)),
+    ]
+)
 CHOICE_MODS = st.sampled_from([("unknown", "bad"), ("None", None), ("int", 3), ("upper", "INERT")])
 RESULT_MODS = st.sampled_from([("None", None), ("tuple", (1, 2)), ("dict", {"status": 0}), ("array", np.ones(3))])
 
 
 def _curve_mods():
     C = js.Curve
-    return st.sampled_from([
-        ("empty", C(np.array([]), np.array([]), np.array([], int))),
-        ("single point", C(np.array([0.0]), np.array([0.0]), np.array([], int))),
-        ("nan value", C(np.array([0.0, 1.0]), np.array([0.0, np.nan]), np.array([0]))),
-        ("inf cost", C(np.array([0.0, np.inf]), np.array([0.0, 1.0]), np.array([0]))),
-        ("decreasing cost", C(np.array([0.0, 2.0, 1.0]), np.array([0.0, 0.5, 1.0]), np.array([0, 1]))),
-        ("negative cost", C(np.array([-1.0, 1.0]), np.array([0.0, 1.0]), np.array([0]))),
-        ("mismatched", C(np.array([0.0, 1.0]), np.array([0.0]), np.array([0]))),
-        ("zero values", C(np.array([0.0, 1.0, 2.0]), np.zeros(3), np.array([0, 1]))),
-        ("negative final", C(np.array([0.0, 1.0, 2.0]), np.array([0.0, -0.2, -0.1]), np.array([0, 1]))),
-        ("zero-cost steps", C(np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.5, 0.7]), np.array([0, 1]))),
-        ("2-D", C(np.zeros((2, 2)), np.zeros((2, 2)), np.array([0]))),
-        ("strings", C(np.array(["a", "b"]), np.array([0.0, 1.0]), np.array([0]))),
-        ("list", [0.0, 1.0]),
+    return st.sampled_from(
+        [
+            ("empty", C(np.array([]), np.array([]), np.array([], int))),
+            ("single point", C(np.array([0.0]), np.array([0.0]), np.array([], int))),
+            ("nan value", C(np.array([0.0, 1.0]), np.array([0.0, np.nan]), np.array([0]))),
+            ("inf cost", C(np.array([0.0, np.inf]), np.array([0.0, 1.0]), np.array([0]))),
+            ("decreasing cost", C(np.array([0.0, 2.0, 1.0]), np.array([0.0, 0.5, 1.0]), np.array([0, 1]))),
+            ("negative cost", C(np.array([-1.0, 1.0]), np.array([0.0, 1.0]), np.array([0]))),
+            ("mismatched", C(np.array([0.0, 1.0]), np.array([0.0]), np.array([0]))),
+            ("zero values", C(np.array([0.0, 1.0, 2.0]), np.zeros(3), np.array([0, 1]))),
+            ("negative final", C(np.array([0.0, 1.0, 2.0]), np.array([0.0, -0.2, -0.1]), np.array([0, 1]))),
+            ("zero-cost steps", C(np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.5, 0.7]), np.array([0, 1]))),
+            ("2-D", C(np.zeros((2, 2)), np.zeros((2, 2)), np.array([0]))),
+            ("strings", C(np.array(["a", "b"]), np.array([0.0, 1.0]), np.array([0]))),
+            ("list", [0.0, 1.0]),
+            ("None", None),
+        ]
+    )
+
+
+BUDGET_MODS = st.sampled_from(
+    [
+        ("nan", np.nan),
+        ("inf", np.inf),
+        ("negative", -1.0),
+        ("zero", 0.0),
+        ("overflow", 1e39),
+        ("huge", 1e300),
+        ("array", np.array([1.0, 2.0])),
+        ("jax array", jnp.array([1.0, 2.0])),
+        ("jax scalar", jnp.float32(2.0)),
+        ("string", "a"),
+        ("bool", True),
+        ("huge int", 2**40),
         ("None", None),
-    ])
-
-
-BUDGET_MODS = st.sampled_from([
-    ("nan", np.nan), ("inf", np.inf), ("negative", -1.0), ("zero", 0.0), ("overflow", 1e39), ("huge", 1e300),
-    ("array", np.array([1.0, 2.0])), ("jax array", jnp.array([1.0, 2.0])), ("jax scalar", jnp.float32(2.0)),
-    ("string", "a"), ("bool", True), ("huge int", 2**40), ("None", None),
-])
-KEY_MODS = st.sampled_from([
-    ("None", None), ("int", 0), ("wrong shape", np.zeros(3, np.uint32)), ("float", np.zeros(2)),
-    ("raw key", jax.random.PRNGKey(1)), ("batched key", jax.random.split(jax.random.key(0), 2)),
-])
+    ]
+)
+KEY_MODS = st.sampled_from(
+    [
+        ("None", None),
+        ("int", 0),
+        ("wrong shape", np.zeros(3, np.uint32)),
+        ("float", np.zeros(2)),
+        ("raw key", jax.random.PRNGKey(1)),
+        ("batched key", jax.random.split(jax.random.key(0), 2)),
+    ]
+)
 
 # ----------------------------------------------------------------------------------- the functions
 # name -> (call(args, fitted), default args, {arg: (kind, aliases the error message may name it by)}
@@ -263,9 +328,16 @@ KEY_MODS = st.sampled_from([
 # Excluded: valid inputs that would compile another program (a new number of classes or units, a
 # budgeted DWSM fit, a legacy key type) — the time budget allows one compile per function.
 _PREPARE_KNOWN = set()
-_DWSM_RECOMPILES = {("key", "raw key"), ("y", "single class"), ("y", "bool"), ("budget", "zero"),
-                    ("budget", "jax scalar"), ("groups", "costs tiny"), ("groups", "costs large"),
-                    ("groups", "ids permuted")}
+_DWSM_RECOMPILES = {
+    ("key", "raw key"),
+    ("y", "single class"),
+    ("y", "bool"),
+    ("budget", "zero"),
+    ("budget", "jax scalar"),
+    ("groups", "costs tiny"),
+    ("groups", "costs large"),
+    ("groups", "ids permuted"),
+}
 _X = ("matrix", [r"\bX\b"])
 _Y = ("target", [r"\b[yY]\b"])
 _G = ("groups", [r"group", r"cost", r"\bids?\b"])
@@ -289,40 +361,59 @@ SPECS = {
         lambda a, f: _prepare(a),
         {"X": X0, "Y": Y0, "groups": G0, "l2": 1e-5, "constant_columns": "inert"},
         {"X": _X, "Y": _Y, "groups": _G, "l2": _hyper("l2"), "constant_columns": _hyper("constant_columns", "choice")},
-        _PREPARE_KNOWN
+        _PREPARE_KNOWN,
     ),
     "cs_omp": (
         lambda a, f: js.cs_omp(_prepare(a), criterion=a["criterion"], k=a["k"]),
         {"X": X0, "Y": Y0, "groups": G0, "l2": 1e-5, "constant_columns": "inert", "criterion": "whiten", "k": None},
-        {"X": _X, "Y": _Y, "groups": _G, "l2": _hyper("l2"), "criterion": _hyper("criterion", "choice"),
-         "k": _hyper("k", "int")},
-        _PREPARE_KNOWN
+        {
+            "X": _X,
+            "Y": _Y,
+            "groups": _G,
+            "l2": _hyper("l2"),
+            "criterion": _hyper("criterion", "choice"),
+            "k": _hyper("k", "int"),
+        },
+        _PREPARE_KNOWN,
     ),
     "cs_fr": (
         lambda a, f: js.cs_fr(_prepare(a)),
         {"X": X0, "Y": Y0, "groups": G0, "l2": 1e-5, "constant_columns": "inert"},
         {"X": _X, "Y": _Y, "groups": _G, "l2": _hyper("l2")},
-        _PREPARE_KNOWN
+        _PREPARE_KNOWN,
     ),
     "doubling": (
         lambda a, f: js.doubling(_prepare(a), c_min=a["c_min"]),
         {"X": X0, "Y": Y0, "groups": G0, "l2": 1e-5, "constant_columns": "inert", "c_min": None},
         {"X": _X, "Y": _Y, "groups": _G, "c_min": _hyper("c_min")},
-        _PREPARE_KNOWN
+        _PREPARE_KNOWN,
     ),
     "fixed_order_path": (
         lambda a, f: js.fixed_order_path(_prepare(a), a["order"]),
         {"X": X0, "Y": Y0, "groups": G0, "l2": 1e-5, "constant_columns": "inert", "order": np.array([2, 0, 1])},
         {"X": _X, "Y": _Y, "l2": _hyper("l2"), "order": ("order", [r"order"])},
-        _PREPARE_KNOWN
+        _PREPARE_KNOWN,
     ),
     "group_lasso_path": (
         lambda a, f: js.group_lasso_path(_prepare(a), tol=a["tol"], lambda_min_ratio=a["lambda_min_ratio"]),
-        {"X": X0, "Y": Y0, "groups": G0, "l2": 1e-5, "constant_columns": "inert", "tol": None,
-         "lambda_min_ratio": 1e-3},
-        {"X": _X, "Y": _Y, "groups": _G, "l2": _hyper("l2"), "tol": _hyper("tol"),
-         "lambda_min_ratio": _hyper("lambda_min_ratio")},
-        _PREPARE_KNOWN
+        {
+            "X": X0,
+            "Y": Y0,
+            "groups": G0,
+            "l2": 1e-5,
+            "constant_columns": "inert",
+            "tol": None,
+            "lambda_min_ratio": 1e-3,
+        },
+        {
+            "X": _X,
+            "Y": _Y,
+            "groups": _G,
+            "l2": _hyper("l2"),
+            "tol": _hyper("tol"),
+            "lambda_min_ratio": _hyper("lambda_min_ratio"),
+        },
+        _PREPARE_KNOWN,
     ),
     "glm_omp": (
         lambda a, f: js.glm_omp(a["X"], a["Y"], _costs_groups(a["groups"]), l2=a["l2"], loss=a["loss"]),
@@ -337,18 +428,49 @@ SPECS = {
     "fsa": (
         lambda a, f: js.fsa(a["X"], a["y"], a["k"], n_iter=20, l2=a["l2"], mu=a["mu"], loss=a["loss"]),
         {"X": X0, "y": Y0, "k": 2, "l2": 0.0, "mu": 300.0, "loss": "squared"},
-        {"X": _X, "y": _Y, "k": _hyper("k", "int"), "l2": _hyper("l2"), "mu": _hyper("mu"),
-         "loss": _hyper("loss", "choice")},
+        {
+            "X": _X,
+            "y": _Y,
+            "k": _hyper("k", "int"),
+            "l2": _hyper("l2"),
+            "mu": _hyper("mu"),
+            "loss": _hyper("loss", "choice"),
+        },
     ),
     "dwsm_fit": (
-        lambda a, f: js.dwsm_fit(a["key"], a["X"], a["y"], lam=a["lam"], l2=a["l2"], cost_matrix=a["cost_matrix"],
-                                 groups=_costs_groups(a["groups"]), budget=a["budget"], n_iter=1, states_per_example=2),
-        {"key": jax.random.key(0), "X": X0, "y": YC, "lam": 0.01, "l2": 1e-3, "cost_matrix": None, "groups": None,
-         "budget": None},
-        {"key": ("key", [r"\bkey\b"]), "X": _X, "y": ("classes", [r"\by\b"]), "lam": _hyper("lam"),
-         "l2": _hyper("l2"), "cost_matrix": ("cost_matrix", [r"cost_matrix"]), "groups": _G,
-         "budget": ("budget", [r"budget"])},
-        _DWSM_RECOMPILES
+        lambda a, f: js.dwsm_fit(
+            a["key"],
+            a["X"],
+            a["y"],
+            lam=a["lam"],
+            l2=a["l2"],
+            cost_matrix=a["cost_matrix"],
+            groups=_costs_groups(a["groups"]),
+            budget=a["budget"],
+            n_iter=1,
+            states_per_example=2,
+        ),
+        {
+            "key": jax.random.key(0),
+            "X": X0,
+            "y": YC,
+            "lam": 0.01,
+            "l2": 1e-3,
+            "cost_matrix": None,
+            "groups": None,
+            "budget": None,
+        },
+        {
+            "key": ("key", [r"\bkey\b"]),
+            "X": _X,
+            "y": ("classes", [r"\by\b"]),
+            "lam": _hyper("lam"),
+            "l2": _hyper("l2"),
+            "cost_matrix": ("cost_matrix", [r"cost_matrix"]),
+            "groups": _G,
+            "budget": ("budget", [r"budget"]),
+        },
+        _DWSM_RECOMPILES,
     ),
     "ridge_refit": (
         lambda a, f: js.ridge_refit(a["X"], a["Y"], a["support"], l2=a["l2"]),
@@ -376,18 +498,23 @@ SPECS = {
         {"path": ("result", [r"path", r"SelectionPath", r"result"]), "X": _X, "budget": ("budget", [r"budget"])},
     ),
     "objective_curve": (
-        lambda a, f: js.objective_curve(_pick(a, "path", f, "path"), a["X"], a["Y"],
-                                        metric=a["metric"]),
+        lambda a, f: js.objective_curve(_pick(a, "path", f, "path"), a["X"], a["Y"], metric=a["metric"]),
         {"path": "fitted", "X": X0, "Y": Y0, "metric": "explained_variance"},
-        {"path": ("result", [r"path", r"SelectionPath", r"result"]), "X": _X, "Y": _Y,
-         "metric": _hyper("metric", "metric")},
+        {
+            "path": ("result", [r"path", r"SelectionPath", r"result"]),
+            "X": _X,
+            "Y": _Y,
+            "metric": _hyper("metric", "metric"),
+        },
     ),
     "timeliness": (
-        lambda a, f: js.timeliness(_pick(a, "curve", f, "curve"), stop_cost=a["stop_cost"],
-                                   reference=a["reference"]),
+        lambda a, f: js.timeliness(_pick(a, "curve", f, "curve"), stop_cost=a["stop_cost"], reference=a["reference"]),
         {"curve": "fitted", "stop_cost": None, "reference": None},
-        {"curve": ("curve", [r"curve", r"Curve", r"cost"]), "stop_cost": _hyper("stop_cost"),
-         "reference": _hyper("reference")},
+        {
+            "curve": ("curve", [r"curve", r"Curve", r"cost"]),
+            "stop_cost": _hyper("stop_cost"),
+            "reference": _hyper("reference"),
+        },
     ),
     "alpha_stopping_cost": (
         lambda a, f: js.alpha_stopping_cost(_pick(a, "curve", f, "curve"), a["alpha"]),
@@ -433,31 +560,87 @@ def _mods(kind):
         "float": FLOAT_MODS,
         "int": INT_MODS,
         "choice": CHOICE_MODS,
-        "metric": st.sampled_from([("unknown", "bad"), ("r2", "r2"), ("accuracy", "accuracy"), ("None", None),
-                                   ("nan metric", lambda Y, P: float("nan")), ("int", 3)]),
+        "metric": st.sampled_from(
+            [
+                ("unknown", "bad"),
+                ("r2", "r2"),
+                ("accuracy", "accuracy"),
+                ("None", None),
+                ("nan metric", lambda Y, P: float("nan")),
+                ("int", 3),
+            ]
+        ),
         "result": RESULT_MODS,
         "curve": _curve_mods(),
         "budget": BUDGET_MODS,
         "key": KEY_MODS,
-        "ids": st.sampled_from([("gap", [0, 0, 2, 2]), ("huge", [0, 10**12]), ("negative", [-1, 0]),
-                                ("fractional", [0, 0.5]), ("empty", []), ("2-D", [[0, 1]]), ("strings", ["a"]),
-                                ("nan", [0, np.nan]), ("bool", [True, False, True, False, True, True])]),
-        "costs": st.sampled_from([("zero", [0.0, 1, 1]), ("underflow", [1e-46, 1, 1]), ("overflow", [1e39, 1, 1]),
-                                  ("total overflow", [1e38, 1e38, 1e38]), ("nan", [np.nan, 1, 1]),
-                                  ("wrong length", [1.0]), ("strings", ["a", "b", "c"]), ("tiny", [1e-30, 1e-30, 1e-30]),
-                                  ("object", np.array([1, None, 2], dtype=object))]),
-        "order": st.sampled_from([("repeat", [0, 0, 1]), ("out of range", [0, 5, 1]), ("-1 first", [-1, 0, 1]),
-                                  ("float", [0.0, 1.0, 2.0]), ("too long", [0, 1, 2, -1]), ("2-D", [[0, 1, 2]]),
-                                  ("partial", [1, -1, -1]), ("None", None)]),
-        "cost_matrix": st.sampled_from([("overflow", np.array([[0, 1e39, 1], [1, 0, 1], [1, 1, 0]])),
-                                        ("large", np.full((3, 3), 1e30)), ("nan", np.full((3, 3), np.nan)),
-                                        ("wrong shape", np.ones((2, 2))), ("strings", np.full((3, 3), "a"))]),
-        "support": st.sampled_from([("object", np.array([True] * D, dtype=object)), ("ints", np.ones(D, int)),
-                                    ("wrong length", np.ones(D - 1, bool)), ("empty support", np.zeros(D, bool)),
-                                    ("2-D", np.ones((D, 1), bool)), ("strings", np.array(["a"] * D))]),
-        "selected": st.sampled_from([("out of range", np.array([0, 9])), ("floats", np.array([0.0, 1.0])),
-                                     ("object", np.array([0, None], dtype=object)), ("all -1", np.array([-1, -1])),
-                                     ("2-D", np.array([[0, 1]])), ("below -1", np.array([-3]))]),
+        "ids": st.sampled_from(
+            [
+                ("gap", [0, 0, 2, 2]),
+                ("huge", [0, 10**12]),
+                ("negative", [-1, 0]),
+                ("fractional", [0, 0.5]),
+                ("empty", []),
+                ("2-D", [[0, 1]]),
+                ("strings", ["a"]),
+                ("nan", [0, np.nan]),
+                ("bool", [True, False, True, False, True, True]),
+            ]
+        ),
+        "costs": st.sampled_from(
+            [
+                ("zero", [0.0, 1, 1]),
+                ("underflow", [1e-46, 1, 1]),
+                ("overflow", [1e39, 1, 1]),
+                ("total overflow", [1e38, 1e38, 1e38]),
+                ("nan", [np.nan, 1, 1]),
+                ("wrong length", [1.0]),
+                ("strings", ["a", "b", "c"]),
+                ("tiny", [1e-30, 1e-30, 1e-30]),
+                ("object", np.array([1, None, 2], dtype=object)),
+            ]
+        ),
+        "order": st.sampled_from(
+            [
+                ("repeat", [0, 0, 1]),
+                ("out of range", [0, 5, 1]),
+                ("-1 first", [-1, 0, 1]),
+                ("float", [0.0, 1.0, 2.0]),
+                ("too long", [0, 1, 2, -1]),
+                ("2-D", [[0, 1, 2]]),
+                ("partial", [1, -1, -1]),
+                ("None", None),
+            ]
+        ),
+        "cost_matrix": st.sampled_from(
+            [
+                ("overflow", np.array([[0, 1e39, 1], [1, 0, 1], [1, 1, 0]])),
+                ("large", np.full((3, 3), 1e30)),
+                ("nan", np.full((3, 3), np.nan)),
+                ("wrong shape", np.ones((2, 2))),
+                ("strings", np.full((3, 3), "a")),
+            ]
+        ),
+        "support": st.sampled_from(
+            [
+                ("object", np.array([True] * D, dtype=object)),
+                ("ints", np.ones(D, int)),
+                ("wrong length", np.ones(D - 1, bool)),
+                ("empty support", np.zeros(D, bool)),
+                ("2-D", np.ones((D, 1), bool)),
+                ("strings", np.array(["a"] * D)),
+            ]
+        ),
+        "selected": st.sampled_from(
+            [
+                ("out of range", np.array([0, 9])),
+                ("floats", np.array([0.0, 1.0])),
+                ("object", np.array([0, None], dtype=object)),
+                ("all -1", np.array([-1, -1])),
+                ("2-D", np.array([[0, 1]])),
+                ("below -1", np.array([-3])),
+            ]
+        ),
     }[kind]
 
 
@@ -479,7 +662,9 @@ def _float_leaves(result):
         result = result._replace(spec=result.spec._replace(budget=jnp.zeros(())))
     leaves = []
     for leaf in jax.tree.leaves(result):
-        if isinstance(leaf, (float, np.floating)) or (hasattr(leaf, "dtype") and jnp.issubdtype(leaf.dtype, jnp.inexact)):
+        if isinstance(leaf, (float, np.floating)) or (
+            hasattr(leaf, "dtype") and jnp.issubdtype(leaf.dtype, jnp.inexact)
+        ):
             leaves.append(np.asarray(leaf))
     return leaves
 

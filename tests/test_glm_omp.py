@@ -330,8 +330,9 @@ def test_constant_columns_inert_multilabel_and_budgets():
     base = rng.normal(size=(n, 4))
     # group 0: a feature and its duplicate (rank 1); group 1: a constant column + a real one;
     # group 4: only a constant column (never selected: its step stays empty).
-    X = np.column_stack([base[:, 0], 2 * base[:, 0] + 1, np.full(n, 3.0), base[:, 1], base[:, 2], base[:, 3],
-                         np.full(n, -1.0)])
+    X = np.column_stack(
+        [base[:, 0], 2 * base[:, 0] + 1, np.full(n, 3.0), base[:, 1], base[:, 2], base[:, 3], np.full(n, -1.0)]
+    )
     ids = np.array([0, 0, 1, 1, 2, 3, 4])
     costs = np.array([1.0, 2.0, 1.0, 5.0, 0.5])
     Y = np.column_stack([(base[:, 0] + 0.3 * rng.normal(size=n) > 0), (base[:, 3] - base[:, 1] > 0)]).astype(int)
@@ -409,7 +410,7 @@ def test_no_recompile_for_equal_arguments():
         path = glm_omp(np.array(X), np.array(y, float), js.Groups.from_ids(ids, costs), loss=loss)
         return jax.block_until_ready(path)
 
-    for make in (lambda: "logistic", lambda: (lambda S, Y: jnp.sum(jnp.logaddexp(S - Y, Y - S), axis=1))):
+    for make in (lambda: "logistic", lambda: lambda S, Y: jnp.sum(jnp.logaddexp(S - Y, Y - S), axis=1)):
         run(make())
         with count_compiles() as compiles:
             run(make())  # fresh arrays, fresh Groups, and for the callable a fresh (equal) lambda

@@ -143,8 +143,9 @@ def test_bias_semantics_match_rlscore_constant_feature(x64):
     sel = np.asarray(res.selected).tolist()
     W, b = ref.ridge_fit(X, Y, sel, l2, 4.0)
     Z = ref.design(X, sel, 4.0)
-    np.testing.assert_allclose(np.asarray(rls_predict(res, X)), Z @ np.linalg.solve(
-        Z.T @ Z + N * l2 * np.eye(Z.shape[1]), Z.T @ Y), rtol=1e-9)
+    np.testing.assert_allclose(
+        np.asarray(rls_predict(res, X)), Z @ np.linalg.solve(Z.T @ Z + N * l2 * np.eye(Z.shape[1]), Z.T @ Y), rtol=1e-9
+    )
     np.testing.assert_allclose(np.asarray(res.intercept), b, rtol=1e-9)
     # The feature-less model: ridge on the bias column alone, intercept bias·mean(Y)/(bias + l2).
     np.testing.assert_allclose(np.asarray(res.null_intercept), 4.0 * Y.mean(0) / (4.0 + l2), rtol=1e-12)

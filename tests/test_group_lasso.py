@@ -103,7 +103,12 @@ def test_matches_celer_weighted_group_lasso(x64):
     members = [np.flatnonzero(ids == g).tolist() for g in range(len(costs))]
     for k in (2, 5, 7):
         est = celer.GroupLasso(
-            members, alpha=float(fit.lambdas[k]), weights=costs, fit_intercept=False, tol=1e-12, max_iter=1000,
+            members,
+            alpha=float(fit.lambdas[k]),
+            weights=costs,
+            fit_intercept=False,
+            tol=1e-12,
+            max_iter=1000,
         ).fit(Z, ys)
         np.testing.assert_allclose(fit.coef[k, :, 0], est.coef_, atol=1e-7)
 
@@ -111,7 +116,9 @@ def test_matches_celer_weighted_group_lasso(x64):
 def test_float32():
     X, Y, ids, costs = grouped_problem(3)
     with jax.enable_x64():
-        reference = group_lasso_path(js.prepare(X, Y, js.Groups.from_ids(ids, costs)), n_lambdas=N_LAMBDAS, return_fit=True)
+        reference = group_lasso_path(
+            js.prepare(X, Y, js.Groups.from_ids(ids, costs)), n_lambdas=N_LAMBDAS, return_fit=True
+        )
     problem = js.prepare(X.astype(np.float32), Y.astype(np.float32), js.Groups.from_ids(ids, costs, dtype=np.float32))
     path, fit = group_lasso_path(problem, n_lambdas=N_LAMBDAS, return_fit=True)
     assert fit.coef.dtype == np.float32 and path.coef.dtype == np.float32

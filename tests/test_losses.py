@@ -46,8 +46,9 @@ def test_margin_losses_match_closed_form_and_label_conventions(name, dtype):
 
 def test_squared_and_ranking_closed_form(dtype):
     s = jnp.asarray(S, dtype)
-    np.testing.assert_allclose(L.squared_loss(s, jnp.asarray(YREG, dtype)), 0.5 * np.mean((S - YREG) ** 2),
-                               rtol=_rtol(dtype))
+    np.testing.assert_allclose(
+        L.squared_loss(s, jnp.asarray(YREG, dtype)), 0.5 * np.mean((S - YREG) ** 2), rtol=_rtol(dtype)
+    )
     d = S[IJ[:, 0]] - S[IJ[:, 1]]
     expected = np.mean(np.log1p(np.exp(d)) - R * d)
     np.testing.assert_allclose(L.ranking_loss(s, (jnp.asarray(IJ), jnp.asarray(R, dtype))), expected, rtol=_rtol(dtype))
@@ -95,8 +96,12 @@ def test_lorenz_zero_beyond_one_and_smooth_at_one():
 
 @pytest.mark.parametrize("name", ["squared", "logistic", "huber_hinge", "lorenz"])
 def test_curvature_bounds_second_derivative(name):
-    fn = {"squared": lambda m: 0.5 * (m - 1.0) ** 2, "logistic": L.logistic_margin,
-          "huber_hinge": L.huber_hinge_margin, "lorenz": L.lorenz_margin}[name]
+    fn = {
+        "squared": lambda m: 0.5 * (m - 1.0) ** 2,
+        "logistic": L.logistic_margin,
+        "huber_hinge": L.huber_hinge_margin,
+        "lorenz": L.lorenz_margin,
+    }[name]
     m = jnp.linspace(-6.0, 6.0, 2001)
     second = jax.vmap(jax.grad(jax.grad(fn)))(m)
     bound = L.curvature(name)
@@ -106,8 +111,12 @@ def test_curvature_bounds_second_derivative(name):
 
 def test_float32_in_float32_out_and_jit_vmap():
     s32 = jnp.asarray(S, jnp.float32)
-    for fn, y in [(L.squared_loss, jnp.asarray(YREG, jnp.float32)), (L.logistic_loss, jnp.asarray(Y01)),
-                  (L.lorenz_loss, jnp.asarray(YPM)), (L.huber_hinge_loss, jnp.asarray(Y01))]:
+    for fn, y in [
+        (L.squared_loss, jnp.asarray(YREG, jnp.float32)),
+        (L.logistic_loss, jnp.asarray(Y01)),
+        (L.lorenz_loss, jnp.asarray(YPM)),
+        (L.huber_hinge_loss, jnp.asarray(Y01)),
+    ]:
         assert fn(s32, y).dtype == jnp.float32
         assert jax.jit(fn)(s32, y).dtype == jnp.float32
     batched = jax.vmap(L.logistic_loss, in_axes=(0, None))(jnp.stack([s32, -s32]), jnp.asarray(Y01))
@@ -160,16 +169,23 @@ def test_glm_loss_agrees_with_the_mean_losses(dtype, request):
     s = jnp.asarray(S, dtype)[:, None]
     y01 = jnp.asarray(Y01, dtype)[:, None]
     logistic = L.glm_loss("logistic")
-    np.testing.assert_allclose(jnp.mean(logistic.value(s, y01)), L.logistic_loss(s[:, 0], jnp.asarray(YPM)),
-                               rtol=1e-6 if dtype == np.float32 else 1e-12)
+    np.testing.assert_allclose(
+        jnp.mean(logistic.value(s, y01)),
+        L.logistic_loss(s[:, 0], jnp.asarray(YPM)),
+        rtol=1e-6 if dtype == np.float32 else 1e-12,
+    )
     yreg = jnp.asarray(YREG, dtype)[:, None]
-    np.testing.assert_allclose(jnp.mean(L.glm_loss("squared").value(s, yreg)), L.squared_loss(s[:, 0], yreg[:, 0]),
-                               rtol=1e-6 if dtype == np.float32 else 1e-12)
+    np.testing.assert_allclose(
+        jnp.mean(L.glm_loss("squared").value(s, yreg)),
+        L.squared_loss(s[:, 0], yreg[:, 0]),
+        rtol=1e-6 if dtype == np.float32 else 1e-12,
+    )
     # softmax with two classes is the logistic loss of the score difference
     two = jnp.concatenate([jnp.zeros_like(s), s], axis=1)
     onehot = jnp.concatenate([1 - y01, y01], axis=1)
-    np.testing.assert_allclose(L.glm_loss("softmax").value(two, onehot), logistic.value(s, y01),
-                               rtol=1e-5 if dtype == np.float32 else 1e-12)
+    np.testing.assert_allclose(
+        L.glm_loss("softmax").value(two, onehot), logistic.value(s, y01), rtol=1e-5 if dtype == np.float32 else 1e-12
+    )
     for name in L.GLM_LOSSES:
         parts = L.glm_loss(name)
         out = [f(two, onehot if name != "squared" else two) for f in parts]

@@ -41,9 +41,13 @@ def test_fold_masks_are_sklearn_kfold():
 
 @pytest.mark.parametrize(
     "folds, match",
-    [(1, "folds must be >= 2"), (N + 1, "exceeds the number of rows"), (np.zeros(N, int), "at least 2 folds"),
-     ([(np.arange(40), np.arange(39, 43))], "both its training and its test set"),
-     ([(np.arange(1), np.arange(1, 43))], "fewer than 2 training rows")],
+    [
+        (1, "folds must be >= 2"),
+        (N + 1, "exceeds the number of rows"),
+        (np.zeros(N, int), "at least 2 folds"),
+        ([(np.arange(40), np.arange(39, 43))], "both its training and its test set"),
+        ([(np.arange(1), np.arange(1, 43))], "fewer than 2 training rows"),
+    ],
 )
 def test_fold_masks_errors(folds, match):
     with pytest.raises(ValueError, match=match):

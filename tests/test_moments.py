@@ -266,6 +266,59 @@ def test_host_constant_rule_is_exact_max_equals_min(small_chunks):
         js.prepare(tiny, Y)
 
 
+def test_streamed_checks_are_read_off_each_chunks_gram(small_chunks):
+    """NaN/Inf, overflow and the exact constant rule come from each chunk's AᵀA, with no pass of
+    their own: a column constant in the first batch only varies, one constant throughout is
+    inert, one varying below what float32 squares hold (in a later batch only) is named, not taken
+    for constant; a NaN in a row of weight 0 still counts; the errors name the batch."""
+    X, Y = data(n=403, t=1)
+    X[:100, 0] = 7.0
+    X[:, 6] = 0.0
+    X[333, 6] = 1e-30
+
+    def batches(A, B, w=None):
+        return [(A[i : i + 100], B[i : i + 100]) + (() if w is None else (w[i : i + 100],)) for i in range(0, 403, 100)]
+
+    with pytest.raises(ValueError, match=r"column\(s\) \[6\] vary too little"):
+        js.prepare_from_batches(batches(X, Y))
+    X[333, 6] = 0.0
+    streamed, whole = js.prepare_from_batches(batches(X, Y)), js.prepare(X, Y)
+    assert np.asarray(streamed.live).tolist() == np.asarray(whole.live).tolist()
+    assert np.asarray(streamed.live).tolist() == [True, True, False, True, True, True, False]
+    bad = X.copy()
+    bad[250, 1] = np.inf
+    with pytest.raises(ValueError, match=r"X contains NaN or Inf in batch 2 \(rows 200–299\)"):
+        js.prepare_from_batches(batches(bad, Y))
+    bad_y = Y.copy()
+    bad_y[120, 0] = -np.inf
+    with pytest.raises(ValueError, match=r"Y contains NaN or Inf in batch 1"):
+        js.prepare_from_batches(batches(X, bad_y))
+    w = np.ones(403)
+    w[310] = 0.0
+    bad = X.copy()
+    bad[310, 3] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or Inf in batch 3"):
+        js.prepare_from_batches(batches(bad, Y, w))
+    with pytest.raises(ValueError, match="too large"):
+        js.prepare_from_batches(batches(X * 1e30, Y))
+
+
+@pytest.mark.parametrize("dtype_in, t", [(np.float32, 2), (np.float64, 2), (np.float64, 9)])
+def test_host_kernel_one_chunk_equals_plain_formulas(dtype_in, t):
+    """One chunk of float32 or float64 rows, computed in float64, weights with zeros: the moments
+    read off the augmented Gram (or, for many targets, t > max(8, D/8), with XᵀY by GEMM) are the
+    plain formulas."""
+    X, Y = data(n=1500, t=t, offset=30.0)
+    w = np.random.default_rng(2).uniform(0, 2, len(X))
+    w[::7] = 0.0
+    m = moments_mod.moments_host(X.astype(dtype_in), Y, w, np.float64)
+    assert_moments(m, reference_moments(X.astype(dtype_in), Y, w), 1e-10)
+    assert np.asarray(m.constant).tolist() == [False, False, True] + [False] * 4
+    Y[700, t - 1] = np.inf
+    with pytest.raises(ValueError, match="Y contains NaN or Inf"):
+        moments_mod.moments_host(X, Y, w, np.float64)
+
+
 def _statm_rss() -> int:
     """Current resident set size in bytes (Linux)."""
     with open("/proc/self/statm") as f:

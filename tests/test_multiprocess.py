@@ -1,6 +1,6 @@
 """Two processes on localhost (``jax.distributed.initialize``, gloo CPU collectives, 2 host devices
-each) give the single-process answer for ``prepare`` + ``cs_fr``, ``glm_omp``, ``greedy_rls`` and
-``fsa``.
+each) give the single-process answer for ``prepare`` + ``cs_fr``, ``glm_omp`` (logistic, and softmax:
+class labels spread over the processes), ``greedy_rls`` and ``fsa``.
 
 The processes run ``examples/multihost.py --spawn-local`` — the recipe of ``docs/scaling.md`` — each
 holding its half of an odd number of rows (51 + 50: every process is padded to 52 rows, weight 0
@@ -38,8 +38,8 @@ def test_two_processes_match_one(tmp_path):
     )
     try:
         example = _example()
-        X, y, labels = example.make_data()
-        ref = example.solve(X, y, labels)  # one process, one device, the 101 rows unpadded (while they run)
+        X, y, labels, classes = example.make_data()
+        ref = example.solve(X, y, labels, classes)  # one process, one device, the 101 rows unpadded (while they run)
         stdout, stderr = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
@@ -47,7 +47,8 @@ def test_two_processes_match_one(tmp_path):
     assert proc.returncode == 0, stdout[-3000:] + stderr[-6000:]
     assert "2 processes, 4 devices; global X (104, 12) (101 real rows)" in stdout, stdout[-2000:]
     got = dict(np.load(out))
-    for key in ("cs_fr_order", "glm_omp_order", "greedy_rls_selected", "fsa_support"):
+    assert sorted(ref) == sorted(got)
+    for key in ("cs_fr_order", "glm_omp_order", "softmax_order", "greedy_rls_selected", "fsa_support"):
         assert got[key].tolist() == ref[key].tolist(), key
     for key in ref:
         # float32: the row sums are split over 4 devices and 2 processes, so they round differently

@@ -184,6 +184,8 @@ def test_budget_prediction_equals_raw_least_squares_refit(x64):
         A = np.column_stack([np.ones(n), X[:, cols]])
         beta = np.linalg.lstsq(A, Y, rcond=None)[0]
         expected = np.column_stack([np.ones(20), Xt[:, cols]]) @ beta
-        np.testing.assert_allclose(js.predict(path, Xt, budget=B), expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
+        np.testing.assert_allclose(
+            js.predict(path, Xt, budget=B), expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max()
+        )
     # below the cheapest group: the intercept-only model
     np.testing.assert_allclose(js.predict(path, Xt, budget=0.1), np.broadcast_to(Y.mean(axis=0), (20, 2)))

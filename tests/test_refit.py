@@ -96,8 +96,9 @@ def test_vmap_over_supports_and_validation():
     supports = jnp.asarray(np.tril(np.ones((5, 5), bool)))
     coefs, _ = jax.vmap(lambda s: js.ridge_refit(X, Y, s, l2=0.1))(supports)
     for k in range(5):
-        np.testing.assert_allclose(coefs[k], js.ridge_refit(X, Y, np.asarray(supports[k]), l2=0.1)[0],
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            coefs[k], js.ridge_refit(X, Y, np.asarray(supports[k]), l2=0.1)[0], rtol=1e-5, atol=1e-6
+        )
     with pytest.raises(ValueError, match="l2 must be > 0"):
         js.ridge_refit(X, Y, l2=0.0)
     with pytest.raises(ValueError, match="support"):

@@ -65,7 +65,9 @@ def test_floored_cholesky_matches_cholesky_and_drops_dependent_pivots():
     mask = jnp.asarray([True, True, True, True, False])
     S5 = np.eye(5)
     S5[:4, :4] = S
-    L, keep = floored_cholesky(jnp.asarray(S5, jnp.float32), mask, jnp.float32(1e-4) * jnp.asarray(np.diag(S5), jnp.float32))
+    L, keep = floored_cholesky(
+        jnp.asarray(S5, jnp.float32), mask, jnp.float32(1e-4) * jnp.asarray(np.diag(S5), jnp.float32)
+    )
     assert keep.tolist() == [True, True, False, True, False]
     kept = [0, 1, 3]
     np.testing.assert_allclose(np.asarray(L)[np.ix_(kept, kept)], np.linalg.cholesky(S[np.ix_(kept, kept)]), rtol=1e-3)
@@ -84,8 +86,9 @@ def test_group_lasso_invariant_to_a_common_cost_factor():
     ids = np.repeat(np.arange(5), 4)
     fits = {}
     for c in (1.0, 100.0, 300.0, 1000.0, 1e-5):
-        path, fit = js.group_lasso_path(js.prepare(X, y, js.Groups.from_ids(ids, np.full(5, c))), n_lambdas=20,
-                                        return_fit=True)
+        path, fit = js.group_lasso_path(
+            js.prepare(X, y, js.Groups.from_ids(ids, np.full(5, c))), n_lambdas=20, return_fit=True
+        )
         assert bool(fit.converged.all()) and int(fit.status) == 0 and int(path.status) == 0, c
         fits[c] = (path, fit)
     ref_path, ref_fit = fits[1.0]
@@ -290,3 +293,26 @@ def test_prepare_rejects_a_0d_X(X):
     """A 0-d X is named (the host-kernel dispatch validates X before reading its shape)."""
     with pytest.raises((TypeError, ValueError), match=r"\bX\b"):
         js.prepare(X, np.ones(3))
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_one_bad_entry_in_a_large_x_is_found(value):
+    """XLA's max/min reductions of a large array may skip NaNs: the fused NaN/Inf + scale pass must
+    still find one bad entry in the middle of a 3 000 × 700 X, for every solver that uses it."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 700)).astype(np.float32)
+    y = X[:, 0].copy()
+    X[1500, 350] = value
+    labels = (y > 0).astype(int)
+    calls = {
+        "fsa": lambda: js.fsa(X, y, 2, n_iter=5),
+        "greedy_rls": lambda: js.greedy_rls(X, y, 2),
+        "ridge_refit": lambda: js.ridge_refit(X, y),
+        "rls_refit": lambda: js.rls_refit(X, y, np.array([0])),
+        "glm_refit": lambda: js.glm_refit(X, labels),
+        "dwsm_fit": lambda: js.dwsm_fit(jax.random.key(0), X, labels, n_iter=1),
+        "prepare": lambda: js.prepare(X, y),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match="NaN or Inf"):
+            call()

@@ -55,6 +55,7 @@ def _calls(X, y):
         "rls_refit": lambda w: js.rls_refit(X, y, np.array([0]), sample_weight=w),
         "glm_refit": lambda w: js.glm_refit(X, yb, sample_weight=w),
         "group_lasso_path": lambda w: js.group_lasso_path(js.prepare(X, y, sample_weight=w), n_lambdas=4),
+        "dwsm_fit": lambda w: js.dwsm_fit(jax.random.key(0), X, yb, n_iter=1, sample_weight=w),
     }
 
 
@@ -233,3 +234,55 @@ def test_shard_rows_one_and_several_arrays():
         js.shard_rows()
     with pytest.raises(ValueError, match="0-d"):
         js.shard_rows(X, np.float32(1.0))
+
+
+# ---------------------------------------------------------------------------------------------- DWSM
+def _dwsm_data():
+    X, y, w = data(3)
+    labels = (X[:, 1] - 0.5 * X[:, 5] > np.median(X[:, 1] - 0.5 * X[:, 5])).astype(int)
+    w[:2] = 1  # both classes keep positive weight
+    return X[:, :4], labels, w
+
+
+def test_dwsm_integer_weights_equal_repeated_rows(x64):
+    """RCPI's first iteration is deterministic with explore=0 (θ_0 classifies at once, so every
+    policy state is the empty one and the rollouts are greedy): weighted rows must give exactly
+    the repeated rows' standardisation, θ_0, ridge statistics (θ_1) and training loss. The greedy
+    evaluation of a trained policy is weighted the same way."""
+    X, labels, w = _dwsm_data()
+    r = repeat(w)
+    kw = dict(lam=0.02, n_iter=1, explore=0.0, select="last", states_per_example=3)
+    a = js.dwsm_fit(jax.random.key(0), X, labels, sample_weight=w, **kw)
+    b = js.dwsm_fit(jax.random.key(1), X[r], labels[r], **kw)
+    plain = js.dwsm_fit(jax.random.key(0), X, labels, sample_weight=np.ones_like(w), **kw)  # same program as a
+    close((a.thetas, a.mean, a.scale, a.train_loss), (b.thetas, b.mean, b.scale, b.train_loss))
+    assert np.abs(np.asarray(a.thetas[1]) - np.asarray(plain.thetas[1])).max() > 1e-3  # the weights matter
+
+    from jaxselect.sequential import rcpi_evaluate, rcpi_problem
+
+    # a random policy acquires features and errs: its weighted greedy evaluation vs repeated rows
+    theta = np.random.default_rng(4).normal(size=a.theta.shape)
+    theta[2:, -1] += 1.5  # acquisitions (rows C = 2 onwards) look attractive at first
+    theta = jnp.asarray(theta)
+    evaluate = jax.jit(lambda theta, X, y, w: rcpi_evaluate(theta, rcpi_problem(a.spec, X, y, sample_weight=w)))
+    ev_w = evaluate(theta, X, labels, w)
+    ev_r = evaluate(theta, X[r], labels[r], np.ones(r.size))
+    assert 0 < float(ev_w[2]) < X.shape[1] and 0 < float(ev_w[1]) < 1
+    close(ev_w, ev_r)
+
+
+def test_dwsm_appended_zero_weight_rows_change_nothing():
+    """The padding of shard_rows: rows appended with weight 0 (here arbitrary values, not copies)
+    leave the fit of the real rows unchanged, to float32 rounding, over several iterations."""
+    X, labels, _ = _dwsm_data()
+    X, labels = X.astype(np.float32), labels
+    rng = np.random.default_rng(5)
+    Xp = np.concatenate([X, 10 * rng.normal(size=(3, X.shape[1])).astype(np.float32)])
+    lp = np.concatenate([labels, [0, 1, 1]])
+    wp = np.r_[np.ones(len(X)), np.zeros(3)].astype(np.float32)
+    kw = dict(lam=0.01, n_iter=3, states_per_example=3)
+    a = js.dwsm_fit(jax.random.key(0), X, labels, **kw)
+    b = js.dwsm_fit(jax.random.key(0), Xp, lp, sample_weight=wp, **kw)
+    close((a.theta, a.mean, a.scale, a.train_loss), (b.theta, b.mean, b.scale, b.train_loss), rtol=1e-5, atol=1e-6)
+    assert int(a.best) == int(b.best)
+    np.testing.assert_array_equal(np.asarray(js.dwsm_predict(a, X)[0]), np.asarray(js.dwsm_predict(b, X)[0]))

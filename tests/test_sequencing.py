@@ -117,8 +117,9 @@ def test_gram_free_mode_equals_gram_mode(dtype):
         np.testing.assert_allclose(pa.objective, pb.objective, rtol=ref.rtol_for(dtype, 1e-8, 1e-4))
         scale = float(np.abs(np.asarray(pa.coef)).max())
         assert pa.is_dense and not pb.is_dense  # gram=False: slot-space path (tests/test_lean.py)
-        np.testing.assert_allclose(pa.coef, pb.dense().coef, rtol=ref.rtol_for(dtype, 1e-6, 1e-3),
-                                   atol=ref.rtol_for(dtype, 1e-9, 1e-4) * scale)
+        np.testing.assert_allclose(
+            pa.coef, pb.dense().coef, rtol=ref.rtol_for(dtype, 1e-6, 1e-3), atol=ref.rtol_for(dtype, 1e-9, 1e-4) * scale
+        )
 
 
 def subset_gamma(Z, l2):
@@ -153,7 +154,7 @@ def test_theorem_4_3_doubling_bicriteria(x64):
     l2 = 0.05
     path = js.doubling(js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=l2))
     gamma = subset_gamma(Z, l2)
-    factor = 1 - np.exp(-gamma**2 / (1 + gamma))
+    factor = 1 - np.exp(-(gamma**2) / (1 + gamma))
     cum = np.asarray(path.cum_cost)
     F_path = np.asarray(path.objective) / 2.0
     for B in np.linspace(1.01, cum[-1], 25):
@@ -172,8 +173,9 @@ def test_eager_and_jitted_agree():
         got = js.cs_fr(js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2), k=2)
     assert got.order.tolist() == expected.order.tolist()
     scale = float(np.abs(np.asarray(expected.coef)).max())
-    np.testing.assert_allclose(got.coef, expected.coef, rtol=ref.rtol_for(dtype, 1e-7, 1e-4),
-                               atol=ref.rtol_for(dtype, 1e-10, 1e-5) * scale)
+    np.testing.assert_allclose(
+        got.coef, expected.coef, rtol=ref.rtol_for(dtype, 1e-7, 1e-4), atol=ref.rtol_for(dtype, 1e-10, 1e-5) * scale
+    )
 
 
 def test_float32_default_and_float32_matches_float64():

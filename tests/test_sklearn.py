@@ -151,8 +151,15 @@ def test_dwsm_classifier_transform_and_budget():
     X, y = _data(5)
     labels = np.where(y > 0, "pos", "neg")
     est = DWSMClassifier(lam=0.02, budget=2.0, n_iter=3, states_per_example=4, random_state=0).fit(X, labels)
-    pol = js.dwsm_fit(jax.random.key(int(np.random.RandomState(0).randint(np.iinfo(np.int32).max))), X,
-                      (y > 0).astype(int), lam=0.02, budget=2.0, n_iter=3, states_per_example=4)
+    pol = js.dwsm_fit(
+        jax.random.key(int(np.random.RandomState(0).randint(np.iinfo(np.int32).max))),
+        X,
+        (y > 0).astype(int),
+        lam=0.02,
+        budget=2.0,
+        n_iter=3,
+        states_per_example=4,
+    )
     ref_labels, ref_acq = js.dwsm_predict(pol, X)
     acquired = est.acquired(X)
     np.testing.assert_array_equal(acquired, ref_acq)

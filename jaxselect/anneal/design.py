@@ -26,7 +26,17 @@ import jax.numpy as jnp
 
 from .piecewise import pl_scores
 
-__all__ = ["LinearDesign", "LinearDesignT", "PLDesign", "FSADesign", "matvec", "rmatvec", "take_columns", "take_rows", "n_rows"]
+__all__ = [
+    "LinearDesign",
+    "LinearDesignT",
+    "PLDesign",
+    "FSADesign",
+    "matvec",
+    "rmatvec",
+    "take_columns",
+    "take_rows",
+    "n_rows",
+]
 
 
 class LinearDesign(NamedTuple):

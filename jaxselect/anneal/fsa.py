@@ -670,12 +670,11 @@ def fsa_prepare(
     Returns:
       :class:`FSAProblem`.
     """
-    Xj = as_float_matrix(X, "X", min_rows=MIN_ROWS)
+    Xj = as_float_matrix(X, "X", min_rows=MIN_ROWS, scale="values")  # one pass: NaN/Inf and scale
     _check_loss(loss)
     check_constant_mode(constant_columns)
     if bins is not None:
         bins = check_int(bins, "bins", low=1)
-    check_scale(Xj, "X")
     w = _sample_weight(sample_weight, Xj, loss)
     return _prepare(Xj, y, loss, bins, pairs, constant_columns, w)
 
@@ -842,7 +841,7 @@ def fsa(
     >>> res.support.tolist()
     [3, 7]
     """
-    Xj = as_float_matrix(X, "X", min_rows=MIN_ROWS)
+    Xj = as_float_matrix(X, "X", min_rows=MIN_ROWS, check_finite=False)  # checked with the scale below
     n, m = Xj.shape
     dtype = Xj.dtype
     _check_loss(loss)
@@ -856,7 +855,7 @@ def fsa(
     loss_fn, curvature = _resolve_loss(loss, huber_h, weighted=w is not None)
     gram = bins is None and (loss_fn is _losses.squared_loss or (w is not None and loss == "squared"))
     # the moment-space (Gram) oracle of the last stages squares raw centred columns
-    check_scale(Xj, "X", squares=gram)
+    check_scale(Xj, "X", squares=gram, unchecked=X)  # one pass over X: NaN/Inf and scale
     problem = _prepare(Xj, y, loss, bins, pairs, constant_columns, w)
     if loss == "squared":  # the loss squares the residuals: y's squares must stay finite
         y_values = problem.target if w is None else problem.target.value

@@ -53,6 +53,7 @@ from jaxselect._validation import (
     check_choice,
     check_float,
     check_int,
+    host_array,
     host_value,
     is_traced,
 )
@@ -229,12 +230,13 @@ def _glm_targets(loss, Y, n: int, dtype, n_classes):
         if C < 2:
             raise ValueError("softmax needs at least 2 classes; Y has only class 0")
         if not is_traced(labels):
-            missing = np.setdiff1d(np.arange(C), labels)
+            missing = np.setdiff1d(np.arange(C), host_array(labels))  # gathered when rows span processes
             if missing.size:
                 raise ValueError(
                     f"class(es) {missing[:10].tolist()} never occur in Y: their unpenalised intercepts would "
                     "diverge; relabel the classes 0..C-1 consecutively"
                 )
+        # from the global labels when they span processes: the one-hot stays row-sharded
         return jax.nn.one_hot(jnp.asarray(labels), C, dtype=dtype)
     if loss == "logistic":
         return _binary_columns(Y, n, dtype)
@@ -734,7 +736,7 @@ def glm_accuracy(path: SelectionPath, X, y) -> anytime.Curve:
     C = path.coef.shape[-1]
     if link == "softmax":
         labels, _ = as_labels(y, m, "y", n_classes=C)
-        Yt = np.eye(C)[np.asarray(labels)]
+        Yt = np.eye(C)[host_array(labels)]
 
         def metric(Yt, S):
             return float(np.mean(np.argmax(S, axis=1) == np.argmax(Yt, axis=1)))

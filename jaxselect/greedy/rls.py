@@ -558,7 +558,8 @@ def greedy_rls(
       ((20, 2), (2, 2, 2))
     """
     mode = check_constant_mode(constant_columns)
-    X = as_float_matrix(X, "X", min_rows=MIN_ROWS)
+    # features are used as given: their squares must stay finite (one pass: NaN/Inf and scale)
+    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, scale="squares")
     n, d = X.shape
     Y2, was_1d = as_targets(Y, n, "Y", dtype=X.dtype)
     k = check_int(k, "k", low=1)
@@ -569,7 +570,6 @@ def greedy_rls(
     bias = as_hyper(bias, "bias", dt, low=0.0)
     chunk = _resolve_chunk(chunk_size, n, d, dt)
     n_recheck = min(check_int(n_recheck, "n_recheck", low=0), d)
-    check_scale(X, "X", squares=True)  # features are used as given: their squares must stay finite
     check_scale(Y2, "Y", squares=True)  # LOO errors are squares of Y's scale
     w = as_sample_weight(sample_weight, n)
     if w is None:

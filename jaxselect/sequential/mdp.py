@@ -262,9 +262,7 @@ def make_spec(
             raise ValueError(f"related must be ({J}, {J}) (one row per {what}); got {rel.shape}")
         if rel.dtype != bool:
             if rel.dtype.kind not in "iuf" or not np.all(np.isin(rel, (0, 1))):
-                raise TypeError(
-                    f"related must be a boolean matrix (or hold only 0/1); got dtype {rel.dtype}"
-                )
+                raise TypeError(f"related must be a boolean matrix (or hold only 0/1); got dtype {rel.dtype}")
             rel = rel.astype(bool)
 
     return DWSMSpec(

@@ -169,7 +169,9 @@ def dwsm_evaluate(policy: DWSMPolicy, X, y) -> DWSMReport:
     yl = jnp.asarray(yl)
     units = jnp.sum(tr.order >= 0, axis=1)
     xi = spec.groups.costs
-    unit_used = jax.vmap(lambda o: jnp.zeros((spec.n_units,), bool).at[jnp.where(o >= 0, o, spec.n_units)].set(True, mode="drop"))(tr.order)
+    unit_used = jax.vmap(
+        lambda o: jnp.zeros((spec.n_units,), bool).at[jnp.where(o >= 0, o, spec.n_units)].set(True, mode="drop")
+    )(tr.order)
     cost = unit_used.astype(xi.dtype) @ xi + spec.cost_matrix[tr.labels, yl]
     return DWSMReport(
         accuracy=accuracy(tr.labels, yl),

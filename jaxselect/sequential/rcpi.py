@@ -96,6 +96,7 @@ from .._validation import (
     check_magnitudes,
     check_scale,
     column_standardization,
+    host_array,
     is_traced,
     raise_on_constant,
 )
@@ -109,6 +110,8 @@ from .mdp import (
     unit_live,
     within_budget,
 )
+from ..prepare import as_sample_weight
+from ..refit import weighted_standardization
 from .policy import DWSMPolicy, phi, run_episode, unit_contribution_table
 
 __all__ = [
@@ -428,7 +431,7 @@ def state_action_values(theta, spec: DWSMSpec, x, y, z):
 def _ridge_stats(Phi, Q, W, *, gram_batch: int = 8):
     """Row sums of the per-action ridge regression: ``(m, Φᵀ W Q, Φᵀ W_a Φ)``, shapes (A,), (A, p), (A, p, p).
 
-    Plain sums over the N rows, so the statistics of row blocks add up (a row-sharded fit sums them
+    W (N, A) is the allowed mask, or weights (0 where not allowed). Plain sums over the N rows, so the statistics of row blocks add up (a row-sharded fit sums them
     across devices with one ``psum``).
     """
     N = Phi.shape[0]
@@ -463,7 +466,8 @@ def ridge_fit(Phi, Q, W, l2, theta_prev, *, gram_batch: int = 8):
     """Ridge regression of Q[:, a] on Φ over the rows where a is allowed, for every action.
 
     Args:
-      Phi: (N, p) state features; Q: (N, A) targets; W: (N, A) bool allowed; l2: () ridge weight;
+      Phi: (N, p) state features; Q: (N, A) targets; W: (N, A) bool allowed (or float state
+        weights, 0 where not allowed); l2: () ridge weight;
       theta_prev: (A, p) weights kept for actions allowed in no state.
 
     Returns:
@@ -511,6 +515,8 @@ class RCPIProblem(NamedTuple):
       mean, scale: (d,) the standardisation (``X = (X_raw − mean) / scale``; scale 1 on constant
         columns).
       live: (d,) bool, non-constant columns.
+      weights: (n,) row weights in X's dtype (1 without ``sample_weight``): every sum over rows —
+        the standardisation, θ_0, the ridge statistics, the evaluation — is weighted by them.
     """
 
     X: jax.Array
@@ -519,6 +525,7 @@ class RCPIProblem(NamedTuple):
     mean: jax.Array
     scale: jax.Array
     live: jax.Array
+    weights: jax.Array
 
     __repr__ = short_repr
 
@@ -551,7 +558,7 @@ class RCPIInfo(NamedTuple):
     __repr__ = short_repr
 
 
-def rcpi_problem(spec: DWSMSpec, X, y, *, standardize: bool = True) -> RCPIProblem:
+def rcpi_problem(spec: DWSMSpec, X, y, *, standardize: bool = True, sample_weight=None) -> RCPIProblem:
     """Standardise the training data and mark the units that can be acquired.
 
     Pure and jit-able (``standardize`` is Python configuration). Columns are standardised with the
@@ -564,23 +571,31 @@ def rcpi_problem(spec: DWSMSpec, X, y, *, standardize: bool = True) -> RCPIProbl
       X: (n, d) float raw features; y: (n,) int labels 0..C-1.
       standardize: centre and scale the columns (the paper's choice); False keeps X as it is
         (constant columns are still inert).
+      sample_weight: None or (n,) row weights ``w ≥ 0``: weighted means and standard deviations,
+        constant columns judged on the rows with ``w > 0``
+        (:func:`~jaxselect.refit.weighted_standardization`).
 
     Returns:
       An :class:`RCPIProblem`.
     """
-    mean, scale, live = column_standardization(X)
+    if sample_weight is None:
+        mean, scale, live = column_standardization(X)
+        weights = jnp.ones((X.shape[0],), X.dtype)
+    else:
+        weights = jnp.asarray(sample_weight).astype(X.dtype)
+        mean, scale, live = weighted_standardization(X, weights)
     if not standardize:
         mean, scale = jnp.zeros_like(mean), jnp.ones_like(scale)
     Xs = jnp.where(live[None, :], (X - mean[None, :]) / scale[None, :], jnp.zeros_like(X))
     spec = spec._replace(live=spec.live & unit_live(spec.groups, live))
-    return RCPIProblem(Xs, jnp.asarray(y).astype(jnp.int32), spec, mean, scale, live)
+    return RCPIProblem(Xs, jnp.asarray(y).astype(jnp.int32), spec, mean, scale, live, weights)
 
 
 def initial_policy(problem: RCPIProblem) -> jax.Array:
     """θ_0, (A, p): classify at once as the class of least mean cost on the training rows.
 
-    Only biases: classification row c gets ``−(1/n) Σ_i C[c, y_i]`` (its exact mean reward at any
-    state), every acquisition row one less than the best of them, so θ_0 never acquires. (Adding
+    Only biases: classification row c gets ``−Σ_i w_i C[c, y_i] / Σ_i w_i`` (its exact mean reward
+    at any state; w the row weights), every acquisition row one less than the best of them, so θ_0 never acquires. (Adding
     the one-feature least-squares fits as value weights, so that θ_0 classifies sensibly after a
     rollout's first acquisition, raised the held-out loss at λ = 0.03–0.1 on WDBC and ionosphere.)
     """
@@ -588,7 +603,8 @@ def initial_policy(problem: RCPIProblem) -> jax.Array:
     d = problem.X.shape[1]
     dt = problem.X.dtype
     C, J = spec.cost_matrix.shape[0], spec.groups.costs.shape[0]
-    q_cls = -jnp.mean(spec.cost_matrix[:, problem.y], axis=1).astype(dt)  # (C,)
+    w = problem.weights
+    q_cls = -((spec.cost_matrix[:, problem.y].astype(dt) @ w) / jnp.sum(w))  # (C,)
     low = jnp.min(q_cls) - jnp.asarray(1.0, dt)
     bias = jnp.concatenate([q_cls, jnp.broadcast_to(low, (J,))])
     return jnp.zeros((C + J, 2 * d + 1), dt).at[:, -1].set(bias)
@@ -612,33 +628,39 @@ def rcpi_evaluate(theta, problem: RCPIProblem, *, mesh=None, row_axes=None) -> t
 
     Returns:
       ``(loss, accuracy, features)``: () mean datum-wise loss (minus the mean episode return,
-      paper eq. 2/4), () accuracy and () mean number of features acquired per datum.
+      paper eq. 2/4), () accuracy and () mean number of features acquired per datum (means
+      weighted by ``problem.weights``).
     """
     spec = problem.spec
-    n = problem.X.shape[0]
     dt = problem.X.dtype
     J = spec.groups.costs.shape[0]
     z0 = jnp.zeros((J,), bool)
     zero = jnp.zeros((), spec.groups.costs.dtype)
 
-    def sums(theta, spec, X, y):
+    def sums(theta, spec, X, y, w):
         def one(x, yi):
             ret, label, z, _ = run_episode(theta, spec, x, yi, z0, zero, theta[:, -1])
             return ret, label == yi, jnp.sum(feature_mask(spec, z), dtype=jnp.int32)
 
         ret, corr, nf = jax.vmap(one)(X, y)
-        out = (jnp.sum(ret), jnp.sum(corr.astype(dt)), jnp.sum(nf.astype(dt)))
+        out = (w @ ret, w @ corr.astype(dt), w @ nf.astype(dt))
         return out if row_axes is None else jax.lax.psum(out, row_axes)
 
+    args = (theta, spec, problem.X, problem.y, problem.weights)
     if row_axes is None:
-        tot = sums(theta, spec, problem.X, problem.y)
+        tot = sums(*args)
     else:
         rows = PartitionSpec(row_axes)
         spec_in = jax.tree.map(lambda _: PartitionSpec(), spec)
         tot = jax.shard_map(
-            sums, mesh=mesh, in_specs=(PartitionSpec(), spec_in, rows, rows), out_specs=PartitionSpec(), check_vma=False
-        )(theta, spec, problem.X, problem.y)
-    ret, corr, nf = (v / jnp.asarray(n, dt) for v in tot)
+            sums,
+            mesh=mesh,
+            in_specs=(PartitionSpec(), spec_in, rows, rows, rows),
+            out_specs=PartitionSpec(),
+            check_vma=False,
+        )(*args)
+    total = jnp.sum(problem.weights)
+    ret, corr, nf = (v / total for v in tot)
     return -ret, corr, nf
 
 
@@ -697,7 +719,7 @@ def rcpi_step(
       ``(state, info)``: the state with ``thetas[t + 1]`` filled and ``t + 1``; an :class:`RCPIInfo`.
     """
     mixture = _as_mixture(mixture)
-    Xs, y, spec = problem.X, problem.y, problem.spec
+    Xs, y, spec, rw = problem.X, problem.y, problem.spec, problem.weights
     n, d = Xs.shape
     dt = Xs.dtype
     C, J = spec.cost_matrix.shape[0], spec.groups.costs.shape[0]
@@ -745,12 +767,13 @@ def rcpi_step(
     # policy itself goes (its states and the terminal states of its rollouts)
     cls_w = ~(jnp.concatenate(parts_d, axis=1) if len(parts_d) > 1 else parts_d[0])
 
-    def rollouts(thetas, spec, Xs, y, Z, comp, cls_w):
-        # rollouts of these rows (all rows, or one device's block) and their ridge statistics
+    def rollouts(thetas, spec, Xs, y, Z, comp, cls_w, rw):
+        # rollouts of these rows (all rows, or one device's block) and their ridge statistics;
+        # every state of row i counts with the row's weight rw[i]
         nb = Xs.shape[0]
 
         def per_row(args):
-            x, yi, zr, cr, valid, wr = args
+            x, yi, zr, cr, valid, wr, wt = args
             out = row_state_action_values(
                 thetas[cr], spec, x, yi, zr, cap, terminal=terminal, lanes_per_loop=rollout_batch, terminal_states=wr
             )
@@ -759,16 +782,16 @@ def rcpi_step(
             pick = jnp.arange(k, dtype=jnp.int32)
             if terminal:
                 mT, bT, GT = out[5]
-                v = valid.astype(dt)
+                v = valid.astype(dt) * wt
                 tstats = (v * mT, v * bT, v * GT)
             else:
                 tstats = ()
-            W = allowed.at[:, :C].set(wr[:, None])
-            return (ph, Q, W, Q[pick, a], correct[pick, a]), tstats
+            W = allowed.at[:, :C].set(wr[:, None]).astype(dt) * wt
+            return (ph, Q, W, Q[pick, a] * wt, correct[pick, a].astype(dt) * wt), tstats
 
         # pad the rows to a multiple of the chunk (one compiled body, no remainder copy)
         n_pad = -nb % rows_per_chunk
-        args = (Xs, y, Z, comp, jnp.ones((nb,), bool), cls_w)
+        args = (Xs, y, Z, comp, jnp.ones((nb,), bool), cls_w, rw)
         if n_pad:
             args = jax.tree.map(lambda a: jnp.concatenate([a, a[:1].repeat(n_pad, axis=0)], axis=0), args)
             args = args[:4] + (args[4].at[nb:].set(False),) + args[5:]
@@ -783,29 +806,29 @@ def rcpi_step(
         Phi, Q, W, pi_ret, pi_corr = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:])[:nb], out)
         Phi, Q, W = Phi.reshape(nb * k, p), Q.reshape(nb * k, A), W.reshape(nb * k, A)
         m, Bs, Gs = _ridge_stats(Phi, Q, W, gram_batch=gram_batch)
-        return (m, Bs, Gs, jnp.sum(pi_ret), jnp.sum(pi_corr.astype(dt))) + tuple(tstats)
+        return (m, Bs, Gs, jnp.sum(pi_ret), jnp.sum(pi_corr)) + tuple(tstats)
 
     if row_axes is None:
-        m, Bs, Gs, ret_sum, corr_sum, *tstats = rollouts(thetas, spec, Xs, y, Z, comp, cls_w)
+        m, Bs, Gs, ret_sum, corr_sum, *tstats = rollouts(thetas, spec, Xs, y, Z, comp, cls_w, rw)
     else:
         # X is split by rows: every device runs the rollouts of its own rows (the per-row states
         # and mixture components were drawn for all rows above, so the result does not depend on
         # the device count); the ridge statistics are summed across devices
-        def local(thetas, spec, Xs, y, Z, comp, cls_w):
-            return jax.lax.psum(rollouts(thetas, spec, Xs, y, Z, comp, cls_w), row_axes)
+        def local(thetas, spec, Xs, y, Z, comp, cls_w, rw):
+            return jax.lax.psum(rollouts(thetas, spec, Xs, y, Z, comp, cls_w, rw), row_axes)
 
         rows = PartitionSpec(row_axes)
         spec_in = jax.tree.map(lambda _: PartitionSpec(), spec)
         m, Bs, Gs, ret_sum, corr_sum, *tstats = jax.shard_map(
             local,
             mesh=mesh,
-            in_specs=(PartitionSpec(), spec_in, rows, rows, rows, rows, rows),
+            in_specs=(PartitionSpec(), spec_in, rows, rows, rows, rows, rows, rows),
             out_specs=PartitionSpec(),
             # the rollout loops start from constants (invariant) and carry per-row values
             # (varying); the only cross-device step is the psum above, after which the
             # statistics are replicated
             check_vma=False,
-        )(thetas, spec, Xs, y, Z, comp, cls_w)
+        )(thetas, spec, Xs, y, Z, comp, cls_w, rw)
     theta_prev = jax.lax.dynamic_index_in_dim(thetas, t, axis=0, keepdims=False)
     if terminal:
         # the classification rows are also fitted on the states where the rollouts classified,
@@ -820,7 +843,8 @@ def rcpi_step(
     keep = jnp.concatenate([jnp.ones((d,), dt), problem.live.astype(dt), jnp.ones((1,), dt)])
     theta_new = mixture.update(theta_prev, theta_new * keep[None, :], alpha)
     thetas = jax.lax.dynamic_update_index_in_dim(thetas, theta_new, t + 1, axis=0)
-    info = RCPIInfo(ret_sum / (n * k), corr_sum / (n * k))
+    total = jnp.sum(rw) * k
+    info = RCPIInfo(ret_sum / total, corr_sum / total)
     return RCPIState(thetas, t + 1), info
 
 
@@ -889,6 +913,7 @@ def _fit(
     key,
     X,
     y,
+    sample_weight,
     spec,
     alpha,
     l2,
@@ -910,7 +935,7 @@ def _fit(
     mesh=None,
     row_axes=None,
 ):
-    problem = rcpi_problem(spec, X, y, standardize=standardize)
+    problem = rcpi_problem(spec, X, y, standardize=standardize, sample_weight=sample_weight)
     dt = problem.X.dtype
     step = partial(
         rcpi_step,
@@ -1049,6 +1074,7 @@ def dwsm_fit(
     rollout_batch: int = 16,
     callback: Callable | None = None,
     verbose: bool = False,
+    sample_weight=None,
 ) -> DWSMPolicy:
     """Learn a datum-wise sparse classifier by RCPI (Dulac-Arnold et al. 2012, §3–4).
 
@@ -1129,6 +1155,12 @@ def dwsm_fit(
         as the process runs (the compiled function may run again).
       verbose: print a progress line per iteration: the iterate's training datum-wise loss,
         accuracy and features per datum, and the best iterate so far (the one returned).
+      sample_weight: None or (n,) row weights ``w ≥ 0`` (at least 2 positive): the datum-wise
+        loss becomes ``Σ_i w_i ℓ_i / Σ_i w_i`` — weighted standardisation, θ_0, ridge statistics
+        (every sampled state of row i counts w_i) and iterate selection. Rows of weight 0 change
+        nothing: with JAX's default ``jax_threefry_partitionable`` random draws, rows appended
+        with weight 0 (the padding of :func:`~jaxselect.shard_rows`) leave the fit of the other
+        rows as it is, to rounding.
 
     Returns:
       A :class:`~jaxselect.sequential.DWSMPolicy`: ``theta = thetas[best]``; ``status`` 0, or
@@ -1154,13 +1186,15 @@ def dwsm_fit(
     (True, True)
     """
     key = _check_key(key)
-    X = as_float_matrix(X, "X", min_rows=MIN_ROWS)
+    X0 = X
+    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, check_finite=False)  # checked with the scale below
     n, d = X.shape
     if n_classes is not None:
         n_classes = check_int(n_classes, "n_classes", low=1)
     labels, C = as_labels(y, n, n_classes=n_classes)
+    w = as_sample_weight(sample_weight, n)
     if n_classes is None:
-        present = np.unique(labels)
+        present = np.unique(host_array(labels))
         if present.size != C:
             seen = set(present.tolist())  # the first missing classes, without an arange of a huge label
             missing = np.asarray([c for c in range(min(C, present.size + 10)) if c not in seen][:10])
@@ -1194,7 +1228,7 @@ def dwsm_fit(
         groups=groups,
         related=related,
     )
-    check_scale(X, "X")
+    check_scale(X, "X", unchecked=X0)  # one pass over X: NaN/Inf and scale
     if not is_traced((spec.cost_matrix, spec.lam, spec.gamma, spec.groups.costs)):
         total_cost = float(np.sum(np.asarray(spec.groups.costs, np.float64)))
         check_magnitudes(
@@ -1234,6 +1268,7 @@ def dwsm_fit(
             key,
             X,
             jnp.asarray(labels),
+            None if w is None else jnp.asarray(w).astype(X.dtype),
             spec,
             alpha,
             l2,
