@@ -121,7 +121,9 @@ def test_sequencing(gram, offset, kind):
         with p.context():
             b = solver(js.prepare(*p.sharded, groups, gram=gram, sample_weight=p.w))
         assert a.order.tolist() == b.order.tolist()
-        close(a, b)
+        # float32 XᵀX − nμμᵀ summed over 4 devices (and compiled with XLA's cheapest settings by
+        # test_sharding.py): coefficients of ~0.04 agree to ~3e-5
+        close(a, b, atol=5e-5)
 
 
 @pytest.mark.parametrize("kind", MESHES + ["padded"])
