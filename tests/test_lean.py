@@ -17,6 +17,9 @@ import jaxselect as js
 from jaxselect.greedy import sequencing as seq
 from jaxselect.greedy.criteria import lean_steps, raw_slot_capacity, slot_capacity
 
+# many small programs, each compiled once or twice: XLA's cheapest settings (conftest.cheap_compiles)
+pytestmark = pytest.mark.usefixtures("cheap_compiles")
+
 prepare_mod = importlib.import_module("jaxselect.prepare")  # the module (js.prepare is the function)
 
 

@@ -12,6 +12,9 @@ from jax.test_util import check_grads
 import jaxselect as js
 from compile_count import count_compiles
 
+# many small programs, each compiled once or twice: XLA's cheapest settings (conftest.cheap_compiles)
+pytestmark = pytest.mark.usefixtures("cheap_compiles")
+
 
 def data(seed=0, n=40, d=5, T=2):
     rng = np.random.default_rng(seed)
