@@ -146,8 +146,8 @@ def as_float_matrix(
     target = np.dtype(dtype) if dtype is not None else float_dtype_for(X.dtype)
     original = X
     X = _cast(X, target, name)
-    if scale is not None and check_finite:
-        check_scale(X, name, squares=scale == "squares", unchecked=original)
+    if scale is not None:
+        check_scale(X, name, squares=scale == "squares", unchecked=original if check_finite else None)
     elif check_finite and not _all_finite(X):
         _raise_nonfinite(original, name, target, "remove or impute those entries first")
     return X

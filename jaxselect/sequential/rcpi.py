@@ -94,7 +94,6 @@ from .._validation import (
     check_constant_mode,
     check_int,
     check_magnitudes,
-    check_scale,
     column_standardization,
     host_array,
     is_traced,
@@ -1186,8 +1185,7 @@ def dwsm_fit(
     (True, True)
     """
     key = _check_key(key)
-    X0 = X
-    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, check_finite=False)  # checked with the scale below
+    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, scale="values")  # one pass: NaN/Inf and scale
     n, d = X.shape
     if n_classes is not None:
         n_classes = check_int(n_classes, "n_classes", low=1)
@@ -1228,7 +1226,6 @@ def dwsm_fit(
         groups=groups,
         related=related,
     )
-    check_scale(X, "X", unchecked=X0)  # one pass over X: NaN/Inf and scale
     if not is_traced((spec.cost_matrix, spec.lam, spec.gamma, spec.groups.costs)):
         total_cost = float(np.sum(np.asarray(spec.groups.costs, np.float64)))
         check_magnitudes(
