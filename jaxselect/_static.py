@@ -21,6 +21,8 @@ from collections import OrderedDict
 import jax
 import numpy as np
 
+from jaxselect._compat import is_tracer
+
 __all__ = ["canonical"]
 
 _MAX_ENTRIES = 512
@@ -41,7 +43,7 @@ def _fp(obj, depth: int, stack: tuple):
     if id(obj) in stack:
         return ("cycle", stack.index(id(obj)))
     stack = stack + (id(obj),)
-    if isinstance(obj, jax.core.Tracer):
+    if is_tracer(obj):
         raise _Unhashable
     if isinstance(obj, (np.ndarray, np.generic, jax.Array)):
         if obj.size > _MAX_ARRAY_SIZE:

@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect._compat import is_tracer
+
 __all__ = [
     "default_float",
     "is_traced",
@@ -72,7 +74,7 @@ def _is_numeric(dtype) -> bool:
 
 def is_traced(a) -> bool:
     """True when any leaf of ``a`` is being traced by jit/vmap/grad: value checks cannot run on it."""
-    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(a))
+    return any(is_tracer(leaf) for leaf in jax.tree.leaves(a))
 
 
 def host_array(a) -> np.ndarray:

@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect._compat import Tracer
 from jaxselect._repr import short_repr
 
 __all__ = [
@@ -101,7 +102,7 @@ class Moments(NamedTuple):
 def host_kernel_applies(*arrays) -> bool:
     """True when the host kernel should form the moments: every input is host data (not a
     ``jax.Array``, not traced) and JAX computes on the CPU."""
-    if any(isinstance(a, (jax.Array, jax.core.Tracer)) for a in arrays if a is not None):
+    if any(isinstance(a, (jax.Array, Tracer)) for a in arrays if a is not None):
         return False
     return jax.default_backend() == "cpu"
 

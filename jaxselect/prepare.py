@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect._compat import Tracer
 from jaxselect._repr import short_repr
 from jaxselect._validation import (
     MIN_ROWS,
@@ -335,7 +336,7 @@ def as_sample_weight(sample_weight, n: int, name: str = "sample_weight"):
     if sample_weight is None:
         return None
     w = sample_weight
-    if not isinstance(w, (jax.Array, jax.core.Tracer)):
+    if not isinstance(w, (jax.Array, Tracer)):
         w = np.asarray(w)
         if w.dtype == object or w.dtype.kind not in "biuf":
             raise TypeError(f"{name} must be a numeric array; got dtype {w.dtype}")

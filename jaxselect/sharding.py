@@ -43,6 +43,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
+from jaxselect._compat import Tracer, is_tracer, no_mesh
+
 __all__ = ["data_mesh", "shard_rows", "row_sharding", "any_mesh"]
 
 
@@ -268,7 +270,7 @@ def _call_on_auto_axes(fn, args, kwargs):
     to_auto = {}
     traced = explicit_trace = None
     for x in leaves:
-        if isinstance(x, jax.core.Tracer):
+        if is_tracer(x):
             traced = True
             mesh = _aval_mesh(x)
             if mesh is not None and not mesh.empty and _explicit(mesh):
@@ -296,48 +298,19 @@ def _call_on_auto_axes(fn, args, kwargs):
     args, kwargs = jax.tree.unflatten(tree, leaves)
     # Outside any mesh context, exactly as for inputs placed on an Auto mesh (the same compiled code);
     # inside jax.set_mesh(explicit mesh) the context is lifted for the call.
-    lift = _no_mesh() if in_context else contextlib.nullcontext()
+    lift = no_mesh() if in_context else contextlib.nullcontext()
     with lift:
         out = fn(*args, **kwargs)
     back = {auto: explicit for explicit, auto in to_auto.items()}
 
     def restore(x):
-        if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+        if isinstance(x, jax.Array) and not is_tracer(x):
             sh = x.sharding
             if isinstance(sh, NamedSharding) and sh.mesh in back:
                 return _relabel(x, back[sh.mesh])
         return x
 
     return jax.tree.map(restore, out)
-
-
-@contextlib.contextmanager
-def _no_mesh():
-    """Leave the ``jax.set_mesh`` context for a call, exactly as if there were none.
-
-    ``jax.set_mesh(None)`` installs an *empty* mesh, which is part of jit's cache key: every solver
-    called inside ``set_mesh`` would compile again instead of reusing the code of a plain call. The
-    context's two values are therefore reset to their unset default (JAX's private config; with
-    ``jax.set_mesh(None)`` as the fallback should that API change).
-    """
-    try:
-        from jax._src import config as _config
-
-        managers = (_config.abstract_mesh_context_manager, _config.device_context)
-        previous = tuple(m.swap_local(_config.config_ext.unset) for m in managers)
-    except Exception:  # noqa: BLE001 - a JAX without this private API: the public fallback
-        try:
-            lifted = jax.set_mesh(None)
-        except ValueError:  # inside a trace with only constant inputs: nothing to lift there
-            lifted = contextlib.nullcontext()
-        with lifted:
-            yield
-        return
-    try:
-        yield
-    finally:
-        for m, value in zip(managers, previous):
-            m.set_local(value)
 
 
 def _traced_on_auto_axes(fn, leaves, tree, abstract):
@@ -347,7 +320,7 @@ def _traced_on_auto_axes(fn, leaves, tree, abstract):
     are replicated (``P()``) on the caller's Explicit mesh. Value checks on traced inputs are
     skipped, as for any traced call.
     """
-    index = [i for i, x in enumerate(leaves) if isinstance(x, (jax.Array, jax.core.Tracer))]
+    index = [i for i, x in enumerate(leaves) if isinstance(x, (jax.Array, Tracer))]
 
     def inner(*arrays):
         filled = list(leaves)
