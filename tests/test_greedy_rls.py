@@ -193,15 +193,19 @@ def test_one_dimensional_y_drops_target_axis_and_matches_2d():
     assert rls_predict(r1, X[:1]).shape == (1,)  # predictions accept a single row
 
 
-def test_same_picks_as_rlscore_if_installed(x64):
-    """Optional: RLScore's own GreedyRLS (its PyPI release does not build on current Python)."""
-    rlscore_learner = pytest.importorskip("rlscore.learner")
+def test_same_picks_as_rlscore_algorithm(x64):
+    """RLScore's GreedyRLS (dual Sherman–Morrison updates, Pahikkala et al. 2010) as an in-repo oracle:
+    its PyPI release does not build on current Python, so ``reference_rls.greedy_rls_dual`` is the
+    algorithm written from the paper, independent of the naive refit and of the library's code."""
     X, Y = _problem(T=3, seed=21)
+    X[:, 5] = 2.0  # a constant column: never a candidate
     for bias in (0.0, 1.0):
-        theirs = rlscore_learner.GreedyRLS(X, Y, 6, regparam=0.7, bias=bias)
-        ours = greedy_rls(X, Y, 6, l2=0.7 / N, bias=bias)  # regparam = n·l2
-        assert np.asarray(ours.selected).tolist() == list(theirs.selected)
-        np.testing.assert_allclose(np.asarray(ours.loo_error), np.asarray(theirs.performances), rtol=1e-8)
+        theirs, performances = ref.greedy_rls_dual(X, Y, 6, 0.7 / N, bias)  # regparam 0.7 = n·l2
+        naive, _ = ref.greedy_rls_naive(X, Y, 6, 0.7 / N, bias)
+        assert theirs == naive  # the two oracles agree with each other
+        ours = greedy_rls(X, Y, 6, l2=0.7 / N, bias=bias)
+        assert np.asarray(ours.selected).tolist() == theirs and 5 not in theirs
+        np.testing.assert_allclose(np.asarray(ours.loo_error), performances, rtol=1e-8)
 
 
 # ----------------------------------------------------------------------------------------------
