@@ -5,7 +5,10 @@ The suite runs as users run: x64 OFF, float32 the default. float64 cases switch 
 promotion catch accidental dtype/rank mixing inside the library.
 """
 
+import collections
 import gc
+import json
+import os
 
 import jax
 import numpy as np
@@ -66,3 +69,25 @@ def cheap_compiles():
     yield
     jax.config.update("jax_disable_most_optimizations", saved[0])
     jax.config.update("jax_exec_time_optimization_effort", saved[1])
+
+
+# ------------------------------------------------------------------------------ fuzz report
+# Each fuzz test (tests/test_fuzz.py) checks its own outcome counts and records them as a user
+# property; pytest-xdist sends those to the controller with the test reports, so the totals below are
+# the whole run's however the tests were spread over workers.
+_FUZZ_TOTALS: collections.Counter = collections.Counter()
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        for key, value in report.user_properties:
+            if key == "fuzz_counts":
+                _FUZZ_TOTALS.update(value)
+
+
+def pytest_sessionfinish(session):
+    """``JAXSELECT_FUZZ_REPORT=path``: write the fuzz suite's outcome counts as JSON (controller only)."""
+    path = os.environ.get("JAXSELECT_FUZZ_REPORT")
+    if path and _FUZZ_TOTALS and not hasattr(session.config, "workerinput"):
+        with open(path, "w") as fh:
+            json.dump(dict(_FUZZ_TOTALS), fh, indent=1, sort_keys=True)

@@ -17,7 +17,6 @@ examples per function (default 50); ``JAXSELECT_FUZZ_REPORT=path`` writes the ou
 from __future__ import annotations
 
 import collections
-import json
 import os
 import re
 import warnings
@@ -39,7 +38,6 @@ FUZZ = settings(
     database=None,
     suppress_health_check=list(HealthCheck),
 )
-COUNTS: collections.Counter = collections.Counter()
 
 # ----------------------------------------------------------------------------------- base data
 N, D = 12, 6
@@ -669,36 +667,37 @@ def _float_leaves(result):
     return leaves
 
 
-def check_rule(name, spec, args, arg, label, fitted):
-    """Call the function and assert the rule; count the outcome (``arg``: the perturbed argument names)."""
+def check_rule(name, spec, args, arg, label, fitted, counts):
+    """Call the function and assert the rule; count the outcome in ``counts`` (``arg``: the perturbed
+    argument names)."""
     call, kinds = spec[0], spec[2]
-    COUNTS["calls"] += 1
+    counts["calls"] += 1
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             result = call(args, fitted)
     except (ValueError, TypeError) as exc:
         if type(exc) not in (ValueError, TypeError):  # e.g. a JAX TypeError subclass from deep inside
-            COUNTS["violations"] += 1
+            counts["violations"] += 1
             raise AssertionError(f"{name}({label}): {type(exc).__module__}.{type(exc).__name__}: {exc}") from exc
         message = str(exc)
         aliases = [a for one in arg for a in kinds[one][1]]
         if not message or not any(re.search(a, message) for a in aliases):
-            COUNTS["violations"] += 1
+            counts["violations"] += 1
             raise AssertionError(f"{name}({label}): the error does not name {' or '.join(arg)}: {message}") from exc
-        COUNTS["clear errors"] += 1
+        counts["clear errors"] += 1
         return
     except Exception as exc:  # any other exception type breaks the rule
-        COUNTS["violations"] += 1
+        counts["violations"] += 1
         raise AssertionError(f"{name}({label}) raised {type(exc).__name__}: {exc}") from exc
     finite = all(np.all(np.isfinite(leaf)) for leaf in _float_leaves(result))
     status = _status_of(result)
     if status:
-        COUNTS["non-zero status"] += 1
+        counts["non-zero status"] += 1
     elif finite:
-        COUNTS["finite results"] += 1
+        counts["finite results"] += 1
     else:
-        COUNTS["violations"] += 1
+        counts["violations"] += 1
         raise AssertionError(f"{name}({label}) returned non-finite values with status 0")
 
 
@@ -718,25 +717,32 @@ def _case(draw, name):
     return tuple(chosen), ", ".join(labels), args
 
 
+def check_counts(name, counts, examples):
+    """Every example made exactly one call with exactly one outcome, and no violation."""
+    assert examples > 0, f"{name}: hypothesis ran no example"
+    assert counts["violations"] == 0, f"{name}: {counts['violations']} calls broke the rule"
+    assert counts["calls"] == examples, f"{name}: {counts['calls']} calls for {examples} examples"
+    outcomes = counts["clear errors"] + counts["finite results"] + counts["non-zero status"]
+    assert outcomes == counts["calls"], f"{name}: {outcomes} outcomes counted for {counts['calls']} calls"
+
+
 @pytest.mark.parametrize("name", sorted(SPECS))
-def test_fuzz_rule(name, fitted):
-    """Every perturbed call: a clear ValueError/TypeError naming the argument, finite values, or a status."""
+def test_fuzz_rule(name, fitted, record_property):
+    """Every perturbed call: a clear ValueError/TypeError naming the argument, finite values, or a status.
+
+    Each test checks its own counts (so the check holds however pytest-xdist spreads the tests) and
+    records them; ``tests/conftest.py`` adds them up for ``JAXSELECT_FUZZ_REPORT``.
+    """
+    counts = collections.Counter()
+    examples = [0]
 
     @FUZZ
     @given(_case(name))
     def run(case):
+        examples[0] += 1
         arg, label, args = case
-        check_rule(name, SPECS[name], args, arg, label, fitted)
+        check_rule(name, SPECS[name], args, arg, label, fitted, counts)
 
     run()
-
-
-def test_fuzz_counts():
-    """The counts of this run (reported in the issue's closing note); zero violations."""
-    report = os.environ.get("JAXSELECT_FUZZ_REPORT")
-    if report:
-        with open(report, "w") as fh:
-            json.dump(dict(COUNTS), fh, indent=1, sort_keys=True)
-    assert COUNTS["violations"] == 0
-    if COUNTS["calls"]:  # the whole module ran
-        assert COUNTS["calls"] == COUNTS["clear errors"] + COUNTS["finite results"] + COUNTS["non-zero status"]
+    record_property("fuzz_counts", dict(counts))
+    check_counts(name, counts, examples[0])
