@@ -11,7 +11,9 @@ never change (one compile per function), so the suite stays within its time budg
 
 Deterministic: ``derandomize=True`` and no example database. ``JAXSELECT_FUZZ_EXAMPLES`` sets the
 examples per function (default 50); ``JAXSELECT_FUZZ_REPORT=path`` writes the outcome counts
-(calls, clear errors, finite results, non-zero statuses, violations) as JSON.
+(calls, clear errors, finite results, non-zero statuses, violations) as JSON. Each test checks its
+own counts (one call and one outcome per example), so the check holds under pytest-xdist too;
+``tests/conftest.py`` adds the recorded counts up for the report.
 """
 
 from __future__ import annotations

@@ -1,0 +1,110 @@
+"""Every solver family compiled with XLA's *default* settings gives the numbers the suite checks.
+
+Several modules compile with XLA's cheapest settings (``cheap_compiles`` in ``tests/conftest.py``):
+their numerics are checked against references on that compile path, not on the default one users
+get. Here each family runs once on tiny data with the default settings (from empty caches, so the
+programs really are compiled here) and once with the cheapest settings, and the two must agree —
+so the references checked on the cheap path hold on the default path too. No ``cheap_compiles``.
+"""
+
+import contextlib
+
+import jax
+import numpy as np
+import pytest
+from compile_count import count_compiles
+
+import jaxselect as js
+
+CHEAP = {"jax_disable_most_optimizations": True, "jax_exec_time_optimization_effort": -1.0}
+
+_rng = np.random.default_rng(7)
+N, D = 40, 8
+X = _rng.normal(size=(N, D)).astype(np.float32)
+X[:, 3] += 0.5 * X[:, 2]
+Y2 = np.stack([X[:, 1] - 0.8 * X[:, 4], X[:, 6] + 0.3 * X[:, 1]], axis=1) + 0.1 * _rng.normal(size=(N, 2))
+Y2 = Y2.astype(np.float32)
+y = Y2[:, 0]
+labels = (X[:, 1] - 0.7 * X[:, 5] + 0.3 * _rng.normal(size=N) > 0).astype(np.int32)
+IDS = np.array([0, 0, 1, 2, 2, 3, 4, 5])
+COSTS = np.array([1.0, 2.0, 0.5, 1.0, 1.5, 1.0], np.float32)
+
+
+@contextlib.contextmanager
+def _cheapest():
+    saved = {name: jax.config.values[name] for name in CHEAP}
+    for name, value in CHEAP.items():
+        jax.config.update(name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            jax.config.update(name, value)
+
+
+def _leaves(result):
+    return [np.asarray(leaf) for leaf in jax.tree.leaves(result)]
+
+
+def _default_and_cheap(fn):
+    """``fn()`` compiled with XLA's default settings, then again from empty caches with the cheapest."""
+    assert all(jax.config.values[name] != value for name, value in CHEAP.items()), "not the default settings"
+    jax.clear_caches()
+    with count_compiles() as compiles:
+        default = _leaves(fn())
+    assert compiles[0] > 0, "nothing was compiled: the default-settings programs were not exercised"
+    jax.clear_caches()
+    with _cheapest():
+        cheap = _leaves(fn())
+    jax.clear_caches()
+    return default, cheap
+
+
+def _assert_same(default, cheap, rtol=2e-4, atol=2e-5):
+    assert len(default) == len(cheap)
+    for i, (a, b) in enumerate(zip(default, cheap)):
+        assert a.shape == b.shape and a.dtype == b.dtype, f"leaf {i}"
+        if np.issubdtype(a.dtype, np.inexact):
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=f"leaf {i}")
+        else:  # orders, selections, statuses, labels, counts: exactly equal
+            np.testing.assert_array_equal(a, b, err_msg=f"leaf {i}")
+
+
+def _sequencing():
+    """One problem (one ``prepare``), every solver that takes it."""
+    problem = js.prepare(X, Y2, js.Groups.from_ids(IDS, COSTS), l2=1e-3)
+    return js.cs_omp(problem), js.cs_fr(problem), js.doubling(problem), js.group_lasso_path(problem, n_lambdas=6)
+
+
+def _refits():
+    return (
+        js.ridge_refit(X, Y2, np.arange(D) % 2 == 0, l2=0.01),
+        js.glm_refit(X, labels, np.arange(D) < 4, l2=0.01),
+        js.rls_refit(X, Y2, np.array([1, 4, 6]), l2=0.01, bias=1.0),
+    )
+
+
+SOLVERS = {
+    "prepare-cs_omp-cs_fr-doubling-group_lasso_path": _sequencing,
+    "glm_omp": lambda: js.glm_omp(X, labels, k=3),
+    "greedy_rls": lambda: js.greedy_rls(X, Y2, 4, l2=0.01, bias=1.0),
+    "fsa": lambda: js.fsa(X, y, 3, n_iter=60),
+    "ridge_refit-glm_refit-rls_refit": _refits,
+    "cross_validate_path": lambda: js.cross_validate_path(X, y, folds=3, k=4),
+    "dwsm_fit": lambda: js.dwsm_fit(
+        jax.random.key(0), X[:24, :5], labels[:24], lam=0.05, n_iter=2, states_per_example=2, rollout_batch=8
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOLVERS))
+def test_default_compile_equals_cheapest(name):
+    default, cheap = _default_and_cheap(SOLVERS[name])
+    _assert_same(default, cheap)
+
+
+def test_cheapest_settings_are_restored_and_change_nothing_else():
+    before = dict(jax.config.values)
+    with _cheapest():
+        assert all(jax.config.values[name] == value for name, value in CHEAP.items())
+    assert dict(jax.config.values) == before
