@@ -7,11 +7,12 @@ breaks one small module with a test per code path (``tests/test_compat.py``), no
   mostly deprecated, so the name is read here, once). :func:`is_tracer` is the test every module
   uses to skip value checks on traced inputs.
 - :func:`no_mesh`: leave a ``jax.set_mesh`` context for a call *exactly as if there were none*.
-  The public way, ``jax.set_mesh(None)``, installs an empty mesh, which is part of jit's cache key,
-  so every solver called inside ``set_mesh`` would compile again. JAX's private configuration
-  (``jax._src.config``) lets the context's two values be reset to their unset default instead;
-  without it (a JAX that moved it) :func:`no_mesh` falls back to ``jax.set_mesh(None)``: the same
-  results, one more compilation per solver.
+  The public way, ``jax.set_mesh`` of an empty mesh, installs that empty mesh, which is part of
+  jit's cache key, so every solver called inside ``set_mesh`` would compile again. JAX's private
+  configuration (``jax._src.config``) lets the context's two values be reset to their unset default
+  instead; without it (a JAX that moved it) :func:`no_mesh` falls back to the public way: the same
+  results, one more compilation per solver. (``jax.set_mesh(None)`` would be shorter but JAX 0.9
+  rejects ``None``.)
 
 ``jax.experimental.multihost_utils`` (used for multi-process gathers) is public, documented API
 and is imported where it is used.
@@ -25,6 +26,8 @@ from __future__ import annotations
 import contextlib
 
 import jax
+import numpy as np
+from jax.sharding import Mesh
 
 __all__ = ["Tracer", "is_tracer", "no_mesh", "MESH_CONTEXT_PATH"]
 
@@ -52,7 +55,7 @@ def _private_mesh_context():
 
 
 _MESH_CONTEXT = _private_mesh_context()
-#: ``"private"`` (reset JAX's context values: no recompilation) or ``"public"`` (``jax.set_mesh(None)``).
+#: ``"private"`` (reset JAX's context values: no recompilation) or ``"public"`` (set an empty mesh).
 MESH_CONTEXT_PATH = "private" if _MESH_CONTEXT is not None else "public"
 
 
@@ -61,7 +64,8 @@ def no_mesh():
     """Run the body outside any ``jax.set_mesh`` context, exactly as if none had been entered.
 
     On the private path the compiled code of a plain call is reused; on the public fallback
-    (``jax.set_mesh(None)``) the body sees an empty mesh, which compiles once more per solver.
+    (``jax.set_mesh`` of an empty mesh) the body sees an empty mesh, which compiles once more per
+    solver.
     """
     if _MESH_CONTEXT is None:
         yield from _public_no_mesh()
@@ -77,7 +81,7 @@ def no_mesh():
 
 def _public_no_mesh():
     try:
-        lifted = jax.set_mesh(None)
+        lifted = jax.set_mesh(Mesh(np.empty((), dtype=object), ()))
     except ValueError:  # inside a trace with only constant inputs: nothing to lift there
         lifted = contextlib.nullcontext()
     with lifted:
