@@ -9,7 +9,7 @@ Data model → solvers → evaluation:
 * one status convention: every result has ``status`` (0 = fine), :func:`raise_for_status`.
 """
 
-from jaxselect import datasets, losses
+from jaxselect import datasets, design, losses
 from jaxselect.anneal import FSAResult, annealing_schedule, fsa, fsa_predict
 from jaxselect.anytime import (
     Curve,
@@ -22,6 +22,7 @@ from jaxselect.anytime import (
     timeliness,
     train_curve,
 )
+from jaxselect.design import ColumnSummary, Data, as_data
 from jaxselect.baselines import (
     GroupLassoFit,
     group_lasso,
@@ -85,6 +86,8 @@ __all__ = [
     "NOT_CONVERGED",
     "STATUS_MESSAGES",
     "CVResult",
+    "ColumnSummary",
+    "Data",
     "Curve",
     "DWSMPolicy",
     "DWSMReport",
@@ -102,6 +105,7 @@ __all__ = [
     "Transform",
     "alpha_stopping_cost",
     "annealing_schedule",
+    "as_data",
     "as_path",
     "cross_validate_fsa",
     "cross_validate_path",
@@ -109,6 +113,7 @@ __all__ = [
     "cs_omp",
     "data_mesh",
     "datasets",
+    "design",
     "doubling",
     "dwsm_evaluate",
     "dwsm_fit",

@@ -41,6 +41,7 @@ __all__ = [
     "check_scale",
     "scale_limits",
     "scale_error",
+    "raise_nonfinite",
     "check_result_type",
 ]
 
@@ -149,7 +150,7 @@ def as_float_matrix(
     if scale is not None:
         check_scale(X, name, squares=scale == "squares", unchecked=original if check_finite else None)
     elif check_finite and not _all_finite(X):
-        _raise_nonfinite(original, name, target, "remove or impute those entries first")
+        raise_nonfinite(original, name, target, "remove or impute those entries first")
     return X
 
 
@@ -161,7 +162,7 @@ def _cast(A, target, name: str):
         raise ValueError(f"{name} has values too large for {np.dtype(target)}; rescale {name}") from None
 
 
-def _raise_nonfinite(original, name: str, target, fix: str):
+def raise_nonfinite(original, name: str, target, fix: str):
     """The error for non-finite values after the cast to ``target``: NaN/Inf in the input, or a
     finite input beyond the dtype's range (1e39 in float32)."""
     if not is_traced(original) and not isinstance(original, jax.Array):
@@ -199,7 +200,7 @@ def as_targets(Y, n: int, name: str = "Y", *, dtype=None):
     if was_1d:
         Y = Y[:, None]
     if not _all_finite(Y):
-        _raise_nonfinite(original, name, target, "remove those rows first")
+        raise_nonfinite(original, name, target, "remove those rows first")
     return Y, was_1d
 
 
@@ -530,7 +531,7 @@ def check_scale(A, name: str, *, squares: bool = False, unchecked=None) -> None:
     if extremes is None:
         return
     if unchecked is not None and not all(np.isfinite(e).all() for e in extremes):
-        _raise_nonfinite(unchecked, name, A.dtype, "remove or impute those entries first")
+        raise_nonfinite(unchecked, name, A.dtype, "remove or impute those entries first")
     message = scale_error(extremes[0], extremes[1], A2.shape[0], name, A.dtype, squares=squares)
     if message is not None:
         raise ValueError(message)

@@ -114,13 +114,13 @@ def test_prepare_rejects_overflowing_moments():
 @pytest.mark.parametrize("offset", [0.0, 8.0, 1e4], ids=["centred", "moderate-offset", "large-offset"])
 def test_float32_moments_accurate_with_and_without_centring_copy(offset, x64):
     """float32 C and b0 match float64 whichever Gram branch the offset picks (raw XᵀX − nμμᵀ or centred)."""
-    prepare_mod = __import__("jaxselect.prepare", fromlist=["_check_design"])
+    prepare_mod = __import__("jaxselect.prepare", fromlist=["_moderate_offsets"])
     rng = np.random.default_rng(7)
     n, d = 4000, 12
     X = rng.normal(size=(n, d)) * rng.uniform(1.0, 2.0, d) + offset * rng.uniform(0.5, 1.0, d)
     y = X[:, :3] @ np.array([1.0, -2.0, 0.5]) + rng.normal(size=n)
     ids = np.repeat(np.arange(4), 3)
-    raw = prepare_mod._check_design(jnp.asarray(X, jnp.float32), ids, "inert", None)[4]
+    raw = prepare_mod._moderate_offsets(js.design.column_summary(jnp.asarray(X, jnp.float32)))
     assert raw == (offset < 10)  # mean²/variance ≤ 100 → no centring copy
     p64 = js.prepare(X, y, ids, l2=1e-4)
     p32 = js.prepare(X.astype(np.float32), y.astype(np.float32), ids, l2=1e-4)
