@@ -53,6 +53,7 @@ from jaxselect._validation import (
     host_array,
     is_traced,
 )
+from jaxselect.design import column_summary
 from jaxselect.greedy.criteria import OMP_CRITERIA
 from jaxselect.groups import as_groups
 from jaxselect.sharding import any_mesh
@@ -535,7 +536,6 @@ def cross_validate_fsa(
 
 def _check_fsa_options(X, k_max: int, options: dict) -> None:
     """Run FSA's own option and data checks (k against the non-constant columns) before vmapping."""
-    from jaxselect._validation import column_standardization
     from jaxselect.anneal.fsa import _validate_options
 
     _validate_options(
@@ -549,7 +549,7 @@ def _check_fsa_options(X, k_max: int, options: dict) -> None:
         options["smoothness"],
         options["huber_h"],
     )
-    live = host_array(column_standardization(X)[2])
+    live = host_array(column_summary(X).live)
     if k_max > int(live.sum()):
         raise ValueError(
             f"ks holds k={k_max} but X has only {int(live.sum())} non-constant columns; choose k <= {int(live.sum())}"

@@ -32,7 +32,7 @@ import numpy as np
 from jaxselect._repr import short_repr
 from jaxselect._validation import as_hyper, check_constant_mode, check_float, float_dtype_for, host_value, is_traced
 from jaxselect.design import ColumnSummary, as_data, check_moments, summary_from_moments
-from jaxselect.design.boundary import _one_device
+from jaxselect.design.boundary import one_device
 from jaxselect.design.weights import as_sample_weight  # noqa: F401  (re-exported until callers move)
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
@@ -241,7 +241,7 @@ def prepare(
         return _from_moments(moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
     # Raw X as the design (memory O(n·D) once, not twice) where that is exact enough: singleton
     # groups (whitening is a per-column scale), no weights, moderate offsets (the raw-Gram rule).
-    if raw_gram and w is None and groups.mask.shape[1] == 1 and _one_device(X):
+    if raw_gram and w is None and groups.mask.shape[1] == 1 and one_device(X):
         # X joins the problem outside jit: a jitted function returning its input would copy it.
         problem = _prepare_raw_design(X, Y, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)._replace(Z=X)
     else:

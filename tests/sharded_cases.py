@@ -72,6 +72,39 @@ class Placed:
         return contextlib.nullcontext()
 
 
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+def test_design_operator(kind):
+    """The data layer's DenseDesign on row-sharded X (mv, rmv, Gram, lazy Gram columns) equals the
+    single-device operator; ``shard`` pads N − 1 rows with weight-0 rows that change nothing."""
+    from jaxselect.design import DenseDesign, column_summary
+    from jaxselect.sharding import any_mesh
+
+    X, _ = regression_data()
+    X = X.astype(np.float32)
+    mesh = js.data_mesh() if kind == "auto" else jax.make_mesh((N_DEV,), ("data",))
+    ref = DenseDesign.from_summary(jnp.asarray(X), column_summary(X))
+    sharded = DenseDesign.from_summary(js.shard_rows(X, mesh=mesh), column_summary(X))
+    rng = np.random.default_rng(3)
+    v = jnp.asarray(rng.normal(size=X.shape[1]), jnp.float32)
+    u = jnp.asarray(rng.normal(size=N), jnp.float32)
+    idx = jnp.asarray([3, 0, 7])
+
+    @any_mesh
+    def ops(op, v, u):
+        return op.mv(v), op.rmv(u), op.gram(), op.gram_columns(idx)
+
+    close(ops(sharded, v, js.shard_rows(u, mesh=mesh)), ops(ref, v, u))
+    padded, w = DenseDesign.from_summary(jnp.asarray(X[: N - 1]), column_summary(X[: N - 1])).shard(mesh)
+    assert padded.X.shape == (N, X.shape[1]) and float(w.sum()) == N - 1
+    small = DenseDesign.from_summary(jnp.asarray(X[: N - 1]), column_summary(X[: N - 1]))
+
+    @any_mesh
+    def weighted_gram(op, w):
+        return op.gram(w), op.gram_columns(idx, w)
+
+    close(weighted_gram(padded, w), (small.gram(), small.gram_columns(idx)))
+
+
 def test_shard_rows_places_rows_on_every_device():
     X, _ = regression_data()
     Xs = js.shard_rows(X)

@@ -204,7 +204,7 @@ def as_data(
         w = jnp.asarray(w).astype(Xj.dtype)
     Y, C, y_1d = _targets(Y, n, targets, Xj.dtype, n_classes)
     groups = _groups(groups, d, Xj.dtype)
-    blocked = w is None and _one_device(Xj) and Xj.size * Xj.dtype.itemsize > BLOCKED_SUMMARY_BYTES
+    blocked = w is None and one_device(Xj) and Xj.size * Xj.dtype.itemsize > BLOCKED_SUMMARY_BYTES
     summary, col_min, col_max = summary_and_extremes(Xj, w, blocked=blocked)
     _check_values(X, Xj, summary, col_min, col_max, scale)
     check_constant_columns(summary.live, constant_columns)
@@ -217,7 +217,7 @@ def _groups(groups, d: int, dtype):
     return as_groups(None if isinstance(groups, str) and groups == "singletons" else groups, d, dtype=dtype)
 
 
-def _one_device(X) -> bool:
+def one_device(X) -> bool:
     """A concrete ``jax.Array`` on one device (a row-sharded X keeps the plain, sharded reductions)."""
     if is_traced(X) or not isinstance(X, jax.Array):
         return False

@@ -11,6 +11,7 @@ A solver never touches the storage of X. It asks a design operator for the stand
 ``gram_columns(idx, w)``    ``X̃ᵀ W X̃[:, idx] / Σw`` (D, s): the lazy Gram of OMP/FR
 ``take(idx)``               the operator restricted to columns ``idx`` (FSA's compaction)
 ``row_blocks(rows)``        iterate ``(start, block operator)`` over row blocks
+``shard(mesh)``             rows split over a device mesh (``DenseDesign``), with padding weights
 ``materialize()``           the dense (n, D) ``X̃`` (for small designs and tests)
 ==========================  ===========================================================
 
@@ -143,6 +144,15 @@ class DenseDesign(NamedTuple):
         rows = _block_rows(d, self.X.dtype.itemsize, rows)
         for start in range(0, n, rows):
             yield start, self._replace(X=self.X[start : start + rows])
+
+    def shard(self, mesh=None, axis: str = "data"):
+        """``(design, w)``: the rows split over ``mesh``'s ``axis`` (padded to a multiple of its size
+        with copies of the last row) and the (n_padded,) row weights (0 on padding) to use as
+        ``sample_weight``; see :func:`jaxselect.shard_rows`."""
+        from jaxselect.sharding import shard_rows
+
+        X, w = shard_rows(self.X, mesh=mesh, axis=axis, weights=True)
+        return self._replace(X=X), w.astype(self.X.dtype)
 
 
 class HostDesign:
