@@ -38,6 +38,7 @@ from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
 from jaxselect.moments import Moments, check_scales, host_kernel_applies, scale_vectors, xla_moments
 from jaxselect.sharding import any_mesh
+from jaxselect.status import NONFINITE, OK
 
 __all__ = ["Design", "Problem", "Transform", "prepare", "to_raw_coef", "whiten_design"]
 
@@ -95,6 +96,8 @@ class Problem(NamedTuple):
       transform: :class:`Transform` back to raw space.
       l2: () the ridge constant λ.
       n_samples: () number of training rows, as a float.
+      status: () int32, :data:`~jaxselect.NONFINITE` when the moments hold NaN/Inf (possible only
+        for data traced inside a user's ``jit``, where the boundary cannot check values), else 0.
       z_affine: None, or (2, D) ``[shift, scale]`` when ``Z`` holds raw X: the problem coordinates
         are ``(X − shift) · scale`` (scale 0 on inert columns). :func:`prepare` keeps raw X for
         ``gram=False`` with singleton groups, no sample weights and moderate offsets (mean² ≤ 100 ×
@@ -124,6 +127,7 @@ class Problem(NamedTuple):
     l2: jax.Array
     n_samples: jax.Array
     z_affine: jax.Array | None = None
+    status: jax.Array | None = None
 
     __repr__ = short_repr
 
@@ -478,6 +482,12 @@ def _design_scale_vectors(summary: ColumnSummary, Y=None, w=None, y_scale=None):
     return summary.n_samples, constant, x_var, y_constant, y_var
 
 
+def _status(*arrays) -> jax.Array:
+    """:data:`~jaxselect.NONFINITE` when any of ``arrays`` holds NaN/Inf, else 0 (int32)."""
+    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in arrays]))
+    return jnp.where(finite, OK, NONFINITE).astype(jnp.int32)
+
+
 @partial(jax.jit, static_argnames=("whiten", "rank_tol"))
 def _from_moments(m: Moments, groups: Groups, l2, *, whiten: bool, rank_tol: float) -> Problem:
     """Standardise and group-whiten moments into a :class:`Problem`, all in D×D space."""
@@ -521,6 +531,8 @@ def _from_moments(m: Moments, groups: Groups, l2, *, whiten: bool, rank_tol: flo
         transform,
         l2,
         jnp.asarray(m.n_samples, dtype),
+        None,
+        _status(C, b0t),
     )
 
 
@@ -563,6 +575,8 @@ def _prepare_design(X, Y, w, groups: Groups, l2, summary: ColumnSummary, *, whit
         transform,
         l2,
         nf,
+        None,
+        _status(b0, diag_blocks),
     )
 
 
@@ -612,6 +626,7 @@ def _prepare_raw_design(X, Y, groups: Groups, l2, summary: ColumnSummary, *, whi
         l2,
         nf,
         jnp.stack([x_mean, c]),
+        _status(b0, diag_blocks),
     )
 
 

@@ -82,8 +82,9 @@ def test_results_have_status_and_short_repr():
         text = repr(result)
         assert len(text) < 700 and "status=" in text, text
     assert len(repr(problem)) < 1500 and "Problem(C=float32[8, 8]" in repr(problem)
+    assert problem.status.dtype == jnp.int32 and js.raise_for_status(problem) is problem
     with pytest.raises(TypeError, match="status"):
-        js.raise_for_status(problem)
+        js.raise_for_status(problem.groups)
     assert js.status_message(0) == "ok"
     assert "non-finite" in js.status_message(1) and "iteration cap" in js.status_message(5)
 
