@@ -174,7 +174,22 @@ def raise_nonfinite(original, name: str, target, fix: str):
                 f"{float(np.finfo(target).max):.3g}); rescale {name} (divide it by a constant), or use float64 "
                 "(jax.config.update('jax_enable_x64', True) with float64 input)"
             )
-    raise ValueError(f"{name} contains NaN or Inf; {fix}")
+    rows = nonfinite_rows(original)
+    where = f" in row(s) {rows[:10].tolist()}" + (f" (and {rows.size - 10} more)" if rows.size > 10 else "") if rows.size else ""
+    raise ValueError(f"{name} contains NaN or Inf{where}; {fix}")
+
+
+def nonfinite_rows(A) -> np.ndarray:
+    """Indices of the rows (axis 0) of a concrete array that hold NaN or Inf (empty when traced)."""
+    if is_traced(A):
+        return np.zeros(0, int)
+    if isinstance(A, jax.Array):
+        bad = host_value(lambda: ~jnp.all(jnp.isfinite(A.reshape((A.shape[0], -1))), axis=1) if A.ndim else None)
+        return np.flatnonzero(np.asarray(bad)) if bad is not None else np.zeros(0, int)
+    values = np.asarray(A)
+    if values.dtype.kind not in "biuf" or values.ndim == 0:
+        return np.zeros(0, int)
+    return np.flatnonzero(~np.isfinite(values.astype(np.float64, copy=False)).reshape(values.shape[0], -1).all(axis=1))
 
 
 def as_targets(Y, n: int, name: str = "Y", *, dtype=None):

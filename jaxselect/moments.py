@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect._progress import progress_bar
 from jaxselect._repr import short_repr
 
 __all__ = [
@@ -246,10 +247,12 @@ class MomentAccumulator:
             y_sum = A[:, width - 1] @ Ay  # NaN/Inf in Y poison it
             diag = np.concatenate([diag, y_sum])
         if not np.isfinite(diag).all():  # NaN/Inf entries poison their column's sum of squares
-            if not np.isfinite(X).all():
-                raise ValueError(f"X contains NaN or Inf in {what}; remove or impute those entries first")
-            if not np.isfinite(Y).all():
-                raise ValueError(f"Y contains NaN or Inf in {what}")
+            first = self.n_rows - m
+            for name, A, fix in (("X", X, "; remove or impute those entries first"), ("Y", Y, "")):
+                bad = np.flatnonzero(~np.isfinite(A).all(axis=1))
+                if bad.size:
+                    rows = (bad + first)[:10].tolist()
+                    raise ValueError(f"{name} contains NaN or Inf in {what}, at row(s) {rows}{fix}")
             if not np.isfinite(G[: width - 1, width - 1]).all():
                 _raise_overflow(self.dtype)
             # else squares overflow: the scale checks on the finished moments report it
@@ -331,17 +334,20 @@ def _raise_overflow(dtype):
     )
 
 
-def moments_host(X: np.ndarray, Y: np.ndarray, w: np.ndarray | None, dtype) -> Moments:
+def moments_host(X: np.ndarray, Y: np.ndarray, w: np.ndarray | None, dtype, *, progress: bool = False) -> Moments:
     """The host kernel on in-memory arrays: X (n, D), Y (n, T), w (n,) or None (numpy).
 
-    Streams cache-sized row chunks of X through :class:`MomentAccumulator` (no copy of X).
+    Streams cache-sized row chunks of X through :class:`MomentAccumulator` (no copy of X); with
+    ``progress`` a bar counts the rows.
     """
     acc = MomentAccumulator(dtype)
     n = X.shape[0]
     step = chunk_rows(X.shape[1], np.dtype(dtype).itemsize)
-    for start in range(0, n, step):
-        stop = min(n, start + step)
-        acc.add(X[start:stop], Y[start:stop], None if w is None else w[start:stop])
+    with progress_bar(enabled=progress, total=n, unit="row", desc="moments") as bar:
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            acc.add(X[start:stop], Y[start:stop], None if w is None else w[start:stop])
+            bar.update(stop - start)
     return acc.finish()
 
 

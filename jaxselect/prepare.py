@@ -29,10 +29,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect._progress import check_progress, progress_bar
 from jaxselect._repr import short_repr
 from jaxselect._validation import as_hyper, check_constant_mode, check_float, float_dtype_for, host_value, is_traced
 from jaxselect.design import ColumnSummary, as_data, check_moments, summary_from_moments
-from jaxselect.design.boundary import one_device
+from jaxselect.design.boundary import host_matrix, one_device
 from jaxselect.design.weights import as_sample_weight  # noqa: F401  (re-exported until callers move)
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
@@ -167,6 +168,7 @@ def prepare(
     gram: bool | str = "auto",
     constant_columns: str = "inert",
     rank_tol: float | None = None,
+    progress: bool = False,
 ) -> Problem:
     """Standardise (and group-whiten) X, standardise Y and form the moments C and b0.
 
@@ -197,6 +199,8 @@ def prepare(
         that are never selected and get coefficient 0; "raise": a ValueError names them. A group
         made only of constant columns is never selected. X with every column constant raises.
       rank_tol: relative eigenvalue threshold of the whitening (default sqrt(machine epsilon)).
+      progress: show a progress bar (optional ``tqdm``; ``pip install jaxselect[progress]``): the
+        rows of the host moments pass, or the phases (checks, moments, problem) of the XLA path.
 
     Returns:
       A :class:`Problem`.
@@ -212,26 +216,43 @@ def prepare(
     ((6, 6), (6, 1))
     """
     check_constant_mode(constant_columns)
+    progress = check_progress(progress)
     if gram not in (True, False, "auto"):
         raise ValueError(f"gram must be True, False or 'auto'; got {gram!r}")
-    host = gram is not False and host_kernel_applies(X, Y, sample_weight)
-    if host:
-        data = as_data(X, Y, sample_weight=sample_weight, groups=groups, constant_columns=constant_columns, storage="host")
-    if host and (gram is True or data.n_features <= GRAM_AUTO_MAX_FEATURES):
-        return problem_from_moments(
-            data.moments,
-            data.groups,
-            l2=l2,
-            whiten=whiten,
-            constant_columns=constant_columns,
-            rank_tol=rank_tol,
-        )
+    if gram is not False and host_kernel_applies(X, Y, sample_weight):
+        X = host_matrix(X, "X")  # validated (not copied) before its shape is read
+        if gram is True or X.shape[1] <= GRAM_AUTO_MAX_FEATURES:
+            return _prepare_on_host(X, Y, groups, sample_weight, l2, whiten, constant_columns, rank_tol, progress)
     if gram is False and isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == float_dtype_for(X.dtype):
         X = jax.device_put(X)  # one device copy of a large X (jnp.asarray would stage a second)
+    with progress_bar(enabled=progress, total=3, unit="phase", desc="prepare") as bar:
+        problem = _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_columns, rank_tol, bar)
+    return problem
+
+
+def _prepare_on_host(X, Y, groups, sample_weight, l2, whiten, constant_columns, rank_tol, progress) -> Problem:
+    """The host path of :func:`prepare`: the data layer's host moments pass, then D×D algebra."""
+    data = as_data(
+        X, Y, sample_weight=sample_weight, groups=groups, constant_columns=constant_columns, storage="host",
+        progress=progress,
+    )
+    return problem_from_moments(
+        data.moments,
+        data.groups,
+        l2=l2,
+        whiten=whiten,
+        constant_columns=constant_columns,
+        rank_tol=rank_tol,
+    )
+
+
+def _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_columns, rank_tol, bar) -> Problem:
+    """The XLA path of :func:`prepare`: device, sharded and traced inputs, accelerators, gram=False."""
     data = as_data(
         X, Y, sample_weight=sample_weight, groups="singletons" if groups is None else groups,
         constant_columns=constant_columns, scale="values",
     )
+    bar.update()
     X, Y, w, summary, groups = data.X, data.Y, data.weights, data.summary, data.groups
     rank_tol = _rank_tol(rank_tol, X.dtype)
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
@@ -240,9 +261,12 @@ def prepare(
     if use_gram:
         moments = xla_moments(X, Y, w, summary, centre=not raw_gram)
         scales = _concrete(lambda: scale_vectors(moments))
+        bar.update()
         if scales is not None:
             check_scales(*scales)
-        return _from_moments(moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
+        problem = _from_moments(moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
+        bar.update()
+        return problem
     # Raw X as the design (memory O(n·D) once, not twice) where that is exact enough: singleton
     # groups (whitening is a per-column scale), no weights, moderate offsets (the raw-Gram rule).
     if raw_gram and w is None and groups.mask.shape[1] == 1 and one_device(X):
@@ -250,9 +274,11 @@ def prepare(
         problem = _prepare_raw_design(X, Y, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)._replace(Z=X)
     else:
         problem = _prepare_design(X, Y, w, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)
+    bar.update()
     scales = _concrete(lambda: _design_scale_vectors(summary, Y, w, problem.transform.y_scale))
     if scales is not None:
         check_scales(*scales)
+    bar.update()
     return problem
 
 

@@ -16,6 +16,7 @@ import mmap
 
 import numpy as np
 
+from jaxselect._progress import check_progress, progress_bar
 from jaxselect._validation import check_int, float_dtype_for
 from jaxselect.moments import MomentAccumulator, chunk_rows
 from jaxselect.prepare import Problem, problem_from_moments
@@ -82,8 +83,7 @@ def prepare_from_batches(
     >>> sorted(js.cs_omp(js.prepare_from_batches(chunks)).order.tolist()[:2])
     [1, 3]
     """
-    if not isinstance(progress, (bool, np.bool_)):
-        raise TypeError(f"progress must be True or False; got {progress!r}")
+    progress = check_progress(progress)
     try:
         iterator = iter(batches)
     except TypeError:
@@ -92,15 +92,8 @@ def prepare_from_batches(
             f"{type(batches).__name__}"
         ) from None
     if progress:
-        try:
-            from tqdm.auto import tqdm  # optional dependency
-        except ImportError as err:
-            raise ImportError(
-                "progress=True needs tqdm, which is not installed: pip install tqdm (or jaxselect[progress]), "
-                "or leave progress=False"
-            ) from err
         total = len(batches) if hasattr(batches, "__len__") else None
-        iterator = tqdm(iterator, total=total, unit="chunk", desc="prepare_from_batches")
+        iterator = progress_bar(iterator, enabled=True, total=total, unit="chunk", desc="prepare_from_batches")
     acc = None
     for i, batch in enumerate(iterator):
         X, Y, w = _unpack(batch, i)

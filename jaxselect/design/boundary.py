@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect._progress import check_progress
 from jaxselect._repr import short_repr
 from jaxselect._validation import (
     MIN_ROWS,
@@ -47,7 +48,6 @@ __all__ = [
     "check_moments",
     "host_matrix",
     "host_targets",
-    "nonfinite_rows",
 ]
 
 #: What ``as_data(..., targets=)`` accepts: no targets, real targets (n, T), one real target (n,),
@@ -157,6 +157,7 @@ def as_data(
     dtype=None,
     min_rows: int = MIN_ROWS,
     storage: str = "device",
+    progress: bool = False,
 ) -> Data:
     """Validate what a user passed and return one :class:`Data` (the library's front door).
 
@@ -181,6 +182,8 @@ def as_data(
         :class:`~jaxselect.design.HostDesign`, and the summary comes from the host moments kernel
         (one pass of host BLAS over row chunks, which also forms ``Data.moments``: the centred
         Gram and cross moments); real targets only.
+      progress: with ``storage="host"``, a progress bar over the rows of the moments pass
+        (optional ``tqdm``).
 
     Returns:
       A :class:`Data`.
@@ -196,7 +199,7 @@ def as_data(
     if storage not in STORAGES:
         raise ValueError(f"storage must be one of {STORAGES}; got {storage!r}")
     if storage == "host":
-        return _host_data(X, Y, sample_weight, groups, targets, constant_columns, dtype, min_rows)
+        return _host_data(X, Y, sample_weight, groups, targets, constant_columns, dtype, min_rows, progress)
     Xj = as_float_matrix(X, "X", dtype=dtype, min_rows=min_rows, check_finite=False)
     n, d = Xj.shape
     w = as_sample_weight(sample_weight, n)
@@ -227,17 +230,6 @@ def one_device(X) -> bool:
         return False
 
 
-def nonfinite_rows(X) -> np.ndarray:
-    """Indices of the rows of a concrete X that hold NaN or Inf (for error messages)."""
-    if isinstance(X, jax.Array):
-        bad = host_value(lambda: ~jnp.all(jnp.isfinite(X), axis=1))
-        return np.flatnonzero(np.asarray(bad)) if bad is not None else np.zeros(0, int)
-    values = np.asarray(X)
-    if values.dtype.kind not in "biuf":
-        return np.zeros(0, int)
-    return np.flatnonzero(~np.isfinite(values.astype(np.float64, copy=False)).all(axis=1))
-
-
 def _check_values(original, Xj, summary, col_min, col_max, scale) -> None:
     """NaN/Inf and magnitude checks from the summary pass (a no-op on traced X)."""
     values = host_value(lambda: (col_min, col_max, summary.mean))
@@ -245,13 +237,6 @@ def _check_values(original, Xj, summary, col_min, col_max, scale) -> None:
         return
     lo, hi, mean = (np.asarray(v) for v in values)
     if not (np.isfinite(lo).all() and np.isfinite(hi).all() and np.isfinite(mean).all()):
-        rows = nonfinite_rows(original if not isinstance(original, (list, tuple)) else Xj)
-        if rows.size:
-            raise ValueError(
-                f"X contains NaN or Inf in row(s) {rows[:10].tolist()}"
-                + (f" (and {rows.size - 10} more)" if rows.size > 10 else "")
-                + "; remove or impute those entries first"
-            )
         raise_nonfinite(original, "X", Xj.dtype, "remove or impute those entries first")
     if scale is not None:
         message = scale_error(lo, hi, Xj.shape[0], "X", Xj.dtype, squares=scale == "squares")
@@ -259,7 +244,7 @@ def _check_values(original, Xj, summary, col_min, col_max, scale) -> None:
             raise ValueError(message)
 
 
-def _host_data(X, Y, sample_weight, groups, targets, constant_columns, dtype, min_rows) -> Data:
+def _host_data(X, Y, sample_weight, groups, targets, constant_columns, dtype, min_rows, progress) -> Data:
     """``storage="host"``: the host moments kernel is the summary pass (and forms the moments)."""
     if targets != "regression":
         raise ValueError("storage='host' needs real targets (targets='regression')")
@@ -268,7 +253,7 @@ def _host_data(X, Y, sample_weight, groups, targets, constant_columns, dtype, mi
     Y, y_1d = host_targets(Y, X.shape[0], "Y")
     w = as_sample_weight(sample_weight, X.shape[0])
     groups = _groups(groups, X.shape[1], dtype)
-    moments = moments_host(X, Y, None if w is None else np.asarray(w), dtype)
+    moments = moments_host(X, Y, None if w is None else np.asarray(w), dtype, progress=check_progress(progress))
     check_moments(moments, constant_columns)
     summary = summary_from_moments(moments)
     w = None if w is None else np.asarray(w, dtype)
