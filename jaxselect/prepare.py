@@ -33,7 +33,8 @@ from jaxselect._progress import check_progress, progress_bar
 from jaxselect._repr import short_repr
 from jaxselect._validation import as_hyper, check_constant_mode, check_float, float_dtype_for, host_value, is_traced
 from jaxselect.design import ColumnSummary, as_data, check_moments, summary_from_moments
-from jaxselect.design.boundary import host_matrix, one_device
+from jaxselect.design.boundary import host_matrix
+from jaxselect.design.operators import on_one_device
 from jaxselect.design.weights import as_sample_weight  # noqa: F401  (re-exported until callers move)
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
@@ -234,7 +235,7 @@ def _prepare_on_host(X, Y, groups, sample_weight, l2, whiten, constant_columns, 
     """The host path of :func:`prepare`: the data layer's host moments pass, then D×D algebra."""
     data = as_data(
         X, Y, sample_weight=sample_weight, groups=groups, constant_columns=constant_columns, storage="host",
-        progress=progress,
+        with_moments=True, progress=progress,
     )
     return problem_from_moments(
         data.moments,
@@ -269,7 +270,7 @@ def _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_c
         return problem
     # Raw X as the design (memory O(n·D) once, not twice) where that is exact enough: singleton
     # groups (whitening is a per-column scale), no weights, moderate offsets (the raw-Gram rule).
-    if raw_gram and w is None and groups.mask.shape[1] == 1 and one_device(X):
+    if raw_gram and w is None and groups.mask.shape[1] == 1 and on_one_device(X):
         # X joins the problem outside jit: a jitted function returning its input would copy it.
         problem = _prepare_raw_design(X, Y, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)._replace(Z=X)
     else:

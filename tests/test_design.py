@@ -132,6 +132,27 @@ def test_dense_design_is_a_pytree_under_jit_and_vmap():
     np.testing.assert_allclose(np.asarray(jax.vmap(op.mv)(V)), np.asarray(eager), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_host_storage_summary_equals_the_device_summary(weighted):
+    """as_data(storage="host") keeps X on the host (a memmap stays a memmap) and its host summary
+    pass gives the device pass's summary; with_moments gives the same summary from the moments kernel."""
+    X, w = _data()
+    w = w if weighted else None
+    host = as_data(X, X[:, 0], sample_weight=w, storage="host")
+    device = as_data(X, X[:, 0], sample_weight=w)
+    moments = as_data(X, X[:, 0], sample_weight=w, storage="host", with_moments=True)
+    assert isinstance(host.design, HostDesign) and host.design.X is X and host.moments is None
+    assert moments.moments is not None
+    for other in (device, moments):
+        np.testing.assert_array_equal(np.asarray(host.summary.live), np.asarray(other.summary.live))
+        np.testing.assert_allclose(np.asarray(host.summary.mean), np.asarray(other.summary.mean), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(host.summary.scale), np.asarray(other.summary.scale), rtol=1e-4)
+    bad = X.copy()
+    bad[5, 1] = np.inf
+    with pytest.raises(ValueError, match=r"row\(s\) \[5\]"):
+        as_data(bad, None, targets=None, storage="host")
+
+
 def test_host_operator_to_device_is_the_same_design():
     X, w = _data()
     s = column_summary(X, w)

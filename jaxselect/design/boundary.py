@@ -30,12 +30,11 @@ from jaxselect._validation import (
     check_constant_mode,
     float_dtype_for,
     host_value,
-    is_traced,
     raise_nonfinite,
     scale_error,
 )
 from jaxselect.design.operators import DenseDesign, HostDesign
-from jaxselect.design.summary import ColumnSummary, summary_and_extremes, summary_from_moments
+from jaxselect.design.summary import ColumnSummary, summary_from_moments
 from jaxselect.design.weights import as_sample_weight
 from jaxselect.groups import Groups, as_groups
 from jaxselect.moments import check_scales, moments_host
@@ -139,8 +138,6 @@ def _targets(Y, n: int, kind, dtype, n_classes):
     return labels, C, True
 
 
-#: A single-device, unweighted X above this size is summarised over row blocks (no (n, D) temporary).
-BLOCKED_SUMMARY_BYTES = 1 << 26
 STORAGES = ("device", "host")
 
 
@@ -157,6 +154,7 @@ def as_data(
     dtype=None,
     min_rows: int = MIN_ROWS,
     storage: str = "device",
+    with_moments: bool = False,
     progress: bool = False,
 ) -> Data:
     """Validate what a user passed and return one :class:`Data` (the library's front door).
@@ -179,10 +177,11 @@ def as_data(
       min_rows: fewest rows accepted (2 for every fit).
       storage: ``"device"`` (default): X becomes a ``jax.Array`` (kept as is when it is one) behind
         a :class:`~jaxselect.design.DenseDesign`. ``"host"``: a numpy X stays where it is behind a
-        :class:`~jaxselect.design.HostDesign`, and the summary comes from the host moments kernel
-        (one pass of host BLAS over row chunks, which also forms ``Data.moments``: the centred
-        Gram and cross moments); real targets only.
-      progress: with ``storage="host"``, a progress bar over the rows of the moments pass
+        :class:`~jaxselect.design.HostDesign` whose summary pass runs over row blocks on the host.
+      with_moments: with ``storage="host"`` and real targets: the summary pass is the host moments
+        kernel (host BLAS ``syrk`` over row chunks), which also forms ``Data.moments`` (the centred
+        Gram and cross moments) in the same read of X — what :func:`~jaxselect.prepare` uses.
+      progress: with ``with_moments``, a progress bar over the rows of the moments pass
         (optional ``tqdm``).
 
     Returns:
@@ -199,7 +198,8 @@ def as_data(
     if storage not in STORAGES:
         raise ValueError(f"storage must be one of {STORAGES}; got {storage!r}")
     if storage == "host":
-        return _host_data(X, Y, sample_weight, groups, targets, constant_columns, dtype, min_rows, progress)
+        return _host_data(X, Y, sample_weight, groups, targets, n_classes, constant_columns, scale, dtype, min_rows,
+                          with_moments, progress)
     Xj = as_float_matrix(X, "X", dtype=dtype, min_rows=min_rows, check_finite=False)
     n, d = Xj.shape
     w = as_sample_weight(sample_weight, n)
@@ -207,11 +207,11 @@ def as_data(
         w = jnp.asarray(w).astype(Xj.dtype)
     Y, C, y_1d = _targets(Y, n, targets, Xj.dtype, n_classes)
     groups = _groups(groups, d, Xj.dtype)
-    blocked = w is None and one_device(Xj) and Xj.size * Xj.dtype.itemsize > BLOCKED_SUMMARY_BYTES
-    summary, col_min, col_max = summary_and_extremes(Xj, w, blocked=blocked)
+    raw = DenseDesign.raw(Xj)
+    summary, col_min, col_max = raw.summarize(w)
     _check_values(X, Xj, summary, col_min, col_max, scale)
     check_constant_columns(summary.live, constant_columns)
-    return Data(DenseDesign.from_summary(Xj, summary), Y, w, summary, groups, C, y_1d)
+    return Data(raw.standardized(summary), Y, w, summary, groups, C, y_1d)
 
 
 def _groups(groups, d: int, dtype):
@@ -220,44 +220,46 @@ def _groups(groups, d: int, dtype):
     return as_groups(None if isinstance(groups, str) and groups == "singletons" else groups, d, dtype=dtype)
 
 
-def one_device(X) -> bool:
-    """A concrete ``jax.Array`` on one device (a row-sharded X keeps the plain, sharded reductions)."""
-    if is_traced(X) or not isinstance(X, jax.Array):
-        return False
-    try:
-        return len(X.sharding.device_set) == 1
-    except AttributeError:  # pragma: no cover - an unusual array type
-        return False
-
-
-def _check_values(original, Xj, summary, col_min, col_max, scale) -> None:
+def _check_values(original, Xj, summary, col_min, col_max, scale, *, dtype=None, n=None) -> None:
     """NaN/Inf and magnitude checks from the summary pass (a no-op on traced X)."""
     values = host_value(lambda: (col_min, col_max, summary.mean))
     if values is None:
         return
+    dtype = Xj.dtype if dtype is None else dtype
+    n = Xj.shape[0] if n is None else n
     lo, hi, mean = (np.asarray(v) for v in values)
     if not (np.isfinite(lo).all() and np.isfinite(hi).all() and np.isfinite(mean).all()):
-        raise_nonfinite(original, "X", Xj.dtype, "remove or impute those entries first")
+        raise_nonfinite(original, "X", dtype, "remove or impute those entries first")
     if scale is not None:
-        message = scale_error(lo, hi, Xj.shape[0], "X", Xj.dtype, squares=scale == "squares")
+        message = scale_error(lo, hi, n, "X", dtype, squares=scale == "squares")
         if message is not None:
             raise ValueError(message)
 
 
-def _host_data(X, Y, sample_weight, groups, targets, constant_columns, dtype, min_rows, progress) -> Data:
-    """``storage="host"``: the host moments kernel is the summary pass (and forms the moments)."""
-    if targets != "regression":
-        raise ValueError("storage='host' needs real targets (targets='regression')")
+def _host_data(
+    X, Y, sample_weight, groups, targets, n_classes, constant_columns, scale, dtype, min_rows, with_moments, progress
+) -> Data:
+    """``storage="host"``: X stays where it is (numpy, memmap); the summary pass runs on the host."""
     X = host_matrix(X, "X", min_rows=min_rows)
     dtype = np.dtype(dtype) if dtype is not None else float_dtype_for(X.dtype)
-    Y, y_1d = host_targets(Y, X.shape[0], "Y")
     w = as_sample_weight(sample_weight, X.shape[0])
     groups = _groups(groups, X.shape[1], dtype)
-    moments = moments_host(X, Y, None if w is None else np.asarray(w), dtype, progress=check_progress(progress))
-    check_moments(moments, constant_columns)
-    summary = summary_from_moments(moments)
+    if with_moments:
+        if targets != "regression":
+            raise ValueError("with_moments=True needs real targets (targets='regression')")
+        Y, y_1d = host_targets(Y, X.shape[0], "Y")
+        moments = moments_host(X, Y, None if w is None else np.asarray(w), dtype, progress=check_progress(progress))
+        check_moments(moments, constant_columns)
+        summary = summary_from_moments(moments)
+        w = None if w is None else np.asarray(w, dtype)
+        return Data(HostDesign.from_summary(X, summary), Y, w, summary, groups, None, y_1d, moments)
     w = None if w is None else np.asarray(w, dtype)
-    return Data(HostDesign.from_summary(X, summary), Y, w, summary, groups, None, y_1d, moments)
+    Y, C, y_1d = _targets(Y, X.shape[0], targets, dtype, n_classes)
+    raw = HostDesign.raw(X, dtype)
+    summary, col_min, col_max = raw.summarize(w)
+    _check_values(X, None, summary, col_min, col_max, scale, dtype=dtype, n=X.shape[0])
+    check_constant_columns(summary.live, constant_columns)
+    return Data(raw.standardized(summary), Y, w, summary, groups, C, y_1d)
 
 
 def check_moments(moments, constant_columns: str) -> None:

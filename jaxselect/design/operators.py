@@ -13,7 +13,13 @@ A solver never touches the storage of X. It asks a design operator for the stand
 ``row_blocks(rows)``        iterate ``(start, block operator)`` over row blocks
 ``shard(mesh)``             rows split over a device mesh (``DenseDesign``), with padding weights
 ``materialize()``           the dense (n, D) ``X̃`` (for small designs and tests)
+``summarize(w)``            ``(ColumnSummary, col_min, col_max)`` of the *stored* columns: the
+                            boundary's one pass (the standardisation rule and the checks' extremes)
+``standardized(summary)``   the operator standardised by ``summary``
 ==========================  ===========================================================
+
+The boundary (:func:`~jaxselect.design.as_data`) wraps the user's X in an operator with no
+standardisation, asks it for ``summarize``, checks the numbers, and keeps ``standardized(summary)``.
 
 Standardisation is applied implicitly (``X̃ v = X (f⊙v) − (μ·(f⊙v)) 1``), so the stored X is never
 centred, scaled or copied. Implementations:
@@ -36,11 +42,25 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxselect._repr import short_repr
+from jaxselect._validation import is_traced
+from jaxselect.design.summary import standardize, summary_and_extremes
 
-__all__ = ["DenseDesign", "DesignOperator", "HostDesign", "HOST_BLOCK_BYTES"]
+__all__ = ["BLOCKED_SUMMARY_BYTES", "DenseDesign", "DesignOperator", "HostDesign", "HOST_BLOCK_BYTES"]
 
 #: Bytes of X per row block of a host operator's products (cache-friendly BLAS calls).
 HOST_BLOCK_BYTES = 1 << 23
+#: A single-device X above this size is summarised over row blocks (no (n, D) temporary).
+BLOCKED_SUMMARY_BYTES = 1 << 26
+
+
+def on_one_device(X) -> bool:
+    """A concrete ``jax.Array`` on one device (a row-sharded X keeps the plain, sharded reductions)."""
+    if is_traced(X) or not isinstance(X, jax.Array):
+        return False
+    try:
+        return len(X.sharding.device_set) == 1
+    except AttributeError:  # pragma: no cover - an unusual array type
+        return False
 
 
 @runtime_checkable
@@ -66,6 +86,10 @@ class DesignOperator(Protocol):
     def row_blocks(self, rows: int | None = None) -> Iterator: ...
 
     def materialize(self): ...
+
+    def summarize(self, w=None): ...
+
+    def standardized(self, summary) -> "DesignOperator": ...
 
 
 def _block_rows(n_cols: int, itemsize: int, rows: int | None) -> int:
@@ -99,6 +123,12 @@ class DenseDesign(NamedTuple):
     def from_summary(cls, X, summary) -> "DenseDesign":
         return cls(X, summary.mean, summary.factor)
 
+    @classmethod
+    def raw(cls, X) -> "DenseDesign":
+        """X itself (no centring or scaling), before the boundary's summary pass."""
+        d = X.shape[1]
+        return cls(X, jnp.zeros((d,), X.dtype), jnp.ones((d,), X.dtype))
+
     @property
     def shape(self) -> tuple[int, int]:
         return tuple(self.X.shape)
@@ -106,6 +136,16 @@ class DenseDesign(NamedTuple):
     @property
     def dtype(self):
         return self.X.dtype
+
+    def summarize(self, w=None):
+        """The summary pass of the stored X: one jitted call (over row blocks for a large X on one
+        device, where XLA's CPU runtime may stage an (n, D) temporary for a plain reduction)."""
+        X = self.X
+        blocked = w is None and on_one_device(X) and X.size * X.dtype.itemsize > BLOCKED_SUMMARY_BYTES
+        return summary_and_extremes(X, w, blocked=blocked)
+
+    def standardized(self, summary) -> "DenseDesign":
+        return DenseDesign.from_summary(self.X, summary)
 
     def mv(self, v):
         if v.ndim == 1:
@@ -174,6 +214,43 @@ class HostDesign:
     @classmethod
     def from_summary(cls, X, summary) -> "HostDesign":
         return cls(X, np.asarray(summary.mean), np.asarray(summary.factor))
+
+    @classmethod
+    def raw(cls, X, dtype) -> "HostDesign":
+        """X itself (no centring or scaling), before the boundary's summary pass."""
+        d = X.shape[1]
+        return cls(X, np.zeros(d, dtype), np.ones(d, dtype), dtype)
+
+    def summarize(self, w=None):
+        """The summary pass over row blocks on the host (two passes: extremes and sums, then
+        centred squares), accumulated in float64; the rule of :func:`~jaxselect.design.column_summary`."""
+        d = self.shape[1]
+        lo, hi = np.full(d, np.inf), np.full(d, -np.inf)
+        total, wsum = np.zeros(d), 0.0
+        with np.errstate(invalid="ignore", over="ignore"):
+            for start, block in self._blocks():
+                b = block.astype(np.float64)
+                ww = None if w is None else np.asarray(w[start : start + b.shape[0]], np.float64)
+                rows = b if ww is None else b[ww > 0]
+                if rows.shape[0]:
+                    np.minimum(lo, rows.min(axis=0), out=lo)
+                    np.maximum(hi, rows.max(axis=0), out=hi)
+                total += b.sum(axis=0) if ww is None else ww @ b
+                wsum += b.shape[0] if ww is None else float(ww.sum())
+            mean = total / wsum
+            sq = np.zeros(d)
+            for start, block in self._blocks():
+                c = block.astype(np.float64) - mean
+                ww = None if w is None else np.asarray(w[start : start + c.shape[0]], np.float64)
+                sq += (c * c).sum(axis=0) if ww is None else ww @ (c * c)
+        dt = self.dtype
+        summary = standardize(
+            jnp.asarray(mean, dt), jnp.asarray(sq / wsum, dt), jnp.asarray(hi > lo), jnp.asarray(wsum, dt)
+        )
+        return summary, lo.astype(dt), hi.astype(dt)
+
+    def standardized(self, summary) -> "HostDesign":
+        return HostDesign.from_summary(self.X, summary)
 
     def __repr__(self) -> str:
         return f"HostDesign(shape={self.shape}, dtype={self.dtype}, storage={type(self.X).__name__})"
