@@ -264,23 +264,28 @@ def test_swapped_regressors(signal):
 
 def test_identical_regressors_flag_the_dependence(signal):
     # sklearn: a duplicated atom ends OMP early with a RuntimeWarning ("linear dependence in the
-    # dictionary"). jaxselect keeps static shapes: the path goes on, and the dropped pivot sets the
-    # ILL_CONDITIONED status flag, which raise_for_status turns into an error. The model stays the
-    # exact fit found before the duplicate.
-    X, _, _, _, _ = signal
-    X = X.copy()
+    # dictionary"). jaxselect keeps static shapes: the path goes on to every atom, the dependent
+    # pick sets the ILL_CONDITIONED status flag (no warning; raise_for_status turns it into an
+    # error), and the model stays the exact fit: the duplicate pair's coefficients sum to the truth.
+    X = signal[0][:, :20].copy()  # 20 ≤ N − 1 atoms: the duplicate is the only dependence
     X[:, 1] = X[:, 0]
-    y = X[:, 0] + X[:, 1]
+    y = X[:, 0] + X[:, 1] + 0.5 * X[:, 5]
     X32, y32 = _f32(X, y)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no warning: the flag is the report
-        path = js.cs_omp(js.prepare(X32, y32, l2=0.0), k=K)
-    assert np.asarray(path.order)[0] in (0, 1)
+        warnings.simplefilter("error")
+        path = js.cs_omp(js.prepare(X32, y32, l2=0.0))
+    assert sorted(np.asarray(path.order).tolist()) == list(range(20))
     assert int(path.status) & js.ILL_CONDITIONED
     with pytest.raises(js.SolverError):
         js.raise_for_status(path)
-    pred = np.asarray(js.predict(path, X32, budget=2), np.float64)
-    np.testing.assert_allclose(pred, y, atol=1e-4 * np.abs(y).max())
+    coef = np.asarray(path.coef[-1, :, 0], np.float64)
+    assert coef[0] + coef[1] == pytest.approx(2.0, abs=1e-3)
+    assert coef[5] == pytest.approx(0.5, abs=1e-3)
+    np.testing.assert_allclose(np.delete(coef, [0, 1, 5]), 0.0, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(js.predict(path, X32, budget=20)), y, atol=1e-4 * np.abs(y).max())
+    # control: the same atoms without the duplicate are independent, and nothing is flagged
+    control = js.cs_omp(js.prepare(*_f32(signal[0][:, :20], y), l2=0.0))
+    assert int(control.status) == 0
 
 
 def test_unreachable_precision_flags_rank_deficiency(signal):
