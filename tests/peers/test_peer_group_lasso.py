@@ -198,7 +198,8 @@ def test_singleton_groups_are_the_lasso_and_l2_the_elastic_net(data):
             if l2 == 0.0:
                 est = Lasso(alpha=lam, fit_intercept=False, tol=1e-12, max_iter=100_000)
             else:
-                est = ElasticNet(alpha=lam + l2, l1_ratio=lam / (lam + l2), fit_intercept=False, tol=1e-12, max_iter=100_000)
+                ratio = lam / (lam + l2)
+                est = ElasticNet(alpha=lam + l2, l1_ratio=ratio, fit_intercept=False, tol=1e-12, max_iter=100_000)
             coef, _ = _raw_from_standardised(est.fit(Xs, ys).coef_, X, y)
             np.testing.assert_allclose(np.asarray(fit.raw_coef[i, :, 0]), coef, atol=5e-4 * np.abs(coef).max())
 

@@ -20,7 +20,6 @@ Shapes are shared across tests so that the module compiles a handful of programs
 
 import warnings
 
-import jax
 import numpy as np
 import pytest
 from sklearn.linear_model import LinearRegression, OrthogonalMatchingPursuit, Ridge, orthogonal_mp
@@ -344,16 +343,3 @@ def test_bad_input(signal):
         js.prepare(X, y, l2=-1.0)
     with pytest.raises(ValueError, match="criterion"):
         js.cs_omp(problem, criterion="lars")
-
-
-def test_float32_and_float64_agree(signal, x64):
-    # sklearn: orthogonal_mp_gram keeps the Gram's dtype and float32/float64 results agree.
-    # jaxselect: the path follows the input's dtype, and the two precisions give the same path.
-    X, y, _, _, _ = signal
-    y = y + np.random.default_rng(8).normal(scale=0.3 * y.std(), size=N)
-    p64 = js.cs_omp(js.prepare(X, y, l2=0.0), k=K)
-    p32 = js.cs_omp(js.prepare(*_f32(X, y), l2=0.0), k=K)
-    assert p64.coef.dtype == np.float64 and p32.coef.dtype == np.float32
-    assert np.asarray(p64.order).tolist() == np.asarray(p32.order).tolist()
-    np.testing.assert_allclose(np.asarray(p32.coef, np.float64), p64.coef, atol=1e-3 * float(np.abs(p64.coef).max()))
-    assert jax.numpy.asarray(p32.intercept).dtype == np.float32
