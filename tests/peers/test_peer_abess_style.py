@@ -62,9 +62,9 @@ def test_gaussian_support_recovery(design):
 
 
 def test_logistic_support_recovery(design):
-    # abess's logistic case: binary labels from a sparse logistic model. glm_omp finds the support
-    # and its model is scikit-learn's L2 logistic regression on the standardised support columns
-    # with C = 1/(l2·n) (the intercept unpenalised in both).
+    # abess's logistic case: binary labels from a sparse logistic model. glm_omp and fsa find the
+    # support and their model is scikit-learn's L2 logistic regression on the standardised support
+    # columns with C = 1/(l2·n) (the intercept unpenalised in both).
     X, Xs, rng = design
     beta = np.zeros(D)
     beta[SUPPORT] = [2.0, -1.5, 1.0]
@@ -80,6 +80,12 @@ def test_logistic_support_recovery(design):
     # probabilities from the path's inverse link
     proba = np.asarray(js.glm_predict(path, np.float32(X), budget=3))
     np.testing.assert_allclose(proba.reshape(-1), ref.predict_proba(Xs[:, order])[:, 1], atol=2e-5)
+    # FSA with the logistic loss and the same l2 anneals to the same support and the same model
+    fit = js.fsa(np.float32(X), labels, 3, loss="logistic", l2=L2)
+    assert _sorted(fit.support) == SUPPORT and int(fit.status) == 0
+    by_feature = dict(zip(np.asarray(fit.support).tolist(), np.asarray(fit.coef).tolist()))
+    np.testing.assert_allclose([by_feature[f] for f in order.tolist()], coef, rtol=4e-5, atol=2e-5)
+    assert float(fit.intercept) == pytest.approx(intercept, rel=4e-5, abs=2e-5)
 
 
 def test_multinomial_support_recovery_shares_the_support(design):

@@ -243,3 +243,19 @@ def test_weights(data):
     for bad in (np.array([0.0, 1.0, 1.0, 1.0]), np.array([np.inf, 1.0, 1.0, 1.0]), np.ones(3)):
         with pytest.raises(ValueError, match="weights"):
             js.group_lasso(problem, lambdas, weights=bad)
+
+
+def test_group_partitions_are_checked(data):
+    # skglm's test_check_group_compatible: a partition that does not cover the features, or with
+    # an empty group, is rejected; so are costs that are not finite and > 0 (jaxselect's groups
+    # carry the costs that weight the penalty by default).
+    X, Y = data
+    X32, y32 = _f32(X, Y[:, 0])
+    with pytest.raises(ValueError):
+        js.prepare(X32, y32, IDS[:-1])  # one id short
+    with pytest.raises(ValueError):
+        js.Groups.from_ids([0, 0, 2, 2])  # group 1 is empty
+    with pytest.raises(ValueError):
+        js.Groups.from_ids(IDS, [1.0, 0.0, 1.0, 1.0])
+    with pytest.raises(ValueError):
+        js.Groups.from_ids(IDS, [1.0, 1.0, 1.0])  # one cost per group

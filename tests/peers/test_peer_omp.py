@@ -218,9 +218,14 @@ def test_gram_and_design_give_the_same_path(signal):
         cross=np.float32(Xc.T @ Yc / N),
     )
     from_moments = js.cs_omp(js.problem_from_moments(moments, l2=0.0), k=K)
+    # sklearn's test_orthogonal_mp_gram_readonly: read-only (here also Fortran-ordered) inputs
+    X_ro, Y_ro = np.asfortranarray(X32), Y32.copy()
+    X_ro.setflags(write=False)
+    Y_ro.setflags(write=False)
+    readonly = js.cs_omp(js.prepare(X_ro, Y_ro, l2=0.0), k=K)
     order = np.asarray(gram.order).tolist()
     assert order == _simultaneous_omp_order(X, Y, K)
-    for other in (design, from_moments):
+    for other in (design, from_moments, readonly):
         assert np.asarray(other.order).tolist() == order
         np.testing.assert_allclose(other.coef, gram.coef, atol=2e-5 * float(np.abs(gram.coef).max()))
         np.testing.assert_allclose(other.intercept, gram.intercept, atol=2e-5 * np.abs(Y).max())
