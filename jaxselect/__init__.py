@@ -44,7 +44,7 @@ from jaxselect.groups import Groups
 from jaxselect.model_selection import CVResult, cross_validate_fsa, cross_validate_path
 from jaxselect.moments import Moments
 from jaxselect.path import SelectionPath
-from jaxselect.predict import (  # predict dispatches on the result; the others are deprecated aliases
+from jaxselect.prediction import (  # predict dispatches on the result; the others are deprecated aliases
     dwsm_predict,
     fsa_predict,
     glm_predict,

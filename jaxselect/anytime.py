@@ -90,7 +90,7 @@ def _curve_status(cost, value, status) -> int:
     """``status`` (an int or a status array: its flags are OR-ed) with NONFINITE for non-finite values."""
     code = int(np.bitwise_or.reduce(np.ravel(np.asarray(status, np.int64)), initial=0))
     try:
-        finite = bool(np.all(np.isfinite(np.asarray(cost, np.float64))) and np.all(np.isfinite(np.asarray(value, np.float64))))
+        finite = all(bool(np.all(np.isfinite(np.asarray(a, np.float64)))) for a in (cost, value))
     except (TypeError, ValueError):  # not numeric: _check_curve says so when the curve is read
         finite = True
     return code if finite else code | NONFINITE

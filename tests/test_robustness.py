@@ -275,7 +275,7 @@ def test_errors_name_the_argument():
         js.ridge_refit(X, y, np.array([True] * 20, dtype=object))
     with pytest.raises(ValueError, match=r"group ids .* got id 1000000000000"):  # was a MemoryError (7 TiB)
         js.Groups.from_ids([0, 10**12])
-    with pytest.raises(TypeError, match="predict takes a SelectionPath.*FSAResult.*got NoneType"):  # was an AttributeError
+    with pytest.raises(TypeError, match="predict takes a SelectionPath.*got NoneType"):  # was an AttributeError
         js.predict(None, X)
     with pytest.raises(ValueError, match="X has values up to 4e\\+39, beyond the range of float32"):
         js.ridge_refit(np.full((4, 2), 1e39) * np.arange(1, 5)[:, None], np.arange(4.0))
