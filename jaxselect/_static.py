@@ -102,7 +102,7 @@ class Static:
     (True, True, 2)
     """
 
-    __slots__ = ("__wrapped__", "_key", "_hash", "_pins")
+    __slots__ = ("__wrapped__", "_key", "_hash", "_pins", "__weakref__")
 
     def __init__(self, obj, key, pins):
         object.__setattr__(self, "__wrapped__", obj)
