@@ -26,7 +26,6 @@ __all__ = [
     "as_float_matrix",
     "as_targets",
     "as_labels",
-    "check_rows",
     "check_int",
     "check_float",
     "check_choice",
@@ -413,11 +412,6 @@ def _check_in_dtype(value: float, name: str, dtype) -> None:
             f"{name}={value:.3g} underflows {np.dtype(dtype)} to 0 (its smallest normal number is "
             f"{float(info.tiny):.3g}); use {name}=0 where that is allowed, a larger value, or float64"
         )
-
-
-def check_rows(n_expected: int, n_got: int, what: str) -> None:
-    if n_expected != n_got:
-        raise ValueError(f"{what} has {n_got} rows but X has {n_expected}; they must match")
 
 
 def check_int(value, name: str, *, low: int | None = None, high: int | None = None) -> int:

@@ -412,9 +412,6 @@ def cross_validate_path(
 # ---------------------------------------------------------------------------------------------
 # FSA over a grid of k.
 
-_FSA_OPTIONS = ("loss", "n_iter", "mu", "lr", "bins", "smoothness", "huber_h")
-
-
 @partial(jax.jit, static_argnames=("k", "score", "options"))
 def _cv_fsa(X, y, rows, test_w, l2, *, k, score, options):
     from jaxselect.anneal import fsa, fsa_predict

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import jaxselect as js
+from jaxselect.greedy.rls import rls_predict
 from compile_count import count_compiles
 
 
@@ -141,7 +142,7 @@ def test_greedy_rls_result_composes_with_the_anytime_toolkit():
     path = js.as_path(res)
     for step in (1, 2, 3):
         np.testing.assert_allclose(
-            js.predict(res, X, budget=float(step)), js.rls_predict(res, X, step=step), rtol=1e-5, atol=1e-5
+            js.predict(res, X, budget=float(step)), rls_predict(res, X, step=step), rtol=1e-5, atol=1e-5
         )
     curve = js.objective_curve(res, X, y)
     assert curve.cost.tolist() == [0.0, 1.0, 2.0, 3.0] and curve.value[-1] > 0.9

@@ -25,7 +25,7 @@ LAYERS = {
     # 3 — solver families (each imports no other family)
     "greedy": 3, "anneal": 3, "sequential": 3, "baselines": 3, "refit": 3,
     # 4 — evaluation across families
-    "anytime": 4, "predict": 4, "model_selection": 4,
+    "anytime": 4, "prediction": 4, "model_selection": 4,
     # 5 — front ends
     "sklearn": 5, "": 5,
 }
