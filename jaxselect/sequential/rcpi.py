@@ -91,7 +91,7 @@ from jaxselect.status import NONFINITE, OK
 from .._validation import check_int
 from .mdp import feature_mask
 from .policy import DWSMPolicy, run_episode
-from .policy_fit import (
+from .policy_fit import (  # noqa: F401 - the names this module had before it was split by job
     AVERAGE_MIXTURE,
     STOCHASTIC_MIXTURE,
     MixtureRule,
@@ -100,9 +100,15 @@ from .policy_fit import (
     mixture_weights,
     ridge_fit,
 )
-from .problem import RCPIConfig, RCPIProblem, check_key, rcpi_problem
-from .rollouts import rollout_capacity, rollout_statistics, row_state_action_values, state_action_values
-from .states import _trajectory_draws, _trajectory_states, max_units_within_budget, sample_states, trajectory_states
+from .problem import RCPIConfig, RCPIProblem, check_key, rcpi_problem  # noqa: F401
+from .rollouts import rollout_capacity, rollout_statistics, row_state_action_values, state_action_values  # noqa: F401
+from .states import (  # noqa: F401
+    _trajectory_draws,
+    _trajectory_states,
+    max_units_within_budget,
+    sample_states,
+    trajectory_states,
+)
 
 __all__ = [
     "RCPIProblem",
@@ -127,10 +133,6 @@ __all__ = [
     "mixture_weights",
     "ridge_fit",
 ]
-
-# re-exported from their modules (the names this module had before it was split)
-_REEXPORTED = (_ridge_solve, _ridge_stats)
-
 
 class RCPIInfo(NamedTuple):
     """Diagnostics of one :func:`rcpi_step` (the rollout policy from the sampled states).
