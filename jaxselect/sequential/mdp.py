@@ -53,7 +53,7 @@ from jaxselect._budget import within_budget as _within_budget
 from jaxselect._repr import short_repr
 from jaxselect.groups import Groups, as_groups
 
-from .._validation import as_hyper, default_float
+from .._validation import as_hyper, check_magnitudes, default_float
 
 __all__ = [
     "DWSMSpec",
@@ -67,6 +67,13 @@ __all__ = [
     "feature_mask",
     "unit_live",
 ]
+
+
+#: What to do about rewards too large for the compute dtype (the policy depends on their ratios only).
+REWARD_SCALE_FIX = (
+    "the learned policy depends only on the ratios of the rewards: divide cost_matrix, lam and "
+    "gamma by a common factor (or the groups' costs), or use float64"
+)
 
 
 class DWSMSpec(NamedTuple):
@@ -225,7 +232,8 @@ def make_spec(
         (features without groups: the paper's ``‖z‖₀ <= M``); a Python or numpy budget beyond the
         dtype's range (``inf``) is no budget. A ``jax.Array`` budget (it may be traced) must be a
         finite scalar; concrete values are checked here, traced ones only for shape.
-      cost_matrix: None (``1 − I``) or (C, C) finite costs ``C[predicted, true]``.
+      cost_matrix: None (``1 − I``) or (C, C) finite costs ``C[predicted, true]`` within the
+        dtype's range.
       groups: None (every feature its own unit, unit costs), (d,) ids, a
         :class:`~jaxselect.Groups` (costs c_j = ``groups.costs``), or a list of index lists.
       related: None or (J, J) boolean relation between units (J = d without groups).
@@ -256,6 +264,7 @@ def make_spec(
             )
         if not np.all(np.isfinite(cm)):
             raise ValueError("cost_matrix contains NaN or Inf")
+        check_magnitudes({"max |cost_matrix|": float(np.max(np.abs(cm)))}, f, fix=REWARD_SCALE_FIX)
 
     if related is None:
         rel = np.ones((0, 0), dtype=bool)  # no relation: every acquisition costs λ c_j

@@ -25,9 +25,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxselect._repr import short_repr
 
-from .._validation import as_hyper, check_int, check_magnitudes, column_standardization
+from .._validation import as_hyper, check_int, column_standardization
 from ..refit import weighted_standardization
-from .mdp import DWSMSpec, unit_live
+from .mdp import REWARD_SCALE_FIX, DWSMSpec, unit_live
 from .policy_fit import _MIXTURES, MixtureRule, _as_mixture
 
 __all__ = [
@@ -306,22 +306,15 @@ def check_fit_options(states, select, patience, states_per_example, mixture, alp
 
 
 def check_reward_magnitudes(spec: DWSMSpec, dtype) -> None:
-    """ValueError when a reward of the MDP does not exist in ``dtype`` (checked where concrete).
+    """ValueError when ``λ × total unit cost`` or ``γ × total unit cost`` does not exist in ``dtype``.
 
-    The cost matrix is always a host array; ``λ × total unit cost`` and ``γ × total unit cost`` are
-    checked by :func:`~jaxselect._validation.as_hyper` (concrete: finite and below the dtype's
-    range; traced inside a user's ``jit``: not checked, an overflow shows as ``NONFINITE`` in the
-    fit's ``status``).
+    Checked by :func:`~jaxselect._validation.as_hyper` where concrete (finite and below the dtype's
+    range); traced inside a user's ``jit``, not checked: an overflow shows as ``NONFINITE`` in the
+    fit's ``status``. (The cost matrix, a host array, is checked by :func:`~.mdp.make_spec`.)
     """
-    fix = (
-        "the learned policy depends only on the ratios of the rewards: divide cost_matrix, lam and "
-        "gamma by a common factor (or the groups' costs), or use float64"
-    )
-    cm = np.asarray(spec.cost_matrix, np.float64)  # built from a host array by make_spec
-    check_magnitudes({"max |cost_matrix|": float(np.max(np.abs(cm)))}, dtype, fix=fix)
     total = jnp.sum(spec.groups.costs)  # in the compute dtype (make_spec's)
     for name, rho in (("lam", spec.lam), ("gamma", spec.gamma)):
         try:
             as_hyper(rho * total, f"{name} × total unit cost", dtype, low=0.0)
         except ValueError as err:
-            raise ValueError(f"{err}; {fix}") from None
+            raise ValueError(f"{err}; {REWARD_SCALE_FIX}") from None
