@@ -357,16 +357,16 @@ def test_ridge_fit_matches_numpy_per_action(dtype, request):
 
 def test_ridge_statistics_of_row_blocks_add_up():
     # the row-sharded fit sums these statistics across devices before solving
-    from jaxselect.sequential.policy_fit import _ridge_solve, _ridge_stats
+    from jaxselect.sequential.policy_fit import ridge_solve, ridge_stats
 
     rng = np.random.default_rng(1)
     N, p, A = 40, 5, 3
     Phi, Q, W = rng.normal(size=(N, p)), rng.normal(size=(N, A)), rng.random((N, A)) < 0.5
     prev = jnp.asarray(rng.normal(size=(A, p)), jnp.float32)
     f32 = lambda a: jnp.asarray(a, jnp.float32) if a.dtype != bool else jnp.asarray(a)  # noqa: E731
-    blocks = [_ridge_stats(*(f32(a[i : i + 10]) for a in (Phi, Q, W))) for i in range(0, N, 10)]
+    blocks = [ridge_stats(*(f32(a[i : i + 10]) for a in (Phi, Q, W))) for i in range(0, N, 10)]
     summed = jax.tree.map(lambda *b: sum(b), *blocks)
-    th = _ridge_solve(*summed, jnp.float32(0.1), prev)
+    th = ridge_solve(*summed, jnp.float32(0.1), prev)
     ref = ridge_fit(f32(Phi), f32(Q), f32(W), jnp.float32(0.1), prev)
     np.testing.assert_allclose(np.asarray(th), np.asarray(ref), rtol=1e-4, atol=1e-5)
 

@@ -20,19 +20,13 @@ from jaxselect.sharding import any_mesh
 
 from . import progress
 from .._validation import (
-    MIN_ROWS,
-    as_float_matrix,
     as_hyper,
-    as_labels,
-    check_constant_mode,
     check_int,
-    column_standardization,
     host_array,
     is_traced,
-    raise_on_constant,
 )
-from ..prepare import as_sample_weight
-from .mdp import _check_budget, make_spec
+from ..design import as_data
+from .mdp import check_budget, make_spec
 from .policy import DWSMPolicy
 from .problem import check_fit_options, check_key, check_reward_magnitudes, rcpi_problem, row_axes_of
 from .rcpi import rcpi_init, rcpi_loop
@@ -66,6 +60,7 @@ def _fit(
     X,
     y,
     sample_weight,
+    summary,
     spec,
     alpha,
     l2,
@@ -105,6 +100,7 @@ def _fit(
         gram_batch=gram_batch,
         mesh=mesh,
         row_axes=row_axes,
+        summary=summary,
     )
     report = None
     if progress_on:
@@ -255,12 +251,16 @@ def dwsm_fit(
     (True, True)
     """
     key = check_key(key)
-    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, scale="values")  # one pass: NaN/Inf and scale
-    n, d = X.shape
     if n_classes is not None:
         n_classes = check_int(n_classes, "n_classes", low=1)
-    labels, C = as_labels(y, n, n_classes=n_classes)
-    w = as_sample_weight(sample_weight, n)
+    # the front door: X (NaN/Inf, magnitudes), labels, weights, the constant-column mode, and the
+    # column summary that standardises the MDP's features (one pass)
+    data = as_data(
+        X, y, sample_weight=sample_weight, targets="labels", n_classes=n_classes,
+        constant_columns=constant_columns, scale="values",
+    )
+    X, labels, C, w = data.X, data.Y, data.n_classes, data.weights
+    n, d = X.shape
     if n_classes is None:
         present = np.unique(host_array(labels))
         if present.size != C:
@@ -277,7 +277,6 @@ def dwsm_fit(
     policy_states, terminal_weight, patience, alpha, explore = check_fit_options(
         states, select, patience, states_per_example, mixture, alpha, explore, X.dtype
     )
-    check_constant_mode(constant_columns)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable(iteration, mean_return, accuracy) or None")
     if verbose and callback is None:
@@ -294,14 +293,12 @@ def dwsm_fit(
         related=related,
     )
     check_reward_magnitudes(spec, X.dtype)
-    if constant_columns == "raise":
-        raise_on_constant(column_standardization(X)[2], "raise")
     J = spec.n_units
     # lane packing of the uniform states only without a budget (then every state has exactly k
     # units): budgets stay traced and share one compiled fit; budgeted rollouts are short anyway.
     # A state visited by the policy may have any number of units: J lanes each. A budget given as
     # a jax.Array counts as a budget (it may be traced).
-    no_budget = budget is None or (not isinstance(budget, jax.Array) and _check_budget(budget, X.dtype) is None)
+    no_budget = budget is None or (not isinstance(budget, jax.Array) and check_budget(budget, X.dtype) is None)
     n_unif = states_per_example - policy_states
     cap = (rollout_capacity(J, n_unif, J, exact_sizes=no_budget) if n_unif else 0) + policy_states * J
     # a row-sharded X runs each device's rollouts on its own rows (chunks of its local block)
@@ -317,7 +314,8 @@ def dwsm_fit(
             key,
             X,
             jnp.asarray(labels),
-            None if w is None else jnp.asarray(w).astype(X.dtype),
+            w,
+            data.summary,
             spec,
             alpha,
             l2,

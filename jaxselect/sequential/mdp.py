@@ -172,7 +172,7 @@ def _nested_to_ids(groups, d: int) -> np.ndarray:
     return ids
 
 
-def _check_budget(budget, dtype):
+def check_budget(budget, dtype):
     """A budget B >= 0 as a () array, or None (no budget: None, or a host number beyond the dtype's range)."""
     if budget is None:
         return None
@@ -244,7 +244,7 @@ def make_spec(
     f = np.dtype(dtype or default_float())
     lam = as_hyper(lam, "lam", f, low=0.0)
     gamma = 2.0 * lam if gamma is None else as_hyper(gamma, "gamma", f, low=0.0)
-    budget_val = _check_budget(budget, f)
+    budget_val = check_budget(budget, f)
     if budget_val is None:
         budget_val = jnp.asarray(np.inf, f)
     units = as_unit_groups(groups, d, dtype=f)

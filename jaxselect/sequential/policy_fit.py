@@ -7,8 +7,8 @@ estimates) and §6.1, footnote 11 (the α-mixture, α = 0.7).
 where a is allowed, with the library's ``l2`` convention: θ_a minimises
 ``(1/m_a) Σ_s ½ (Q(s, a) − θ_a·φ_s)² + (l2/2) ‖D θ_a‖²`` (D the identity without the bias entry),
 i.e. ``(G_a + l2·D) θ_a = b_a`` with ``G_a = (1/m_a) Σ_s φ_s φ_sᵀ``, ``b_a = (1/m_a) Σ_s Q(s, a) φ_s``.
-The statistics are plain sums over states (:func:`_ridge_stats`), so those of row blocks add up (a
-row-sharded fit sums them across devices with one ``psum``) before :func:`_ridge_solve`.
+The statistics are plain sums over states (:func:`ridge_stats`), so those of row blocks add up (a
+row-sharded fit sums them across devices with one ``psum``) before :func:`ridge_solve`.
 
 **α-mixture** (footnote 11: "θ_t is chosen with probability 1−α, otherwise the previous α-mixture
 policy is used"), a :class:`MixtureRule`: ``STOCHASTIC_MIXTURE`` (the paper's: the rollout policy of
@@ -73,14 +73,14 @@ def _average_update(theta_prev, theta_new, alpha):
 STOCHASTIC_MIXTURE = MixtureRule(_stochastic_weights, _keep_new)
 #: Parameter averaging θ̄_t = α θ̄_{t−1} + (1−α) θ_t; rollouts use θ̄_t.
 AVERAGE_MIXTURE = MixtureRule(_last_weights, _average_update)
-_MIXTURES = {"stochastic": STOCHASTIC_MIXTURE, "average": AVERAGE_MIXTURE}
+MIXTURES = {"stochastic": STOCHASTIC_MIXTURE, "average": AVERAGE_MIXTURE}
 
 
-def _as_mixture(mixture) -> MixtureRule:
+def as_mixture(mixture) -> MixtureRule:
     if isinstance(mixture, MixtureRule):
         return mixture
-    if isinstance(mixture, str) and mixture in _MIXTURES:
-        return _MIXTURES[mixture]
+    if isinstance(mixture, str) and mixture in MIXTURES:
+        return MIXTURES[mixture]
     raise ValueError(f"mixture must be 'stochastic' or 'average' (or a MixtureRule); got {mixture!r}")
 
 
@@ -90,13 +90,13 @@ def mixture_weights(t, n_components: int, alpha, mixture="stochastic") -> jax.Ar
     ``"stochastic"``: ``P(θ_k) = (1−α) α^{t−k}`` for 1 ≤ k ≤ t and ``P(θ_0) = α^t``;
     ``"average"``: all mass on θ_t (which already holds the parameter average).
     """
-    return _as_mixture(mixture).weights(t, n_components, alpha)
+    return as_mixture(mixture).weights(t, n_components, alpha)
 
 
 # ----------------------------------------------------------------------------- ridge
 
 
-def _ridge_stats(Phi, Q, W, *, gram_batch: int = 8):
+def ridge_stats(Phi, Q, W, *, gram_batch: int = 8):
     """Row sums of the per-action ridge regression: ``(m, Φᵀ W Q, Φᵀ W_a Φ)``, shapes (A,), (A, p), (A, p, p).
 
     W (N, A) is the allowed mask, or weights (0 where not allowed). Plain sums over the N rows, so the statistics of row blocks add up (a row-sharded fit sums them
@@ -116,8 +116,8 @@ def _ridge_stats(Phi, Q, W, *, gram_batch: int = 8):
     return m, Bs, Gs
 
 
-def _ridge_solve(m, Bs, Gs, l2, theta_prev):
-    """Solve the normalised ridge systems from the statistics of :func:`_ridge_stats`."""
+def ridge_solve(m, Bs, Gs, l2, theta_prev):
+    """Solve the normalised ridge systems from the statistics of :func:`ridge_stats`."""
     p = Bs.shape[1]
     dt = Bs.dtype
     msafe = jnp.where(m > 0, m, jnp.ones_like(m))
@@ -142,6 +142,6 @@ def ridge_fit(Phi, Q, W, l2, theta_prev, *, gram_batch: int = 8):
       (A, p) ``θ_a = (Φᵀ W_a Φ / m_a + l2 D)⁻¹ Φᵀ W_a Q_a / m_a``, D = diag(1, …, 1, 0): the
       minimiser of ``(1/m_a) Σ ½ (Q_a − Φ θ_a)² + (l2/2) ‖D θ_a‖²`` over the allowed rows.
     """
-    m, Bs, Gs = _ridge_stats(Phi, Q, W, gram_batch=gram_batch)
-    return _ridge_solve(m, Bs, Gs, l2, theta_prev)
+    m, Bs, Gs = ridge_stats(Phi, Q, W, gram_batch=gram_batch)
+    return ridge_solve(m, Bs, Gs, l2, theta_prev)
 

@@ -25,10 +25,10 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxselect._repr import short_repr
 
-from .._validation import as_hyper, check_int, column_standardization
-from ..refit import weighted_standardization
+from .._validation import as_hyper, check_int
+from ..design import column_summary
 from .mdp import REWARD_SCALE_FIX, DWSMSpec, unit_live
-from .policy_fit import _MIXTURES, MixtureRule, _as_mixture
+from .policy_fit import MIXTURES, MixtureRule, as_mixture
 
 __all__ = [
     "RCPIConfig",
@@ -63,7 +63,7 @@ class RCPIConfig:
 
     states_per_example: int = 10
     policy_states: int = 10
-    mixture: MixtureRule = _MIXTURES["stochastic"]
+    mixture: MixtureRule = MIXTURES["stochastic"]
     rollout_batch: int = 16
     cap: int = 0
     gram_batch: int = 8
@@ -134,6 +134,7 @@ def rcpi_problem(
     gram_batch: int = 8,
     mesh=None,
     row_axes=None,
+    summary=None,
 ) -> RCPIProblem:
     """Standardise the training data, mark the units that can be acquired and fix RCPI's options.
 
@@ -142,7 +143,7 @@ def rcpi_problem(
     ``gram_batch``, ``mesh``, ``row_axes``) go to the static :class:`RCPIConfig`; ``alpha``,
     ``l2``, ``explore`` and ``terminal_weight`` may be traced (concrete values are range-checked
     here). Its defaults are :func:`~jaxselect.sequential.dwsm_fit`'s. Columns are standardised
-    with the library's rule (:func:`jaxselect._validation.column_standardization`): constant
+    with the library's rule (:func:`jaxselect.design.column_summary`): constant
     columns (max == min) are inert — their standardised values are 0, and a unit whose features
     are all constant is never acquirable.
 
@@ -152,8 +153,7 @@ def rcpi_problem(
       standardize: centre and scale the columns (the paper's choice); False keeps X as it is
         (constant columns are still inert).
       sample_weight: None or (n,) row weights ``w ≥ 0``: weighted means and standard deviations,
-        constant columns judged on the rows with ``w > 0``
-        (:func:`~jaxselect.refit.weighted_standardization`).
+        constant columns judged on the rows with ``w > 0`` (the data layer's one rule).
       alpha: α-mixture weight in [0, 1) (paper: 0.7).
       l2: ridge weight > 0: θ_a minimises ``(1/m_a) Σ ½ residual² + (l2/2)‖θ_a‖²`` over the m_a
         states where a is allowed (bias not penalised).
@@ -177,6 +177,8 @@ def rcpi_problem(
       gram_batch: Gram matrices built at a time.
       mesh, row_axes: run each device's rollouts on its rows of a row-sharded X (set by
         :func:`~jaxselect.sequential.dwsm_fit`; both None otherwise).
+      summary: the :class:`~jaxselect.ColumnSummary` of X under ``sample_weight`` when the caller
+        has it (:func:`~jaxselect.as_data` computed it at the boundary); default: computed here.
 
     Returns:
       An :class:`RCPIProblem`.
@@ -196,7 +198,7 @@ def rcpi_problem(
     config = RCPIConfig(
         states_per_example=k,
         policy_states=n_pol,
-        mixture=_as_mixture(mixture),
+        mixture=as_mixture(mixture),
         rollout_batch=check_int(rollout_batch, "rollout_batch", low=1),
         cap=k * J if cap is None else check_int(cap, "cap", low=1),
         gram_batch=check_int(gram_batch, "gram_batch", low=1),
@@ -210,12 +212,13 @@ def rcpi_problem(
     l2 = as_hyper(l2, "l2", dt, low=0.0, strict_low=True)
     explore = as_hyper(explore, "explore", dt, low=0.0, high=1.0)
     terminal_weight = as_hyper(terminal_weight, "terminal_weight", dt, low=0.0)
+    if summary is None:
+        summary = column_summary(X, None if sample_weight is None else jnp.asarray(sample_weight).astype(X.dtype))
+    mean, scale, live = summary.mean, summary.scale, summary.live
     if sample_weight is None:
-        mean, scale, live = column_standardization(X)
         weights = jnp.ones((X.shape[0],), X.dtype)
     else:
         weights = jnp.asarray(sample_weight).astype(X.dtype)
-        mean, scale, live = weighted_standardization(X, weights)
     if not standardize:
         mean, scale = jnp.zeros_like(mean), jnp.ones_like(scale)
     Xs = jnp.where(live[None, :], (X - mean[None, :]) / scale[None, :], jnp.zeros_like(X))
@@ -288,7 +291,7 @@ def check_fit_options(states, select, patience, states_per_example, mixture, alp
         )
     if not isinstance(select, str) or select not in ("best", "last"):
         raise ValueError(f"select must be 'best' (lowest training datum-wise loss) or 'last' (θ_T); got {select!r}")
-    if not isinstance(mixture, str) or mixture not in _MIXTURES:
+    if not isinstance(mixture, str) or mixture not in MIXTURES:
         raise ValueError(f"mixture must be 'stochastic' or 'average'; got {mixture!r}")
     if patience is not None:
         patience = check_int(patience, "patience", low=1)

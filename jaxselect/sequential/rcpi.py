@@ -95,16 +95,16 @@ from .policy_fit import (  # noqa: F401 - the names this module had before it wa
     AVERAGE_MIXTURE,
     STOCHASTIC_MIXTURE,
     MixtureRule,
-    _ridge_solve,
-    _ridge_stats,
+    ridge_solve,
+    ridge_stats,
     mixture_weights,
     ridge_fit,
 )
 from .problem import RCPIConfig, RCPIProblem, check_key, rcpi_problem  # noqa: F401
 from .rollouts import rollout_capacity, rollout_statistics, row_state_action_values, state_action_values  # noqa: F401
 from .states import (  # noqa: F401
-    _trajectory_draws,
-    _trajectory_states,
+    trajectory_draws,
+    trajectory_states,
     max_units_within_budget,
     sample_states,
     trajectory_states,
@@ -293,8 +293,8 @@ def rcpi_step(problem: RCPIProblem, state: RCPIState) -> RCPIState:
         parts_z.append(sample_states(kz, spec, n, n_unif))
         parts_d.append(jnp.zeros((n, n_unif), bool))
     if n_pol > 0:
-        draws = _trajectory_draws(kp, (n, n_pol), spec, dt, problem.explore)
-        traj = partial(_trajectory_states, batch=max(cfg.rollout_batch, n_pol))
+        draws = trajectory_draws(kp, (n, n_pol), spec, dt, problem.explore)
+        traj = partial(trajectory_states, batch=max(cfg.rollout_batch, n_pol))
         if cfg.row_axes is None:
             zp, dev = traj(thetas, comp[:, n_unif:], spec, Xs, *draws)
         else:
@@ -325,7 +325,7 @@ def rcpi_step(problem: RCPIProblem, state: RCPIState) -> RCPIState:
         m = m.at[:C].add(tau * mT)
         Bs = Bs.at[:C].add(tau[:, None] * bT)
         Gs = Gs.at[:C].add(tau[:, None, None] * GT[None])
-    theta_new = _ridge_solve(m, Bs, Gs, problem.l2, theta_prev)
+    theta_new = ridge_solve(m, Bs, Gs, problem.l2, theta_prev)
     # constant columns are inert: the weights of their values x⊙z_f are exactly 0
     keep = jnp.concatenate([jnp.ones((d,), dt), problem.live.astype(dt), jnp.ones((1,), dt)])
     theta_new = mixture.update(theta_prev, theta_new * keep[None, :], alpha)

@@ -23,7 +23,7 @@ from jax.sharding import PartitionSpec
 
 from .mdp import DWSMSpec, acquire_allowed, acquire_reward, classify_reward, feature_mask
 from .policy import phi, run_episode, unit_contribution_table
-from .policy_fit import _ridge_stats
+from .policy_fit import ridge_stats
 
 __all__ = ["rollout_capacity", "row_state_action_values", "state_action_values", "rollout_statistics"]
 
@@ -170,7 +170,7 @@ def rollout_statistics(problem, thetas, Z, comp, cls_w):
         classification actions are fitted (not the deviated ones).
 
     Returns:
-      ``(m, Bs, Gs, ret_sum, corr_sum)`` — the statistics of :func:`~.policy_fit._ridge_stats`
+      ``(m, Bs, Gs, ret_sum, corr_sum)`` — the statistics of :func:`~.policy_fit.ridge_stats`
       ((A,), (A, p), (A, p, p)) and the weighted sums of the rollout policy's return and
       correctness over the sampled states — followed, when ``config.terminal``, by
       ``(m_T, b_T, G_T)``: the weighted number of rollouts that classified, (C, p)
@@ -224,7 +224,7 @@ def rollout_statistics(problem, thetas, Z, comp, cls_w):
         tstats, out = jax.lax.scan(chunk, acc0, args)
         Phi, Q, W, pi_ret, pi_corr = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:])[:nb], out)
         Phi, Q, W = Phi.reshape(nb * k, p), Q.reshape(nb * k, A), W.reshape(nb * k, A)
-        m, Bs, Gs = _ridge_stats(Phi, Q, W, gram_batch=cfg.gram_batch)
+        m, Bs, Gs = ridge_stats(Phi, Q, W, gram_batch=cfg.gram_batch)
         return (m, Bs, Gs, jnp.sum(pi_ret), jnp.sum(pi_corr)) + tuple(tstats)
 
     args = (thetas, spec, Xs, y, Z, comp, cls_w, rw)

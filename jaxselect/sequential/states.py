@@ -80,11 +80,11 @@ def trajectory_states(key, thetas, comp, spec: DWSMSpec, Xs, explore=0.0, *, bat
         state's policy; spec: the MDP; Xs: (n, d) standardised data; explore: () probability in [0, 1];
       batch: about how many episodes run side by side in one ``while_loop``.
     """
-    draws = _trajectory_draws(key, comp.shape, spec, Xs.dtype, explore)
-    return _trajectory_states(thetas, comp, spec, Xs, *draws, batch=batch)
+    draws = trajectory_draws(key, comp.shape, spec, Xs.dtype, explore)
+    return trajectory_states(thetas, comp, spec, Xs, *draws, batch=batch)
 
 
-def _trajectory_draws(key, shape, spec: DWSMSpec, dtype, explore):
+def trajectory_draws(key, shape, spec: DWSMSpec, dtype, explore):
     """The random numbers of :func:`trajectory_states` for (n, m) states: prefix fraction, deviate, unit pick."""
     n, m = shape
     J = spec.groups.costs.shape[0]
@@ -95,7 +95,7 @@ def _trajectory_draws(key, shape, spec: DWSMSpec, dtype, explore):
     return u, e, pick
 
 
-def _trajectory_states(thetas, comp, spec: DWSMSpec, Xs, u, e, pick, *, batch: int = 64):
+def trajectory_states(thetas, comp, spec: DWSMSpec, Xs, u, e, pick, *, batch: int = 64):
     """:func:`trajectory_states` given its random numbers (per row: a row-sharded fit runs it on each device's rows)."""
     n, m = comp.shape
     J = spec.groups.costs.shape[0]
