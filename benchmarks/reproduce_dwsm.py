@@ -576,19 +576,21 @@ def part_diagnose(args, summary, lam=0.03, n_iter=10, alpha=0.7):
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, stratify=y, random_state=1)
     d = X.shape[1]
     spec = make_spec(d, 2, lam=lam)
-    prob = rcpi_problem(spec, jnp.asarray(Xtr), jnp.asarray(ytr))
+    # the paper's RCPI as before 0.3: uniform states only, no terminal-state data
+    opts = dict(states_per_example=10, policy_states=0, terminal_weight=0.0, alpha=alpha, l2=1e-3)
+    prob = rcpi_problem(spec, jnp.asarray(Xtr), jnp.asarray(ytr), **opts)
     test = prob._replace(
         X=jnp.where(prob.live[None, :], (jnp.asarray(Xte) - prob.mean[None, :]) / prob.scale[None, :], 0.0),
         y=jnp.asarray(yte, jnp.int32),
     )
-    state = rcpi_init(prob, n_iter)
+    state = rcpi_init(prob, jax.random.key(0), n_iter)  # iteration t draws from split(key, n_iter)[t]
     state = state._replace(thetas=jnp.zeros_like(state.thetas))  # θ_0 = 0 as before 0.3 (ties: class 0)
-    step = jax.jit(functools.partial(rcpi_step, states_per_example=10, policy_states=0, terminal_weight=0.0))
+    step = jax.jit(rcpi_step)
     ev = jax.jit(rcpi_evaluate)
     sav = jax.jit(jax.vmap(state_action_values, in_axes=(None, None, 0, 0, None)))
     z0 = jnp.zeros((d,), bool)
     rows, thbar, logs = [], None, []
-    for t, key in enumerate(jax.random.split(jax.random.key(0), n_iter + 1)):
+    for t in range(n_iter + 1):
         th = state.thetas[t]
         thbar = th if t == 0 else alpha * thbar + (1 - alpha) * th
         w = np.asarray(mixture_weights(t, n_iter + 1, alpha))
@@ -612,8 +614,8 @@ def part_diagnose(args, summary, lam=0.03, n_iter=10, alpha=0.7):
             for k in range(t + 1):
                 if w[k] > 0:
                     Qmix = Qmix + w[k] * np.asarray(sav(state.thetas[k], prob.spec, prob.X, prob.y, z0)[1]).mean(0)
-            state, info = step(key, state, prob, alpha=alpha, l2=1e-3)
-            logs.append(float(info.mean_return))
+            state = step(prob, state)
+            logs.append(float(state.info.mean_return))
             fitted = np.asarray(state.thetas[t + 1][:, -1])
             row.update(
                 q_classify=float(Qmix[:2].max()),

@@ -32,7 +32,7 @@ print(
 print("  fraction of test data using each feature:", np.round(np.asarray(rep.feature_usage), 2))
 print("  features per datum (histogram):", np.bincount(np.asarray(rep.acquired).sum(1), minlength=X.shape[1] + 1))
 
-labels, acquired = js.dwsm_predict(policy, X[te][:3])
+labels, acquired = js.predict(policy, X[te][:3])
 print("  first three test data:", [(int(l), np.flatnonzero(a).tolist()) for l, a in zip(labels, np.asarray(acquired))])
 
 hb = js.dwsm_fit(jax.random.key(0), X[tr], y[tr], lam=0.0, budget=2)  # unit costs: at most 2 features
@@ -51,5 +51,5 @@ print(
     f"{float(rep.average_cost):.2f} (acquisition c·z + 0/1 error), usage {np.round(np.asarray(rep.feature_usage), 2)}"
 )
 cb = js.dwsm_fit(jax.random.key(0), X[tr], y[tr], lam=0.0, groups=units, budget=10.0)  # Σ c_j z_j <= 10
-acq_cost = np.asarray(js.dwsm_predict(cb, X[te])[1]) @ costs
+acq_cost = np.asarray(js.predict(cb, X[te])[1]) @ costs
 print(f"cost budget 10: largest acquisition cost of a test datum {acq_cost.max():.0f}")

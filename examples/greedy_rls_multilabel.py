@@ -36,14 +36,13 @@ Ytr = (2.0 * train.y - 1.0).astype(np.float32)  # labels {0, 1} -> targets {-1, 
 res = js.raise_for_status(js.greedy_rls(Xtr, Ytr, 20, l2=10.0 / len(Xtr), bias=1.0))
 print("selected features (in order):", np.asarray(res.selected).tolist())
 
-P = np.asarray(js.rls_predict_path(res, Xte))  # (20, n_test, 6): the model after each addition
+P = np.asarray(js.predict(res, Xte))  # (20, n_test, 6): the model after each addition
 print(f"{'features':>8} {'LOO MSE (train)':>16} {'test micro-AUC':>15}")
 for t in (0, 1, 2, 4, 9, 19):
     print(f"{t + 1:>8} {float(res.loo_error[t]):>16.4f} {micro_auc(test.y, P[t]):>15.4f}")
 
-# The final model, or any prefix, as an ordinary linear predictor; as an anytime SelectionPath
-# (unit feature costs) the same 5-feature model is the prediction at budget 5.
-five = np.asarray(js.rls_predict(res, Xte, step=5))
-path = js.rls_to_path(res)
-assert np.allclose(np.asarray(js.predict(path, Xte, budget=5)), five, atol=1e-5)
+# Any prefix as an ordinary linear predictor: features have unit cost, so budget 5 is the model with
+# the first 5 features (row 4 of the prefix predictions above).
+five = np.asarray(js.predict(res, Xte, budget=5))
+assert np.allclose(P[4], five, atol=1e-5)
 print("5-feature model, first test sample, label scores:", np.round(five[0], 3))

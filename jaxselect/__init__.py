@@ -4,13 +4,14 @@ Data model → solvers → evaluation:
 
 * :class:`Groups`, :func:`prepare` → :class:`Problem` (standardised, group-whitened moments);
 * sequencing solvers :func:`cs_omp`, :func:`cs_fr`, :func:`doubling` → :class:`SelectionPath`;
-* anytime evaluation: :func:`predict`, :func:`objective_curve`, :func:`timeliness`,
+* prediction from any result: :func:`predict` (paths, greedy RLS, FSA, group lasso, DWSM);
+* anytime evaluation: :func:`objective_curve`, :func:`timeliness`,
   :func:`oracle_curve`, :func:`alpha_stopping_cost`, :func:`plateau_alpha`;
 * one status convention: every result has ``status`` (0 = fine), :func:`raise_for_status`.
 """
 
-from jaxselect import datasets, losses
-from jaxselect.anneal import FSAResult, annealing_schedule, fsa, fsa_predict
+from jaxselect import datasets, design, losses
+from jaxselect.anneal import FSAResult, annealing_schedule, fsa
 from jaxselect.anytime import (
     Curve,
     alpha_stopping_cost,
@@ -18,10 +19,10 @@ from jaxselect.anytime import (
     objective_curve,
     oracle_curve,
     plateau_alpha,
-    predict,
     timeliness,
     train_curve,
 )
+from jaxselect.design import ColumnSummary, Data, as_data
 from jaxselect.baselines import (
     GroupLassoFit,
     group_lasso,
@@ -37,16 +38,21 @@ from jaxselect.greedy import (
     fixed_order_path,
     glm_accuracy,
     glm_omp,
-    glm_predict,
     greedy_rls,
-    rls_predict,
-    rls_predict_path,
     rls_to_path,
 )
 from jaxselect.groups import Groups
 from jaxselect.model_selection import CVResult, cross_validate_fsa, cross_validate_path
 from jaxselect.moments import Moments
 from jaxselect.path import SelectionPath
+from jaxselect.prediction import (  # predict dispatches on the result; the others are deprecated aliases
+    dwsm_predict,
+    fsa_predict,
+    glm_predict,
+    predict,
+    rls_predict,
+    rls_predict_path,
+)
 from jaxselect.prepare import (
     Design,
     Problem,
@@ -62,7 +68,6 @@ from jaxselect.sequential import (
     DWSMTrace,
     dwsm_evaluate,
     dwsm_fit,
-    dwsm_predict,
     dwsm_trace,
 )
 from jaxselect.sharding import data_mesh, row_sharding, shard_rows
@@ -85,6 +90,8 @@ __all__ = [
     "NOT_CONVERGED",
     "STATUS_MESSAGES",
     "CVResult",
+    "ColumnSummary",
+    "Data",
     "Curve",
     "DWSMPolicy",
     "DWSMReport",
@@ -102,6 +109,7 @@ __all__ = [
     "Transform",
     "alpha_stopping_cost",
     "annealing_schedule",
+    "as_data",
     "as_path",
     "cross_validate_fsa",
     "cross_validate_path",
@@ -109,6 +117,7 @@ __all__ = [
     "cs_omp",
     "data_mesh",
     "datasets",
+    "design",
     "doubling",
     "dwsm_evaluate",
     "dwsm_fit",

@@ -28,7 +28,6 @@ __all__ = [
     "as_float_matrix",
     "as_targets",
     "as_labels",
-    "check_rows",
     "check_int",
     "check_float",
     "check_choice",
@@ -43,6 +42,7 @@ __all__ = [
     "check_scale",
     "scale_limits",
     "scale_error",
+    "raise_nonfinite",
     "check_result_type",
 ]
 
@@ -151,7 +151,7 @@ def as_float_matrix(
     if scale is not None:
         check_scale(X, name, squares=scale == "squares", unchecked=original if check_finite else None)
     elif check_finite and not _all_finite(X):
-        _raise_nonfinite(original, name, target, "remove or impute those entries first")
+        raise_nonfinite(original, name, target, "remove or impute those entries first")
     return X
 
 
@@ -163,7 +163,7 @@ def _cast(A, target, name: str):
         raise ValueError(f"{name} has values too large for {np.dtype(target)}; rescale {name}") from None
 
 
-def _raise_nonfinite(original, name: str, target, fix: str):
+def raise_nonfinite(original, name: str, target, fix: str):
     """The error for non-finite values after the cast to ``target``: NaN/Inf in the input, or a
     finite input beyond the dtype's range (1e39 in float32)."""
     if not is_traced(original) and not isinstance(original, jax.Array):
@@ -175,7 +175,22 @@ def _raise_nonfinite(original, name: str, target, fix: str):
                 f"{float(np.finfo(target).max):.3g}); rescale {name} (divide it by a constant), or use float64 "
                 "(jax.config.update('jax_enable_x64', True) with float64 input)"
             )
-    raise ValueError(f"{name} contains NaN or Inf; {fix}")
+    rows = nonfinite_rows(original)
+    where = f" in row(s) {rows[:10].tolist()}" + (f" (and {rows.size - 10} more)" if rows.size > 10 else "") if rows.size else ""
+    raise ValueError(f"{name} contains NaN or Inf{where}; {fix}")
+
+
+def nonfinite_rows(A) -> np.ndarray:
+    """Indices of the rows (axis 0) of a concrete array that hold NaN or Inf (empty when traced)."""
+    if is_traced(A):
+        return np.zeros(0, int)
+    if isinstance(A, jax.Array):
+        bad = host_value(lambda: ~jnp.all(jnp.isfinite(A.reshape((A.shape[0], -1))), axis=1) if A.ndim else None)
+        return np.flatnonzero(np.asarray(bad)) if bad is not None else np.zeros(0, int)
+    values = np.asarray(A)
+    if values.dtype.kind not in "biuf" or values.ndim == 0:
+        return np.zeros(0, int)
+    return np.flatnonzero(~np.isfinite(values.astype(np.float64, copy=False)).reshape(values.shape[0], -1).all(axis=1))
 
 
 def as_targets(Y, n: int, name: str = "Y", *, dtype=None):
@@ -201,7 +216,7 @@ def as_targets(Y, n: int, name: str = "Y", *, dtype=None):
     if was_1d:
         Y = Y[:, None]
     if not _all_finite(Y):
-        _raise_nonfinite(original, name, target, "remove those rows first")
+        raise_nonfinite(original, name, target, "remove those rows first")
     return Y, was_1d
 
 
@@ -401,11 +416,6 @@ def _check_in_dtype(value: float, name: str, dtype) -> None:
         )
 
 
-def check_rows(n_expected: int, n_got: int, what: str) -> None:
-    if n_expected != n_got:
-        raise ValueError(f"{what} has {n_got} rows but X has {n_expected}; they must match")
-
-
 def check_int(value, name: str, *, low: int | None = None, high: int | None = None) -> int:
     """Check ``value`` is an integer in [low, high] and return it as ``int``."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
@@ -532,7 +542,7 @@ def check_scale(A, name: str, *, squares: bool = False, unchecked=None) -> None:
     if extremes is None:
         return
     if unchecked is not None and not all(np.isfinite(e).all() for e in extremes):
-        _raise_nonfinite(unchecked, name, A.dtype, "remove or impute those entries first")
+        raise_nonfinite(unchecked, name, A.dtype, "remove or impute those entries first")
     message = scale_error(extremes[0], extremes[1], A2.shape[0], name, A.dtype, squares=squares)
     if message is not None:
         raise ValueError(message)

@@ -31,7 +31,7 @@ from jaxselect._repr import short_repr
 from jaxselect._validation import as_float_matrix, check_float, host_array, host_value, is_traced
 from jaxselect.path import SelectionPath
 from jaxselect.sharding import any_mesh
-from jaxselect.status import status_message
+from jaxselect.status import NONFINITE, status_message
 
 __all__ = [
     "Curve",
@@ -45,13 +45,24 @@ __all__ = [
 ]
 
 
-class Curve(NamedTuple):
+class _CurveFields(NamedTuple):
+    cost: np.ndarray
+    value: np.ndarray
+    order: np.ndarray
+    status: int = 0
+
+
+class Curve(_CurveFields):
     """An objective-vs-cost curve.
 
     Attributes:
       cost: (m+1,) cumulative cost, starting at 0 (the intercept-only model).
       value: (m+1,) the objective at each cost.
       order: (m,) the group added at each point after the first.
+      status: int, the library's status flags (:mod:`jaxselect.status`): the OR of the status of
+        the path the curve was computed from, with ``NONFINITE`` (1) added whenever ``cost`` or
+        ``value`` hold NaN/Inf. Built by hand without a ``status``: 0, or ``NONFINITE`` for
+        non-finite values.
 
     Built by :func:`objective_curve` (held-out) and :func:`train_curve` (training), read by
     :func:`timeliness`, :func:`alpha_stopping_cost`, :func:`plateau_alpha` and :func:`oracle_curve`;
@@ -61,15 +72,28 @@ class Curve(NamedTuple):
     >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
     >>> path = js.cs_omp(js.prepare(X, y))
     >>> curve = js.objective_curve(path, X, y)
-    >>> curve.cost.tolist(), [round(v, 3) for v in curve.value.tolist()]
-    ([0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 1.0, 1.0])
+    >>> curve.cost.tolist(), [round(v, 3) for v in curve.value.tolist()], curve.status
+    ([0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 1.0, 1.0], 0)
+    >>> js.Curve(cost=np.array([0.0, 1.0]), value=np.array([0.0, np.nan]), order=np.array([0])).status
+    1
     """
 
-    cost: np.ndarray
-    value: np.ndarray
-    order: np.ndarray
+    __slots__ = ()
+
+    def __new__(cls, cost, value, order, status=0):
+        return super().__new__(cls, cost, value, order, _curve_status(cost, value, status))
 
     __repr__ = short_repr
+
+
+def _curve_status(cost, value, status) -> int:
+    """``status`` (an int or a status array: its flags are OR-ed) with NONFINITE for non-finite values."""
+    code = int(np.bitwise_or.reduce(np.ravel(np.asarray(status, np.int64)), initial=0))
+    try:
+        finite = all(bool(np.all(np.isfinite(np.asarray(a, np.float64)))) for a in (cost, value))
+    except (TypeError, ValueError):  # not numeric: _check_curve says so when the curve is read
+        finite = True
+    return code if finite else code | NONFINITE
 
 
 def as_path(result) -> SelectionPath:
@@ -122,8 +146,9 @@ def predict(path, X, budget=None) -> jax.Array:
       (n_steps, m, T) — row j is the model after j + 1 groups.
 
     Raises:
-      ValueError: X with the wrong number of columns or NaN/Inf, a non-scalar or negative budget,
-        or predictions that overflow (X far beyond the training scale).
+      ValueError: X with the wrong number of columns or NaN/Inf, a non-scalar, negative, NaN or
+        infinite budget (a traced budget is only checked for its shape: below 0 it gives the
+        intercept-only model), or predictions that overflow (X far beyond the training scale).
 
     >>> import numpy as np, jaxselect
     >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
@@ -139,22 +164,36 @@ def predict(path, X, budget=None) -> jax.Array:
     if budget is None:
         pred = jnp.einsum("md,jdt->jmt", path.columns(X), path.coef) + path.intercept[:, None, :]
         return _squeeze(_check_predictions(pred, path, X))
-    if is_traced(budget) or isinstance(budget, jax.Array):
+    pred = _predict_at(path, X, check_budget(budget, path.coef.dtype))
+    return _squeeze(_check_predictions(pred, path, X))
+
+
+def check_budget(budget, dtype) -> jax.Array:
+    """A scalar cumulative cost ≥ 0 as a ``dtype`` scalar (a traced budget: shape and dtype only).
+
+    Raises:
+      ValueError: a non-scalar, negative, NaN or infinite budget.
+      TypeError: a budget that is not a real number.
+    """
+    if is_traced(budget):
         if jnp.shape(budget) != ():
             raise ValueError(
                 f"budget must be a scalar cost; got shape {jnp.shape(budget)} (call predict once per budget)"
             )
-        if not is_traced(budget) and not jnp.issubdtype(jnp.result_type(budget), jnp.number):
+        if not jnp.issubdtype(jnp.result_type(budget), jnp.number):
             raise TypeError(f"budget must be a real number (a cumulative cost); got dtype {jnp.result_type(budget)}")
-    else:
-        if np.ndim(budget) != 0:
-            raise ValueError(
-                f"budget must be a scalar cost; got shape {np.shape(budget)} (call predict once per budget)"
-            )
-        budget = check_float(budget, "budget")
-        budget = min(budget, float(np.finfo(path.coef.dtype).max))  # beyond the dtype: every prefix
-    pred = _predict_at(path, X, jnp.asarray(budget, path.coef.dtype))
-    return _squeeze(_check_predictions(pred, path, X))
+        return jnp.asarray(budget, dtype)  # a traced budget below 0 gives the intercept-only model
+    if np.ndim(budget) != 0:
+        raise ValueError(f"budget must be a scalar cost; got shape {np.shape(budget)} (call predict once per budget)")
+    if isinstance(budget, (jax.Array, np.ndarray)):
+        if not jnp.issubdtype(jnp.result_type(budget), jnp.number) or jnp.issubdtype(
+            jnp.result_type(budget), jnp.complexfloating
+        ):
+            raise TypeError(f"budget must be a real number (a cumulative cost); got dtype {jnp.result_type(budget)}")
+        budget = host_array(budget)[()]
+    budget = check_float(budget, "budget", low=0.0)
+    budget = min(budget, float(np.finfo(dtype).max))  # beyond the dtype: every prefix
+    return jnp.asarray(budget, dtype)
 
 
 def _trained_width(path: SelectionPath, width: int) -> int:
@@ -309,7 +348,7 @@ def objective_curve(path, X, Y, *, metric="explained_variance") -> Curve:
             "a metric must give a finite number for every prefix"
         )
     cost = np.concatenate([[0.0], np.asarray(path.cum_cost, np.float64)[taken]])
-    return Curve(cost, values, np.asarray(path.order)[taken])
+    return Curve(cost, values, np.asarray(path.order)[taken], path.status)
 
 
 def _check_concrete_path(path: SelectionPath, what: str) -> None:
@@ -357,7 +396,7 @@ def train_curve(path) -> Curve:
             f"path has non-finite objective values (status {int(np.asarray(path.status))}: "
             f"{status_message(np.asarray(path.status))}); refit it on rescaled data or in float64"
         )
-    return Curve(cost, value, np.asarray(path.order)[taken])
+    return Curve(cost, value, np.asarray(path.order)[taken], path.status)
 
 
 def _as_curve(curve) -> Curve:
@@ -388,7 +427,7 @@ def _check_curve(curve: Curve) -> Curve:
     if cost[0] < 0 or np.any(np.diff(cost) < 0):
         raise ValueError("curve.cost must start at a cost >= 0 and be non-decreasing (cumulative costs)")
     order = np.asarray(curve.order) if curve.order is not None else np.zeros(cost.size - 1, np.int64)
-    return Curve(cost, value, order)
+    return Curve(cost, value, order, curve.status)
 
 
 def alpha_stopping_cost(curve, alpha: float) -> float:
@@ -549,4 +588,4 @@ def oracle_curve(curve) -> Curve:
     perm = np.argsort(-rate, kind="stable")
     cost = np.concatenate([[curve.cost[0]], curve.cost[0] + np.cumsum(costs[perm])])
     value = np.concatenate([[curve.value[0]], curve.value[0] + np.cumsum(gains[perm])])
-    return Curve(cost, value, curve.order[perm])
+    return Curve(cost, value, curve.order[perm], curve.status)

@@ -4,7 +4,6 @@
   table (J, s_max) of :class:`jaxselect.Groups`.
 * :func:`apply_block_diag` multiplies by a block-diagonal matrix given as per-group blocks, in
   O(R·D·s_max) instead of the O(R·D²) of a dense product.
-* :func:`ridge_solve` solves (A + l2 I) x = b by Cholesky.
 * :func:`floored_cholesky` factors a symmetric block whose pivots may be lost to rounding (a unit
   numerically dependent on the ones before it): such pivots are dropped, never turned into NaN.
 """
@@ -15,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["gather_groups", "scatter_groups", "apply_block_diag", "ridge_solve", "floored_cholesky", "pivot_rtol"]
+__all__ = ["gather_groups", "scatter_groups", "apply_block_diag", "floored_cholesky", "pivot_rtol"]
 
 
 def gather_groups(values: jax.Array, index: jax.Array, mask: jax.Array, axis: int = -1) -> jax.Array:
@@ -54,13 +53,6 @@ def apply_block_diag(M: jax.Array, blocks: jax.Array, index: jax.Array, mask: ja
     Mg = gather_groups(M, index, mask, axis=-1)  # (R, J, s)
     out = jnp.einsum("rja,jab->rjb", Mg, blocks)
     return scatter_groups(out, index, M.shape[-1], axis=-2)
-
-
-def ridge_solve(A: jax.Array, b: jax.Array, l2=0.0) -> jax.Array:
-    """Solve (A + l2·I) x = b for symmetric positive definite A (d, d), b (d,) or (d, T)."""
-    d = A.shape[0]
-    L = jnp.linalg.cholesky(A + l2 * jnp.eye(d, dtype=A.dtype))
-    return jax.scipy.linalg.cho_solve((L, True), b)
 
 
 def pivot_rtol(dtype) -> float:

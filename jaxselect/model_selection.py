@@ -53,6 +53,7 @@ from jaxselect._validation import (
     host_array,
     is_traced,
 )
+from jaxselect.design import column_summary
 from jaxselect.greedy.criteria import OMP_CRITERIA
 from jaxselect.groups import as_groups
 from jaxselect.sharding import any_mesh
@@ -411,9 +412,6 @@ def cross_validate_path(
 # ---------------------------------------------------------------------------------------------
 # FSA over a grid of k.
 
-_FSA_OPTIONS = ("loss", "n_iter", "mu", "lr", "bins", "smoothness", "huber_h")
-
-
 @partial(jax.jit, static_argnames=("k", "score", "options"))
 def _cv_fsa(X, y, rows, test_w, l2, *, k, score, options):
     from jaxselect.anneal import fsa, fsa_predict
@@ -535,7 +533,6 @@ def cross_validate_fsa(
 
 def _check_fsa_options(X, k_max: int, options: dict) -> None:
     """Run FSA's own option and data checks (k against the non-constant columns) before vmapping."""
-    from jaxselect._validation import column_standardization
     from jaxselect.anneal.fsa import _validate_options
 
     _validate_options(
@@ -549,7 +546,7 @@ def _check_fsa_options(X, k_max: int, options: dict) -> None:
         options["smoothness"],
         options["huber_h"],
     )
-    live = host_array(column_standardization(X)[2])
+    live = host_array(column_summary(X).live)
     if k_max > int(live.sum()):
         raise ValueError(
             f"ks holds k={k_max} but X has only {int(live.sum())} non-constant columns; choose k <= {int(live.sum())}"

@@ -36,19 +36,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxselect._compat import Tracer
+from jaxselect._progress import progress_bar
 from jaxselect._repr import short_repr
 
 __all__ = [
     "MomentAccumulator",
     "Moments",
-    "Summary",
     "check_scales",
-    "column_summary",
+    "chunk_rows",
     "host_kernel_applies",
     "moments_host",
     "moments_xla",
     "scale_vectors",
-    "summary_verdict",
     "xla_moments",
 ]
 
@@ -107,7 +106,8 @@ def host_kernel_applies(*arrays) -> bool:
     return jax.default_backend() == "cpu"
 
 
-def _chunk_rows(d: int, itemsize: int) -> int:
+def chunk_rows(d: int, itemsize: int) -> int:
+    """Rows per chunk of the host kernel for D columns of ``itemsize`` bytes."""
     return max(HOST_CHUNK_MIN_ROWS, HOST_CHUNK_BYTES // max(1, d * itemsize))
 
 
@@ -248,10 +248,12 @@ class MomentAccumulator:
             y_sum = A[:, width - 1] @ Ay  # NaN/Inf in Y poison it
             diag = np.concatenate([diag, y_sum])
         if not np.isfinite(diag).all():  # NaN/Inf entries poison their column's sum of squares
-            if not np.isfinite(X).all():
-                raise ValueError(f"X contains NaN or Inf in {what}; remove or impute those entries first")
-            if not np.isfinite(Y).all():
-                raise ValueError(f"Y contains NaN or Inf in {what}")
+            first = self.n_rows - m
+            for name, A, fix in (("X", X, "; remove or impute those entries first"), ("Y", Y, "")):
+                bad = np.flatnonzero(~np.isfinite(A).all(axis=1))
+                if bad.size:
+                    rows = (bad + first)[:10].tolist()
+                    raise ValueError(f"{name} contains NaN or Inf in {what}, at row(s) {rows}{fix}")
             if not np.isfinite(G[: width - 1, width - 1]).all():
                 _raise_overflow(self.dtype)
             # else squares overflow: the scale checks on the finished moments report it
@@ -333,24 +335,27 @@ def _raise_overflow(dtype):
     )
 
 
-def moments_host(X: np.ndarray, Y: np.ndarray, w: np.ndarray | None, dtype) -> Moments:
+def moments_host(X: np.ndarray, Y: np.ndarray, w: np.ndarray | None, dtype, *, progress: bool = False) -> Moments:
     """The host kernel on in-memory arrays: X (n, D), Y (n, T), w (n,) or None (numpy).
 
-    Streams cache-sized row chunks of X through :class:`MomentAccumulator` (no copy of X).
+    Streams cache-sized row chunks of X through :class:`MomentAccumulator` (no copy of X); with
+    ``progress`` a bar counts the rows.
     """
     acc = MomentAccumulator(dtype)
     n = X.shape[0]
-    step = _chunk_rows(X.shape[1], np.dtype(dtype).itemsize)
-    for start in range(0, n, step):
-        stop = min(n, start + step)
-        acc.add(X[start:stop], Y[start:stop], None if w is None else w[start:stop])
+    step = chunk_rows(X.shape[1], np.dtype(dtype).itemsize)
+    with progress_bar(enabled=progress, total=n, unit="row", desc="moments") as bar:
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            acc.add(X[start:stop], Y[start:stop], None if w is None else w[start:stop])
+            bar.update(stop - start)
     return acc.finish()
 
 
-def moments_xla(X, Y, w, x_max, x_min, x_sum, *, gram: bool, centre: bool) -> Moments:
-    """The XLA kernel (call inside jit). ``x_max``/``x_min``/``x_sum`` come from the validation pass
-    (``x_sum`` weighted); ``centre`` forms ``Xc = X − μ`` before the Gram (large offsets), else the
-    Gram is ``XᵀWX/n − μμᵀ`` with no centred copy of X."""
+def moments_xla(X, Y, w, x_mean, constant, *, gram: bool, centre: bool) -> Moments:
+    """The XLA kernel (call inside jit). ``x_mean``/``constant`` come from the boundary's summary
+    pass (weighted); ``centre`` forms ``Xc = X − μ`` before the Gram (large offsets), else the Gram
+    is ``XᵀWX/n − μμᵀ`` with no centred copy of X."""
     dtype = X.dtype
     if w is None:
         n = jnp.asarray(X.shape[0], dtype)
@@ -360,7 +365,6 @@ def moments_xla(X, Y, w, x_max, x_min, x_sum, *, gram: bool, centre: bool) -> Mo
         n = jnp.sum(w)
         root = jnp.sqrt(w)[:, None]
         wy = Y * w[:, None]
-    x_mean = x_sum / n
     y_mean = jnp.sum(wy, axis=0) / n
     Yc = Y - y_mean[None, :]
     Ycw = Yc if root is None else Yc * root
@@ -384,135 +388,13 @@ def moments_xla(X, Y, w, x_max, x_min, x_sum, *, gram: bool, centre: bool) -> Mo
         )
     if G is not None:
         G = 0.5 * (G + G.T)
-    return Moments(
-        n, x_mean, ~(x_max > x_min), G, y_mean, y_var, y_constant, cross.astype(dtype), x_max.astype(dtype) - x_min
-    )
-
-
-class Summary(NamedTuple):
-    """Per-column statistics of X from one fused pass (all (D,)); sums weighted by sample_weight."""
-
-    col_max: jax.Array
-    col_min: jax.Array
-    col_sum: jax.Array
-    col_sumsq: jax.Array
-    n_samples: jax.Array
-
-
-@jax.jit
-def column_summary(X, w=None) -> Summary:
-    """Column max, min, sum and sum of squares of X in one fused pass (weighted; extremes over w > 0)."""
-    if w is None:
-        n = jnp.asarray(X.shape[0], X.dtype)
-        return Summary(
-            jnp.max(X, axis=0),
-            jnp.min(X, axis=0),
-            jnp.sum(X, axis=0),
-            jnp.sum(X * X, axis=0),
-            n,
-        )
-    # Written so that XLA fuses every reduction into its pass over X, with no (n, D) temporary:
-    # rows of weight 0 are pushed to ∓inf by adding a (n, 1) offset (a `where` with a broadcast
-    # row mask, or a w·X shared by two reductions, is materialised — 3× X of temporaries and 6×
-    # the time before); w @ X, not X.T @ w (slow on XLA's CPU backend). A NaN or Inf in a weight-0
-    # row still poisons the sums (0·NaN = 0·Inf = NaN), so it is still reported.
-    low = jnp.where(w > 0, 0.0, -jnp.inf).astype(X.dtype)[:, None]
-    high = jnp.where(w > 0, 0.0, jnp.inf).astype(X.dtype)[:, None]  # (X − low would be materialised)
-    col_max = jnp.max(X + low, axis=0)
-    col_min = jnp.min(X + high, axis=0)
-    return Summary(col_max, col_min, w @ X, jnp.sum(w[:, None] * X * X, axis=0), jnp.sum(w))
-
-
-def _row_blocks(X, rows: int, fn, init):
-    """Fold ``fn(carry, block, valid)`` over row blocks of X (n, D) in a ``fori_loop``: every block
-    is (rows, D) (the last one overlaps the previous and masks the rows already seen), so no
-    temporary of X's size is formed."""
-    n = X.shape[0]
-    if rows is None:
-        # blocks of about 8 MiB: XLA stages a few block-sized buffers per reduction, so the
-        # temporaries stay a few tens of MiB whatever X's size (512-row blocks of a 50 000-column X
-        # staged 0.4 GB)
-        rows = max(8, (8 << 20) // max(1, X.shape[1] * X.dtype.itemsize))
-    rows = min(rows, n)
-    n_blocks = -(-n // rows)
-
-    def body(i, carry):
-        first = i * rows
-        start = jnp.minimum(first, n - rows)
-        block = jax.lax.dynamic_slice_in_dim(X, start, rows, axis=0)
-        valid = (start + jnp.arange(rows)) >= first
-        return fn(carry, block, valid[:, None])
-
-    return jax.lax.fori_loop(0, n_blocks, body, init)
-
-
-@partial(jax.jit, static_argnames=("rows",))
-def column_summary_blocked(X, rows: int | None = None) -> Summary:
-    """:func:`column_summary` (unweighted) over row blocks: the same numbers with no (n, D)
-    temporary (XLA's axis-0 reductions of a large X may stage one), for ``prepare(gram=False)``."""
-    d = X.shape[1]
-    dtype = X.dtype
-
-    def fn(carry, block, valid):
-        mx, mn, s, sq = carry
-        zero = jnp.zeros_like(block)
-        return (
-            jnp.maximum(mx, jnp.max(jnp.where(valid, block, -jnp.inf), axis=0)),
-            jnp.minimum(mn, jnp.min(jnp.where(valid, block, jnp.inf), axis=0)),
-            s + jnp.sum(jnp.where(valid, block, zero), axis=0),
-            sq + jnp.sum(jnp.where(valid, block * block, zero), axis=0),
-        )
-
-    init = (
-        jnp.full((d,), -jnp.inf, dtype),
-        jnp.full((d,), jnp.inf, dtype),
-        jnp.zeros((d,), dtype),
-        jnp.zeros((d,), dtype),
-    )
-    mx, mn, s, sq = _row_blocks(X, rows, fn, init)
-    return Summary(mx, mn, s, sq, jnp.asarray(X.shape[0], dtype))
-
-
-def centred_sumsq_blocked(X, mean, rows: int | None = None):
-    """Σ_i (X_i − mean)² per column (D,), over row blocks (call inside jit)."""
-
-    def fn(acc, block, valid):
-        c = block - mean[None, :]
-        return acc + jnp.sum(jnp.where(valid, c * c, jnp.zeros_like(c)), axis=0)
-
-    return _row_blocks(X, rows, fn, jnp.zeros_like(mean))
-
-
-@jax.jit
-def summary_verdict(summary: Summary):
-    """(has NaN/Inf, sums of squares overflow, max mean²/variance over non-constant columns).
-
-    XLA's max/min reductions may skip NaNs, but a NaN always poisons the column sum.
-    """
-    n = summary.n_samples
-    finite_extremes = jnp.isfinite(summary.col_max) & jnp.isfinite(summary.col_min)
-    nonfinite = jnp.any(~finite_extremes | jnp.isnan(summary.col_sum))
-    overflow = jnp.any(~jnp.isfinite(summary.col_sumsq) | ~jnp.isfinite(summary.col_sum))
-    mean = summary.col_sum / n
-    var = jnp.maximum(summary.col_sumsq / n - mean * mean, 0.0)
-    nonconstant = summary.col_max > summary.col_min
-    tiny = jnp.finfo(var.dtype).tiny
-    ratio = jnp.where(nonconstant, mean * mean / jnp.maximum(var, tiny), jnp.zeros_like(var))
-    return jnp.stack([nonfinite.astype(var.dtype), overflow.astype(var.dtype), jnp.max(ratio)])
+    return Moments(n, x_mean, constant, G, y_mean, y_var, y_constant, cross.astype(dtype))
 
 
 @partial(jax.jit, static_argnames=("centre",))
-def xla_moments(X, Y, w, summary: Summary, *, centre: bool) -> Moments:
-    return moments_xla(
-        X,
-        Y,
-        w,
-        summary.col_max,
-        summary.col_min,
-        summary.col_sum,
-        gram=True,
-        centre=centre,
-    )
+def xla_moments(X, Y, w, summary, *, centre: bool) -> Moments:
+    """:func:`moments_xla` with the Gram, from the boundary's :class:`~jaxselect.design.ColumnSummary`."""
+    return moments_xla(X, Y, w, summary.mean, ~summary.live, gram=True, centre=centre)
 
 
 @jax.jit

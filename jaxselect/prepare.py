@@ -29,35 +29,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxselect._compat import Tracer
+from jaxselect._progress import check_progress, progress_bar
 from jaxselect._repr import short_repr
-from jaxselect._validation import (
-    MIN_ROWS,
-    as_float_matrix,
-    as_hyper,
-    as_targets,
-    check_constant_mode,
-    check_float,
-    float_dtype_for,
-    host_value,
-    is_traced,
-)
+from jaxselect._validation import as_hyper, check_constant_mode, check_float, float_dtype_for, host_value, is_traced
+from jaxselect.design import ColumnSummary, as_data, check_moments, summary_from_moments
+from jaxselect.design.boundary import host_matrix
+from jaxselect.design.operators import on_one_device
+from jaxselect.design.weights import as_sample_weight  # noqa: F401  (re-exported until callers move)
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
+from jaxselect.moments import Moments, check_scales, host_kernel_applies, scale_vectors, xla_moments
 from jaxselect.sharding import any_mesh
-from jaxselect.moments import (
-    Moments,
-    Summary,
-    centred_sumsq_blocked,
-    check_scales,
-    column_summary,
-    column_summary_blocked,
-    host_kernel_applies,
-    moments_host,
-    scale_vectors,
-    summary_verdict,
-    xla_moments,
-)
+from jaxselect.status import NONFINITE, OK
 
 __all__ = ["Design", "Problem", "Transform", "prepare", "to_raw_coef", "whiten_design"]
 
@@ -115,6 +98,8 @@ class Problem(NamedTuple):
       transform: :class:`Transform` back to raw space.
       l2: () the ridge constant λ.
       n_samples: () number of training rows, as a float.
+      status: () int32, :data:`~jaxselect.NONFINITE` when the moments hold NaN/Inf (possible only
+        for data traced inside a user's ``jit``, where the boundary cannot check values), else 0.
       z_affine: None, or (2, D) ``[shift, scale]`` when ``Z`` holds raw X: the problem coordinates
         are ``(X − shift) · scale`` (scale 0 on inert columns). :func:`prepare` keeps raw X for
         ``gram=False`` with singleton groups, no sample weights and moderate offsets (mean² ≤ 100 ×
@@ -144,6 +129,7 @@ class Problem(NamedTuple):
     l2: jax.Array
     n_samples: jax.Array
     z_affine: jax.Array | None = None
+    status: jax.Array | None = None
 
     __repr__ = short_repr
 
@@ -183,6 +169,7 @@ def prepare(
     gram: bool | str = "auto",
     constant_columns: str = "inert",
     rank_tol: float | None = None,
+    progress: bool = False,
 ) -> Problem:
     """Standardise (and group-whiten) X, standardise Y and form the moments C and b0.
 
@@ -213,6 +200,8 @@ def prepare(
         that are never selected and get coefficient 0; "raise": a ValueError names them. A group
         made only of constant columns is never selected. X with every column constant raises.
       rank_tol: relative eigenvalue threshold of the whitening (default sqrt(machine epsilon)).
+      progress: show a progress bar (optional ``tqdm``; ``pip install jaxselect[progress]``): the
+        rows of the host moments pass, or the phases (checks, moments, problem) of the XLA path.
 
     Returns:
       A :class:`Problem`.
@@ -228,54 +217,69 @@ def prepare(
     ((6, 6), (6, 1))
     """
     check_constant_mode(constant_columns)
+    progress = check_progress(progress)
     if gram not in (True, False, "auto"):
         raise ValueError(f"gram must be True, False or 'auto'; got {gram!r}")
-    host = gram is not False and host_kernel_applies(X, Y, sample_weight)
-    if host:
-        X = _host_matrix(X, "X")  # validated before its shape is read
-    if host and (gram is True or X.shape[1] <= GRAM_AUTO_MAX_FEATURES):
-        dtype = float_dtype_for(X.dtype)
-        Y = _host_targets(Y, X.shape[0], "Y")
-        w = as_sample_weight(sample_weight, X.shape[0])
-        groups = as_groups(groups, X.shape[1], dtype=dtype)
-        rank_tol = _rank_tol(rank_tol, dtype)
-        l2 = as_hyper(l2, "l2", dtype, low=0.0)
-        moments = moments_host(X, Y, None if w is None else np.asarray(w), dtype)
-        return problem_from_moments(
-            moments,
-            groups,
-            l2=l2,
-            whiten=whiten,
-            constant_columns=constant_columns,
-            rank_tol=rank_tol,
-        )
+    if gram is not False and host_kernel_applies(X, Y, sample_weight):
+        X = host_matrix(X, "X")  # validated (not copied) before its shape is read
+        if gram is True or X.shape[1] <= GRAM_AUTO_MAX_FEATURES:
+            return _prepare_on_host(X, Y, groups, sample_weight, l2, whiten, constant_columns, rank_tol, progress)
     if gram is False and isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == float_dtype_for(X.dtype):
         X = jax.device_put(X)  # one device copy of a large X (jnp.asarray would stage a second)
-    X, groups, rank_tol, summary, raw_gram, w = _check_design(
-        X, groups, constant_columns, rank_tol, sample_weight, blocked=gram is False
+    with progress_bar(enabled=progress, total=3, unit="phase", desc="prepare") as bar:
+        problem = _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_columns, rank_tol, bar)
+    return problem
+
+
+def _prepare_on_host(X, Y, groups, sample_weight, l2, whiten, constant_columns, rank_tol, progress) -> Problem:
+    """The host path of :func:`prepare`: the data layer's host moments pass, then D×D algebra."""
+    data = as_data(
+        X, Y, sample_weight=sample_weight, groups=groups, constant_columns=constant_columns, storage="host",
+        with_moments=True, progress=progress,
     )
-    n, d = X.shape
-    Y, _ = as_targets(Y, n, "Y", dtype=X.dtype)
+    return problem_from_moments(
+        data.moments,
+        data.groups,
+        l2=l2,
+        whiten=whiten,
+        constant_columns=constant_columns,
+        rank_tol=rank_tol,
+    )
+
+
+def _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_columns, rank_tol, bar) -> Problem:
+    """The XLA path of :func:`prepare`: device, sharded and traced inputs, accelerators, gram=False."""
+    data = as_data(
+        X, Y, sample_weight=sample_weight, groups="singletons" if groups is None else groups,
+        constant_columns=constant_columns, scale="values",
+    )
+    bar.update()
+    X, Y, w, summary, groups = data.X, data.Y, data.weights, data.summary, data.groups
+    rank_tol = _rank_tol(rank_tol, X.dtype)
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
-    use_gram = d <= GRAM_AUTO_MAX_FEATURES if gram == "auto" else bool(gram)
+    raw_gram = _moderate_offsets(summary)
+    use_gram = X.shape[1] <= GRAM_AUTO_MAX_FEATURES if gram == "auto" else bool(gram)
     if use_gram:
         moments = xla_moments(X, Y, w, summary, centre=not raw_gram)
         scales = _concrete(lambda: scale_vectors(moments))
+        bar.update()
         if scales is not None:
             check_scales(*scales)
-        return _from_moments(moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
+        problem = _from_moments(moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
+        bar.update()
+        return problem
     # Raw X as the design (memory O(n·D) once, not twice) where that is exact enough: singleton
     # groups (whitening is a per-column scale), no weights, moderate offsets (the raw-Gram rule).
-    if raw_gram and w is None and groups.mask.shape[1] == 1 and _one_device(X):
+    if raw_gram and w is None and groups.mask.shape[1] == 1 and on_one_device(X):
         # X joins the problem outside jit: a jitted function returning its input would copy it.
         problem = _prepare_raw_design(X, Y, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)._replace(Z=X)
     else:
         problem = _prepare_design(X, Y, w, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)
-    scales = _concrete(
-        lambda: _design_scale_vectors(problem.transform.x_scale, summary, Y, w, problem.transform.y_scale)
-    )
+    bar.update()
+    scales = _concrete(lambda: _design_scale_vectors(summary, Y, w, problem.transform.y_scale))
     if scales is not None:
         check_scales(*scales)
+    bar.update()
     return problem
 
 
@@ -321,42 +325,10 @@ def problem_from_moments(
     rank_tol = _rank_tol(rank_tol, dtype)
     l2 = as_hyper(l2, "l2", dtype, low=0.0)
     if not is_traced(moments):
-        m = jax.tree.map(np.asarray, moments)
-        _check_constant(m.constant, constant_columns)
-        check_scales(m.n_samples, m.constant, np.diagonal(m.gram), m.y_constant, m.y_var, m.x_spread)
-    return _from_moments(jax.tree.map(jnp.asarray, moments), groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
-
-
-def as_sample_weight(sample_weight, n: int, name: str = "sample_weight"):
-    """Validate row weights: None, or (n,) finite and ≥ 0 with at least 2 positive entries.
-
-    Returns None or the weights (numpy for host input, a jax.Array for jax input; traced weights
-    are only shape-checked).
-    """
-    if sample_weight is None:
-        return None
-    w = sample_weight
-    if not isinstance(w, (jax.Array, Tracer)):
-        w = np.asarray(w)
-        if w.dtype == object or w.dtype.kind not in "biuf":
-            raise TypeError(f"{name} must be a numeric array; got dtype {w.dtype}")
-    if w.ndim != 1 or w.shape[0] != n:
-        raise ValueError(f"{name} must have shape ({n},), one weight per row of X; got {tuple(w.shape)}")
-    if is_traced(w):
-        return w
-    if isinstance(w, jax.Array) and not w.is_fully_addressable:  # rows on several processes
-        from jax.experimental import multihost_utils
-
-        wh = np.asarray(multihost_utils.process_allgather(w, tiled=True))
-    else:
-        wh = np.asarray(w)
-    if not np.isfinite(wh).all():
-        raise ValueError(f"{name} contains NaN or Inf")
-    if (wh < 0).any():
-        raise ValueError(f"{name} must be non-negative; row {int(np.flatnonzero(wh < 0)[0])} has {wh[wh < 0][0]}")
-    if np.count_nonzero(wh > 0) < MIN_ROWS:
-        raise ValueError(f"{name} needs at least {MIN_ROWS} positive weights; got {np.count_nonzero(wh > 0)}")
-    return w
+        check_moments(moments, constant_columns)
+    # every floating field in the compute dtype (a float64 accumulator must not leak into b0)
+    moments = jax.tree.map(lambda a: jnp.asarray(a, dtype) if jnp.issubdtype(jnp.asarray(a).dtype, jnp.floating) else jnp.asarray(a), moments)
+    return _from_moments(moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
 
 
 def _concrete(fn):
@@ -373,53 +345,6 @@ def _rank_tol(rank_tol, dtype) -> float:
     return check_float(rank_tol, "rank_tol", low=0.0, high=1.0)
 
 
-def _host_matrix(X, name: str) -> np.ndarray:
-    """Shape and dtype checks of a host X, without copying or converting it."""
-    X = np.asarray(X)
-    if X.dtype == object or X.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be a numeric array; got dtype {X.dtype}")
-    if X.ndim != 2:
-        raise ValueError(
-            f"{name} must be 2-D (n_samples, n_features); got shape {tuple(X.shape)}"
-            + (
-                " — use X.reshape(-1, 1) for a single feature, or X.reshape(1, -1) for a single sample"
-                if X.ndim == 1
-                else ""
-            )
-        )
-    if X.shape[0] < MIN_ROWS:
-        raise ValueError(f"{name} needs at least {MIN_ROWS} rows; got {X.shape[0]}")
-    if X.shape[1] < 1:
-        raise ValueError(f"{name} needs at least 1 columns; got {X.shape[1]}")
-    return X
-
-
-def _host_targets(Y, n: int, name: str) -> np.ndarray:
-    """Host targets as an (n, T) view (finiteness is checked by the moments kernel)."""
-    Y = np.asarray(Y)
-    if Y.dtype == object or Y.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be numeric; got dtype {Y.dtype}")
-    if Y.ndim not in (1, 2):
-        raise ValueError(f"{name} must be 1-D (n,) or 2-D (n, T); got shape {tuple(Y.shape)}")
-    if Y.shape[0] != n:
-        raise ValueError(f"{name} has {Y.shape[0]} rows but X has {n}; they must match")
-    if Y.ndim == 2 and Y.shape[1] < 1:
-        raise ValueError(f"{name} must have at least one target column")
-    return Y[:, None] if Y.ndim == 1 else Y
-
-
-def _check_constant(constant, constant_columns: str) -> None:
-    constant = np.asarray(constant, bool)
-    if constant.all():
-        raise ValueError("every column of X is constant; there is nothing to select")
-    if constant.any() and constant_columns == "raise":
-        cols = np.flatnonzero(constant)
-        raise ValueError(
-            f"X has constant column(s) {cols[:10].tolist()} and constant_columns='raise'; remove them, "
-            "or use the default constant_columns='inert' (they are then never selected)"
-        )
-
-
 # Largest squared offset-to-spread ratio (mean² / variance, over non-constant columns) for which
 # the Gram path skips the centring copy and forms ``XᵀX − n·μμᵀ``: the rank-one correction costs a
 # relative error of about eps·(1 + μ²/σ²) on the centred moments (≤ ~1e-5 in float32), below the
@@ -427,49 +352,13 @@ def _check_constant(constant, constant_columns: str) -> None:
 RAW_GRAM_MAX_OFFSET_RATIO = 100.0
 
 
-def _one_device(X) -> bool:
-    """A concrete array on one device (the blocked row loops of the gram=False path would gather a
-    row-sharded X; sharded inputs keep the standardised, row-sharded design)."""
-    if is_traced(X) or not isinstance(X, jax.Array):
-        return False
-    try:
-        return len(X.sharding.device_set) == 1
-    except AttributeError:  # pragma: no cover - an unusual array type
-        return False
-
-
-def _check_design(X, groups, constant_columns: str, rank_tol, sample_weight=None, blocked: bool = False):
-    """Validate X (one fused pass: finiteness, constant columns, first two moments), groups, rank_tol.
-
-    Returns ``(X, groups, rank_tol, summary, raw_gram, w)``: ``summary`` is a :class:`Summary`,
-    ``raw_gram`` says whether the centred Gram may be formed without centring X first (False
-    inside a user's jit/vmap, where the data cannot be inspected) and ``w`` the validated weights.
-    """
-    check_constant_mode(constant_columns)
-    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, check_finite=False)
-    w = as_sample_weight(sample_weight, X.shape[0])
-    if w is not None:
-        w = jnp.asarray(w, X.dtype)
-    groups = as_groups(groups, X.shape[1], dtype=X.dtype)
-    rank_tol = _rank_tol(rank_tol, X.dtype)
-    # A large unweighted X on the gram=False path: blocked reductions. XLA's CPU runtime stages a
-    # temporary of X's size for a plain column reduction of a large X (not visible in the compiled
-    # program's memory_analysis): bench_lean measured 2.3× X peak with plain reductions, 1.95× blocked.
-    big = blocked and w is None and _one_device(X) and X.size * X.dtype.itemsize > (1 << 26)
-    summary = column_summary_blocked(X) if big else column_summary(X, w)
-    verdict = host_value(lambda: summary_verdict(summary))
-    if verdict is None:  # inside a user's jit/vmap: value checks cannot run; constant columns stay inert
-        return X, groups, rank_tol, summary, False, w
-    nonfinite, overflow, offset_ratio = (float(v) for v in verdict)
-    if nonfinite:
-        raise ValueError("X contains NaN or Inf; remove or impute those entries first")
-    if overflow:
-        raise ValueError(
-            f"X has entries too large for {X.dtype} second moments (sums of squares overflow); "
-            "rescale X (or use float64 with jax_enable_x64)"
-        )
-    _check_constant(~np.asarray(summary.col_max > summary.col_min), constant_columns)
-    return X, groups, rank_tol, summary, offset_ratio <= RAW_GRAM_MAX_OFFSET_RATIO, w
+def _moderate_offsets(summary: ColumnSummary) -> bool:
+    """The raw-Gram rule: every live column has mean² ≤ :data:`RAW_GRAM_MAX_OFFSET_RATIO` × variance
+    (False inside a user's jit/vmap, where the data cannot be inspected: the centred copy is safe)."""
+    ratio = host_value(
+        lambda: jnp.max(jnp.where(summary.live, (summary.mean / summary.scale) ** 2, jnp.zeros_like(summary.mean)))
+    )
+    return ratio is not None and float(ratio) <= RAW_GRAM_MAX_OFFSET_RATIO
 
 
 class Design(NamedTuple):
@@ -529,12 +418,16 @@ def whiten_design(
     >>> groups.n_groups, design.Z.shape
     (2, (100, 3))
     """
-    X, groups, rank_tol, summary, _, w = _check_design(X, groups, constant_columns, rank_tol, sample_weight)
-    design = _design(X, w, groups, summary, whiten=bool(whiten), rank_tol=rank_tol)
-    scales = _concrete(lambda: _design_scale_vectors(design.x_scale, summary))
+    data = as_data(
+        X, None, sample_weight=sample_weight, groups="singletons" if groups is None else groups,
+        targets=None, constant_columns=constant_columns, scale="values",
+    )
+    rank_tol = _rank_tol(rank_tol, data.X.dtype)
+    design = _design(data.X, data.weights, data.groups, data.summary, whiten=bool(whiten), rank_tol=rank_tol)
+    scales = _concrete(lambda: _design_scale_vectors(data.summary))
     if scales is not None:
         check_scales(*scales)
-    return design, groups
+    return design, data.groups
 
 
 class _Bases(NamedTuple):
@@ -542,12 +435,6 @@ class _Bases(NamedTuple):
     metric_white: jax.Array
     metric_std: jax.Array
     live: jax.Array
-
-
-def _scales(x_sd, nonconstant):
-    x_scale = jnp.where(nonconstant & (x_sd > 0), x_sd, jnp.ones_like(x_sd))
-    col_w = jnp.where(nonconstant, 1.0 / x_scale, jnp.zeros_like(x_scale))
-    return x_scale, col_w
 
 
 def _group_bases(G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_tol: float) -> _Bases:
@@ -586,15 +473,11 @@ def _group_bases(G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_to
 
 
 @partial(jax.jit, static_argnames=("whiten", "rank_tol"))
-def _design(X, w, groups: Groups, summary: Summary, *, whiten: bool, rank_tol: float) -> Design:
+def _design(X, w, groups: Groups, summary: ColumnSummary, *, whiten: bool, rank_tol: float) -> Design:
     nf = summary.n_samples
-    nonconstant = summary.col_max > summary.col_min
-    x_mean = summary.col_sum / nf  # the means come from the validation pass
-    Xc = X - x_mean[None, :]
-    sq = Xc * Xc
-    x_var = (jnp.sum(sq, axis=0) if w is None else w @ sq) / nf
-    x_scale, col_w = _scales(jnp.sqrt(x_var), nonconstant)
-    Xs = Xc * col_w[None, :]  # standardised; constant columns are exactly zero
+    nonconstant = summary.live
+    x_mean, x_scale = summary.mean, summary.scale  # the one standardisation, from the boundary's pass
+    Xs = (X - x_mean[None, :]) * summary.factor[None, :]  # standardised; constant columns are exactly zero
     # Per-group second moments of the standardised features (J, s, s): O(n·D·s).
     Xw = Xs if w is None else Xs * jnp.sqrt(w)[:, None]
     Xg = gather_groups(Xw, groups.index, groups.mask, axis=1)  # (n, J, s)
@@ -613,17 +496,23 @@ def _design(X, w, groups: Groups, summary: Summary, *, whiten: bool, rank_tol: f
 
 
 @jax.jit
-def _design_scale_vectors(x_scale, summary: Summary, Y=None, w=None, y_scale=None):
-    """Scale-check vectors of a design path, (n, constant, x_var, y_constant, y_var, x_spread): the
-    variance is the standardisation scale² on non-constant columns (Y entries None without Y)."""
-    constant = ~(summary.col_max > summary.col_min)
-    x_var = jnp.where(constant, jnp.ones_like(x_scale), x_scale**2)
+def _design_scale_vectors(summary: ColumnSummary, Y=None, w=None, y_scale=None):
+    """Scale-check vectors of a design path, (n, constant, x_var, y_constant, y_var): the variance
+    is the standardisation scale² on non-constant columns (Y entries None without Y)."""
+    constant = ~summary.live
+    x_var = jnp.where(constant, jnp.ones_like(summary.scale), summary.scale**2)
     y_constant = y_var = None
     if Y is not None:
         pos = jnp.ones((Y.shape[0], 1), bool) if w is None else (w > 0)[:, None]
         y_constant = ~(jnp.max(jnp.where(pos, Y, -jnp.inf), axis=0) > jnp.min(jnp.where(pos, Y, jnp.inf), axis=0))
         y_var = y_scale**2
-    return summary.n_samples, constant, x_var, y_constant, y_var, summary.col_max - summary.col_min
+    return summary.n_samples, constant, x_var, y_constant, y_var
+
+
+def _status(*arrays) -> jax.Array:
+    """:data:`~jaxselect.NONFINITE` when any of ``arrays`` holds NaN/Inf, else 0 (int32)."""
+    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in arrays]))
+    return jnp.where(finite, OK, NONFINITE).astype(jnp.int32)
 
 
 @partial(jax.jit, static_argnames=("whiten", "rank_tol"))
@@ -637,7 +526,8 @@ def _from_moments(m: Moments, groups: Groups, l2, *, whiten: bool, rank_tol: flo
     eye_s = jnp.broadcast_to(jnp.eye(s_max, dtype=dtype)[None, :, :], (J, s_max, s_max))
     pad2 = mask[:, :, None] & mask[:, None, :]
     y_scale = jnp.sqrt(m.y_var)
-    x_scale, col_w = _scales(jnp.sqrt(jnp.maximum(jnp.diagonal(m.gram), 0.0)), nonconstant)
+    standard = summary_from_moments(m)  # the one standardisation rule, on the moments
+    x_scale, col_w = standard.scale, standard.factor
     G = m.gram * col_w[:, None] * col_w[None, :]
     rows = jnp.take(G, index, axis=0, mode="fill", fill_value=0)  # (J, s, D)
     G_blocks = jnp.take_along_axis(rows, jnp.minimum(index, d - 1)[:, None, :], axis=2)
@@ -668,11 +558,13 @@ def _from_moments(m: Moments, groups: Groups, l2, *, whiten: bool, rank_tol: flo
         transform,
         l2,
         jnp.asarray(m.n_samples, dtype),
+        None,
+        _status(C, b0t),
     )
 
 
 @partial(jax.jit, static_argnames=("whiten", "rank_tol"))
-def _prepare_design(X, Y, w, groups: Groups, l2, summary: Summary, *, whiten: bool, rank_tol: float) -> Problem:
+def _prepare_design(X, Y, w, groups: Groups, l2, summary: ColumnSummary, *, whiten: bool, rank_tol: float) -> Problem:
     """gram=False: keep the design Z (rows scaled by √w) instead of forming C."""
     dtype = X.dtype
     index, mask = groups.index, groups.mask
@@ -710,11 +602,13 @@ def _prepare_design(X, Y, w, groups: Groups, l2, summary: Summary, *, whiten: bo
         transform,
         l2,
         nf,
+        None,
+        _status(b0, diag_blocks),
     )
 
 
 @partial(jax.jit, static_argnames=("whiten", "rank_tol"))
-def _prepare_raw_design(X, Y, groups: Groups, l2, summary: Summary, *, whiten: bool, rank_tol: float) -> Problem:
+def _prepare_raw_design(X, Y, groups: Groups, l2, summary: ColumnSummary, *, whiten: bool, rank_tol: float) -> Problem:
     """gram=False with singleton groups and no weights: the problem keeps X itself (``z_affine``).
 
     Every quantity is a column reduction or a thin product with X: no (n, D) temporary. The
@@ -726,11 +620,9 @@ def _prepare_raw_design(X, Y, groups: Groups, l2, summary: Summary, *, whiten: b
     J = index.shape[0]
     d = X.shape[1]
     nf = summary.n_samples
-    nonconstant = summary.col_max > summary.col_min
-    x_mean = summary.col_sum / nf
-    x_var = centred_sumsq_blocked(X, x_mean) / nf  # over row blocks: no centred copy of X
-    x_scale, col_w = _scales(jnp.sqrt(x_var), nonconstant)
-    std_var = x_var * col_w * col_w  # variance of the standardised columns (1, or 0 if constant)
+    nonconstant = summary.live
+    x_mean, x_scale, col_w = summary.mean, summary.scale, summary.factor  # from the boundary's pass
+    std_var = summary.live.astype(dtype)  # variance of the standardised columns (1, or 0 if constant)
     G_blocks = jnp.take(std_var, index[:, 0], mode="fill", fill_value=0).reshape((J, 1, 1))
     bases = _group_bases(G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol)
     live = bases.live
@@ -761,6 +653,7 @@ def _prepare_raw_design(X, Y, groups: Groups, l2, summary: Summary, *, whiten: b
         l2,
         nf,
         jnp.stack([x_mean, c]),
+        _status(b0, diag_blocks),
     )
 
 

@@ -117,7 +117,7 @@ def _check_choice(value, name: str, choices) -> str:
     return value
 
 
-def _check_budget(budget, name: str = "budget"):
+def check_budget(budget, name: str = "budget"):
     if budget is None:
         return None
     return check_float(budget, name, low=0.0)
@@ -342,7 +342,7 @@ class GroupSequencingRegressor(_SequencingMixin, _Selector, RegressorMixin, _Bas
 
     def fit(self, X, y):
         """Learn the group order on (X, y) (n_samples, n_features), (n_samples,) or (n_samples, n_targets)."""
-        budget = _check_budget(self.budget)
+        budget = check_budget(self.budget)
         self._fit_path(X, y)
         self._use_budget(budget)
         return self
@@ -508,7 +508,7 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
 
     def fit(self, X, y):
         """Learn the group order on (X, y) with labels y (n_samples,)."""
-        budget = _check_budget(self.budget)
+        budget = check_budget(self.budget)
         _check_choice(self.criterion, "criterion", ("whiten", "no_whiten", "single"))
         k = _check_k(self.k)
         X, y = self._validate_fit(X, y, multi_output=False, numeric=False)
@@ -969,7 +969,7 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
 
     def fit(self, X, y):
         """Learn the policy on X (n_samples, n_features) and labels y (n_samples,)."""
-        budget = _check_budget(self.budget)
+        budget = check_budget(self.budget)
         X, y = self._validate_fit(X, y, multi_output=False, numeric=False)
         labels = _encode_labels(self, y)
         groups = (

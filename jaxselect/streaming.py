@@ -16,8 +16,9 @@ import mmap
 
 import numpy as np
 
+from jaxselect._progress import check_progress, progress_bar
 from jaxselect._validation import check_int, float_dtype_for
-from jaxselect.moments import MomentAccumulator, _chunk_rows
+from jaxselect.moments import MomentAccumulator, chunk_rows
 from jaxselect.prepare import Problem, problem_from_moments
 
 __all__ = ["RowBatches", "prepare_from_batches", "row_batches"]
@@ -82,8 +83,7 @@ def prepare_from_batches(
     >>> sorted(js.cs_omp(js.prepare_from_batches(chunks)).order.tolist()[:2])
     [1, 3]
     """
-    if not isinstance(progress, (bool, np.bool_)):
-        raise TypeError(f"progress must be True or False; got {progress!r}")
+    progress = check_progress(progress)
     try:
         iterator = iter(batches)
     except TypeError:
@@ -92,21 +92,14 @@ def prepare_from_batches(
             f"{type(batches).__name__}"
         ) from None
     if progress:
-        try:
-            from tqdm.auto import tqdm  # optional dependency
-        except ImportError as err:
-            raise ImportError(
-                "progress=True needs tqdm, which is not installed: pip install tqdm (or jaxselect[progress]), "
-                "or leave progress=False"
-            ) from err
         total = len(batches) if hasattr(batches, "__len__") else None
-        iterator = tqdm(iterator, total=total, unit="chunk", desc="prepare_from_batches")
+        iterator = progress_bar(iterator, enabled=True, total=total, unit="chunk", desc="prepare_from_batches")
     acc = None
     for i, batch in enumerate(iterator):
         X, Y, w = _unpack(batch, i)
         if acc is None:
             acc = MomentAccumulator(float_dtype_for(X.dtype))
-            step = _chunk_rows(X.shape[1], acc.dtype.itemsize)
+            step = chunk_rows(X.shape[1], acc.dtype.itemsize)
         what = f"batch {i} (rows {acc.n_rows}–{acc.n_rows + X.shape[0] - 1})"
         # Large batches go through the accumulator in cache-sized pieces (the host kernel's chunk):
         # each piece's shifted copy stays in cache for the Gram, as in prepare.
@@ -224,7 +217,7 @@ def row_batches(X, Y, sample_weight=None, *, batch_rows: int | None = None, rele
     X, Y, w = arrays
     _check_rows(X, Y, w)
     if batch_rows is None:  # a multiple of the host kernel's chunk (~32 MiB of X)
-        chunk = _chunk_rows(X.shape[1], float_dtype_for(np.dtype(X.dtype)).itemsize)
+        chunk = chunk_rows(X.shape[1], float_dtype_for(np.dtype(X.dtype)).itemsize)
         batch_rows = chunk * max(1, BATCH_BYTES // max(1, chunk * X.shape[1] * np.dtype(X.dtype).itemsize))
     else:
         batch_rows = check_int(batch_rows, "batch_rows", low=1)

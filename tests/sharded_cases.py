@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import jaxselect as js
+from jaxselect.greedy.rls import rls_predict
 
 N = 104  # rows; keep in sync with test_sharding.N_ROWS
 N_DEV = 4
@@ -70,6 +71,39 @@ class Placed:
 
     def context(self):
         return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+def test_design_operator(kind):
+    """The data layer's DenseDesign on row-sharded X (mv, rmv, Gram, lazy Gram columns) equals the
+    single-device operator; ``shard`` pads N − 1 rows with weight-0 rows that change nothing."""
+    from jaxselect.design import DenseDesign, column_summary
+    from jaxselect.sharding import any_mesh
+
+    X, _ = regression_data()
+    X = X.astype(np.float32)
+    mesh = js.data_mesh() if kind == "auto" else jax.make_mesh((N_DEV,), ("data",))
+    ref = DenseDesign.from_summary(jnp.asarray(X), column_summary(X))
+    sharded = DenseDesign.from_summary(js.shard_rows(X, mesh=mesh), column_summary(X))
+    rng = np.random.default_rng(3)
+    v = jnp.asarray(rng.normal(size=X.shape[1]), jnp.float32)
+    u = jnp.asarray(rng.normal(size=N), jnp.float32)
+    idx = jnp.asarray([3, 0, 7])
+
+    @any_mesh
+    def ops(op, v, u):
+        return op.mv(v), op.rmv(u), op.gram(), op.gram_columns(idx)
+
+    close(ops(sharded, v, js.shard_rows(u, mesh=mesh)), ops(ref, v, u))
+    padded, w = DenseDesign.from_summary(jnp.asarray(X[: N - 1]), column_summary(X[: N - 1])).shard(mesh)
+    assert padded.X.shape == (N, X.shape[1]) and float(w.sum()) == N - 1
+    small = DenseDesign.from_summary(jnp.asarray(X[: N - 1]), column_summary(X[: N - 1]))
+
+    @any_mesh
+    def weighted_gram(op, w):
+        return op.gram(w), op.gram_columns(idx, w)
+
+    close(weighted_gram(padded, w), (small.gram(), small.gram_columns(idx)))
 
 
 def test_shard_rows_places_rows_on_every_device():
@@ -168,10 +202,10 @@ def test_greedy_rls(kind):
     a = js.greedy_rls(*p.ref, 5, l2=0.5 / n, bias=1.0)  # RLScore regparam 0.5
     with p.context():
         b = js.greedy_rls(*p.sharded, 5, l2=0.5 / n, bias=1.0, sample_weight=p.w)
-        pb = js.rls_predict(b, p.sharded[0])
+        pb = rls_predict(b, p.sharded[0])
     assert a.selected.tolist() == b.selected.tolist()
     close(a, b, rtol=1e-4, atol=1e-4)  # float32: row sums split over devices round differently
-    close(js.rls_predict(a, p.ref[0]), np.asarray(pb)[: p.ref[0].shape[0]], rtol=1e-4, atol=1e-4)
+    close(rls_predict(a, p.ref[0]), np.asarray(pb)[: p.ref[0].shape[0]], rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("kind", ["auto", "padded"])
@@ -187,8 +221,8 @@ def test_dwsm(kind):
     b = js.dwsm_fit(jax.random.key(0), *p.sharded, sample_weight=p.w, **kw)
     close(a.theta, b.theta)
     close(a.train_loss, b.train_loss)
-    la, za = js.dwsm_predict(a, p.ref[0])
-    lb, zb = js.dwsm_predict(b, p.sharded[0])
+    la, za = js.predict(a, p.ref[0])
+    lb, zb = js.predict(b, p.sharded[0])
     n = p.ref[0].shape[0]
     np.testing.assert_array_equal(np.asarray(la), np.asarray(lb)[:n])
     np.testing.assert_array_equal(np.asarray(za), np.asarray(zb)[:n])
@@ -206,10 +240,10 @@ def test_fsa(loss, kind):
     a = js.fsa(*p.ref, 2, loss=loss, n_iter=20)
     with p.context():
         b = js.fsa(*p.sharded, 2, loss=loss, n_iter=20, sample_weight=p.w)
-        pb = js.fsa_predict(b, p.sharded[0])
+        pb = js.predict(b, p.sharded[0])
     assert a.support.tolist() == b.support.tolist() == [4, 11]
     close(a.coef, b.coef)
-    close(js.fsa_predict(a, p.ref[0]), np.asarray(pb)[: p.ref[0].shape[0]])
+    close(js.predict(a, p.ref[0]), np.asarray(pb)[: p.ref[0].shape[0]])
 
 
 @pytest.mark.parametrize("kind", MESHES + ["padded"])

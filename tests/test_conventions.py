@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import jaxselect as js
+from jaxselect.greedy.rls import rls_predict
 from compile_count import count_compiles
 
 
@@ -82,8 +83,9 @@ def test_results_have_status_and_short_repr():
         text = repr(result)
         assert len(text) < 700 and "status=" in text, text
     assert len(repr(problem)) < 1500 and "Problem(C=float32[8, 8]" in repr(problem)
+    assert problem.status.dtype == jnp.int32 and js.raise_for_status(problem) is problem
     with pytest.raises(TypeError, match="status"):
-        js.raise_for_status(problem)
+        js.raise_for_status(problem.groups)
     assert js.status_message(0) == "ok"
     assert "non-finite" in js.status_message(1) and "iteration cap" in js.status_message(5)
 
@@ -140,7 +142,7 @@ def test_greedy_rls_result_composes_with_the_anytime_toolkit():
     path = js.as_path(res)
     for step in (1, 2, 3):
         np.testing.assert_allclose(
-            js.predict(res, X, budget=float(step)), js.rls_predict(res, X, step=step), rtol=1e-5, atol=1e-5
+            js.predict(res, X, budget=float(step)), rls_predict(res, X, step=step), rtol=1e-5, atol=1e-5
         )
     curve = js.objective_curve(res, X, y)
     assert curve.cost.tolist() == [0.0, 1.0, 2.0, 3.0] and curve.value[-1] > 0.9

@@ -41,18 +41,14 @@ from jaxselect.sequential import (
     rcpi_evaluate,
     rcpi_init,
     rcpi_problem,
+    rcpi_run,
     rcpi_step,
 )
 from jaxselect.sequential.mdp import budget_rtol
 from jaxselect.status import NONFINITE
-from jaxselect.sequential.rcpi import (
-    mixture_weights,
-    ridge_fit,
-    rollout_capacity,
-    row_state_action_values,
-    sample_states,
-    state_action_values,
-)
+from jaxselect.sequential.policy_fit import mixture_weights, ridge_fit
+from jaxselect.sequential.rollouts import rollout_capacity, row_state_action_values, state_action_values
+from jaxselect.sequential.states import sample_states
 
 DTYPES = [np.float32, np.float64]
 
@@ -361,16 +357,16 @@ def test_ridge_fit_matches_numpy_per_action(dtype, request):
 
 def test_ridge_statistics_of_row_blocks_add_up():
     # the row-sharded fit sums these statistics across devices before solving
-    from jaxselect.sequential.rcpi import _ridge_solve, _ridge_stats
+    from jaxselect.sequential.policy_fit import ridge_solve, ridge_stats
 
     rng = np.random.default_rng(1)
     N, p, A = 40, 5, 3
     Phi, Q, W = rng.normal(size=(N, p)), rng.normal(size=(N, A)), rng.random((N, A)) < 0.5
     prev = jnp.asarray(rng.normal(size=(A, p)), jnp.float32)
     f32 = lambda a: jnp.asarray(a, jnp.float32) if a.dtype != bool else jnp.asarray(a)  # noqa: E731
-    blocks = [_ridge_stats(*(f32(a[i : i + 10]) for a in (Phi, Q, W))) for i in range(0, N, 10)]
+    blocks = [ridge_stats(*(f32(a[i : i + 10]) for a in (Phi, Q, W))) for i in range(0, N, 10)]
     summed = jax.tree.map(lambda *b: sum(b), *blocks)
-    th = _ridge_solve(*summed, jnp.float32(0.1), prev)
+    th = ridge_solve(*summed, jnp.float32(0.1), prev)
     ref = ridge_fit(f32(Phi), f32(Q), f32(W), jnp.float32(0.1), prev)
     np.testing.assert_allclose(np.asarray(th), np.asarray(ref), rtol=1e-4, atol=1e-5)
 
@@ -379,15 +375,15 @@ def test_row_sharded_code_path_equals_plain_fit(monkeypatch):
     # the shard_map path (each device's rows, padded per block, statistics psum-ed) on a one-device
     # mesh must give the plain fit; tests/sharded_cases.py checks 4 devices
     from jaxselect import data_mesh
-    from jaxselect.sequential import rcpi
+    from jaxselect.sequential import fit
 
-    assert rcpi._row_axes(np.zeros((8, 2)), 8) is None
+    assert fit._row_axes(np.zeros((8, 2)), 8) is None
     rng = np.random.default_rng(2)
     X = rng.normal(size=(30, 4))
     y = (X[:, 0] > 0).astype(int)
     kw = dict(lam=0.05, n_iter=2, states_per_example=2, rollout_batch=24)  # 4 rows a chunk: 2 padded
     a = dwsm_fit(jax.random.key(3), X, y, **kw)
-    monkeypatch.setattr(rcpi, "_row_axes", lambda X, n: (data_mesh(jax.devices()[:1]), ("data",)))
+    monkeypatch.setattr(fit, "_row_axes", lambda X, n: (data_mesh(jax.devices()[:1]), ("data",)))
     b = dwsm_fit(jax.random.key(3), X, y, **kw)
     np.testing.assert_allclose(np.asarray(b.theta), np.asarray(a.theta), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(b.train_return), np.asarray(a.train_return), rtol=1e-5, atol=1e-6)
@@ -825,6 +821,29 @@ def test_status_nonfinite_and_raise_for_status(blobs, x0_fit):
     assert js.raise_for_status(dwsm_fit(jax.random.key(0), X, y, lam=0.0, **FIT_SMALL)) is not None
 
 
+def test_trace_and_report_status(x0_fit):
+    """DWSMTrace and DWSMReport carry a status: 0 for a normal fit; NONFINITE when θ or an episode's
+    reward is not finite, or when the policy's own status says so."""
+    X, y, pol = x0_fit
+    tr, rep = dwsm_trace(pol, X, y), dwsm_evaluate(pol, X, y)
+    assert tr.status.dtype == jnp.int32 and int(tr.status) == 0 and int(rep.status) == 0
+    assert js.raise_for_status(rep) is rep
+    theta = np.asarray(pol.theta).copy()
+    theta[0, 0] = np.nan  # the weight of z_0 in class 0's score
+    bad = pol._replace(theta=jnp.asarray(theta))
+    assert int(dwsm_trace(bad, X, y).status) == NONFINITE and int(dwsm_evaluate(bad, X, y).status) == NONFINITE
+    # finite θ, an infinite misclassification cost: the rewards are not finite
+    inf_cost = pol._replace(spec=pol.spec._replace(cost_matrix=jnp.asarray([[0.0, np.inf], [np.inf, 0.0]], jnp.float32)))
+    rep_inf = dwsm_evaluate(inf_cost, X, 1 - y)
+    assert int(rep_inf.status) == NONFINITE
+    with pytest.raises(js.SolverError, match="non-finite"):
+        js.raise_for_status(rep_inf)
+    # the policy's status is passed on
+    flagged = pol._replace(status=jnp.asarray(NONFINITE, jnp.int32))
+    assert int(dwsm_trace(flagged, X, y).status) == NONFINITE
+    assert "status=0" in repr(tr) and "status=0" in repr(rep)
+
+
 def test_short_reprs(x0_fit):
     X, y, pol = x0_fit
     for obj in (pol, pol.spec, dwsm_trace(pol, X, y), dwsm_evaluate(pol, X, y)):
@@ -835,25 +854,44 @@ def test_short_reprs(x0_fit):
 
 
 def test_advanced_api_steps_equal_fit(x0_fit):
-    """rcpi_problem / rcpi_init / rcpi_step driven by hand give dwsm_fit's iterates."""
+    """rcpi_problem / rcpi_init / rcpi_step(problem, state) driven by hand, and rcpi_run, give
+    dwsm_fit's iterates; the key lives in the state and the options in the problem."""
     X, y, pol = x0_fit
     n_iter, S = FIT_TINY["n_iter"], FIT_TINY["states_per_example"]
     spec = make_spec(3, 2, lam=0.1)
-    problem = rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y))
-    state = rcpi_init(problem, n_iter)
+    problem = rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), states_per_example=S, alpha=0.7)
+    assert problem.config.states_per_example == S and problem.config.cap == S * 3
+    state = rcpi_init(problem, jax.random.key(0), n_iter)
     assert state.thetas.shape == (n_iter + 1, 5, 7) and int(state.t) == 0
-    step = jax.jit(functools.partial(rcpi_step, states_per_example=S))
+    assert np.isnan(float(state.info.mean_return))
+    step = jax.jit(rcpi_step)
     evaluate = jax.jit(rcpi_evaluate)
     returns, losses = [], [float(evaluate(state.thetas[0], problem)[0])]
-    for key in jax.random.split(jax.random.key(0), n_iter):
-        state, info = step(key, state, problem, alpha=0.7, l2=0.01)
-        returns.append(float(info.mean_return))
+    for _ in range(n_iter):
+        state = step(problem, state)
+        returns.append(float(state.info.mean_return))
         losses.append(float(evaluate(state.thetas[state.t], problem)[0]))
     assert int(state.t) == n_iter
     np.testing.assert_allclose(np.asarray(state.thetas), np.asarray(pol.thetas), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(returns, np.asarray(pol.rollout_return), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(losses, np.asarray(pol.train_loss), rtol=1e-5, atol=1e-6)
     assert int(pol.best) == int(np.argmin(losses))
+    # the compiled loop of rcpi_step gives the fit's policy
+    run = rcpi_run(problem, rcpi_init(problem, jax.random.key(0), n_iter))
+    np.testing.assert_allclose(np.asarray(run.thetas), np.asarray(pol.thetas), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(run.train_loss), np.asarray(pol.train_loss), rtol=1e-5, atol=1e-6)
+    assert int(run.best) == int(pol.best) and int(run.status) == 0 and int(run.iterations) == n_iter
+    # a problem with other static options is another compiled program, an equal one is not
+    with count_compiles() as n_comp:
+        again = rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), states_per_example=S, alpha=0.7)
+        step(again, rcpi_init(again, jax.random.key(0), n_iter))
+    assert n_comp[0] == 0
+    with pytest.raises(ValueError, match="policy_states"):
+        rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), states_per_example=2, policy_states=3)
+    with pytest.raises(ValueError, match="alpha"):
+        rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), alpha=-0.5)
+    with pytest.raises(TypeError, match="key"):
+        rcpi_init(problem, 0, n_iter)
 
 
 def test_relational_prefers_related_features(blobs):
@@ -1069,7 +1107,7 @@ def test_initial_policy_classifies_at_once_as_the_cheapest_class():
     cm = np.array([[0.0, 5.0], [1.0, 0.0]])  # predicting 0 costs 5·4/12, predicting 1 costs 8/12
     spec = make_spec(3, 2, lam=0.1, cost_matrix=cm)
     problem = rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y))
-    theta0 = rcpi_init(problem, 2).thetas[0]
+    theta0 = rcpi_init(problem, jax.random.key(0), 2).thetas[0]
     np.testing.assert_array_equal(np.asarray(theta0), np.asarray(initial_policy(problem)))
     labels, acquired = dwsm_predict(policy_from_theta(theta0, spec, 3), X)
     assert not np.asarray(acquired).any()

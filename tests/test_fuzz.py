@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaxselect as js
+from jaxselect.greedy.rls import rls_predict
 
 EXAMPLES = int(os.environ.get("JAXSELECT_FUZZ_EXAMPLES", "50"))
 FUZZ = settings(
@@ -493,7 +494,7 @@ SPECS = {
         {"path": ("result", [r"path", r"SelectionPath", r"result"]), "X": _X, "budget": ("budget", [r"budget"])},
     ),
     "glm_predict": (
-        lambda a, f: js.glm_predict(_pick(a, "path", f, "glm_path"), a["X"], budget=a["budget"]),
+        lambda a, f: js.predict(_pick(a, "path", f, "glm_path"), a["X"], budget=a["budget"], link=True),
         {"path": "fitted", "X": X0, "budget": 2.0},
         {"path": ("result", [r"path", r"SelectionPath", r"result"]), "X": _X, "budget": ("budget", [r"budget"])},
     ),
@@ -527,17 +528,17 @@ SPECS = {
         {"curve": ("curve", [r"curve", r"Curve", r"cost"])},
     ),
     "fsa_predict": (
-        lambda a, f: js.fsa_predict(_pick(a, "result", f, "fsa"), a["X"]),
+        lambda a, f: js.predict(_pick(a, "result", f, "fsa"), a["X"]),
         {"result": "fitted", "X": X0},
         {"result": ("result", [r"result", r"FSAResult"]), "X": _X},
     ),
     "rls_predict": (
-        lambda a, f: js.rls_predict(_pick(a, "result", f, "rls"), a["X"], step=a["step"]),
+        lambda a, f: rls_predict(_pick(a, "result", f, "rls"), a["X"], step=a["step"]),
         {"result": "fitted", "X": X0, "step": None},
         {"result": ("result", [r"result", r"RLSResult"]), "X": _X, "step": _hyper("step", "int")},
     ),
     "dwsm_predict": (
-        lambda a, f: js.dwsm_predict(_pick(a, "policy", f, "policy"), a["X"]),
+        lambda a, f: js.predict(_pick(a, "policy", f, "policy"), a["X"]),
         {"policy": "fitted", "X": X0},
         {"policy": ("result", [r"policy", r"DWSMPolicy"]), "X": _X},
     ),

@@ -115,7 +115,7 @@ def test_cross_validate_fsa_matches_per_fold_fits():
     for b, k in enumerate([1, 3]):
         for f in range(5):
             res = js.fsa(X[train[f]], y[train[f]], k, n_iter=40)
-            np.testing.assert_allclose(cv.scores[f, b], _r2(y[test[f]], js.fsa_predict(res, X[test[f]])), atol=1e-4)
+            np.testing.assert_allclose(cv.scores[f, b], _r2(y[test[f]], js.predict(res, X[test[f]])), atol=1e-4)
     labels = (y > 0).astype(int)
     acc = js.cross_validate_fsa(X, labels, [1], folds=5, loss="logistic", n_iter=40)
     assert np.all((acc.scores >= 0) & (acc.scores <= 1)) and acc.mean[0] > 0.6

@@ -13,7 +13,7 @@ import pytest
 
 import jaxselect as js
 from jaxselect import moments as moments_mod
-from jaxselect.moments import column_summary as _column_summary
+from jaxselect.design import column_summary as _column_summary
 from jaxselect.moments import xla_moments as _xla_moments
 
 

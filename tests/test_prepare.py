@@ -114,13 +114,13 @@ def test_prepare_rejects_overflowing_moments():
 @pytest.mark.parametrize("offset", [0.0, 8.0, 1e4], ids=["centred", "moderate-offset", "large-offset"])
 def test_float32_moments_accurate_with_and_without_centring_copy(offset, x64):
     """float32 C and b0 match float64 whichever Gram branch the offset picks (raw XᵀX − nμμᵀ or centred)."""
-    prepare_mod = __import__("jaxselect.prepare", fromlist=["_check_design"])
+    prepare_mod = __import__("jaxselect.prepare", fromlist=["_moderate_offsets"])
     rng = np.random.default_rng(7)
     n, d = 4000, 12
     X = rng.normal(size=(n, d)) * rng.uniform(1.0, 2.0, d) + offset * rng.uniform(0.5, 1.0, d)
     y = X[:, :3] @ np.array([1.0, -2.0, 0.5]) + rng.normal(size=n)
     ids = np.repeat(np.arange(4), 3)
-    raw = prepare_mod._check_design(jnp.asarray(X, jnp.float32), ids, "inert", None)[4]
+    raw = prepare_mod._moderate_offsets(js.design.column_summary(jnp.asarray(X, jnp.float32)))
     assert raw == (offset < 10)  # mean²/variance ≤ 100 → no centring copy
     p64 = js.prepare(X, y, ids, l2=1e-4)
     p32 = js.prepare(X.astype(np.float32), y.astype(np.float32), ids, l2=1e-4)
@@ -189,3 +189,49 @@ def test_budget_prediction_equals_raw_least_squares_refit(x64):
         )
     # below the cheapest group: the intercept-only model
     np.testing.assert_allclose(js.predict(path, Xt, budget=0.1), np.broadcast_to(Y.mean(axis=0), (20, 2)))
+
+
+def test_dtype_follows_the_input_through_problem_from_moments():
+    """float32 X with float64 targets fed to the accumulator: every field of the Problem and the
+    path is float32 (no float64 accumulator leaks into b0 or the coefficients)."""
+    from jaxselect.moments import MomentAccumulator
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 5)).astype(np.float32)
+    y = X[:, 1] - 2.0 * X[:, 3] + 0.1 * rng.normal(size=200)  # float64
+    acc = MomentAccumulator(np.float32)
+    acc.add(X, y[:, None])
+    problem = js.problem_from_moments(acc.finish())
+    path = js.cs_fr(problem)
+    assert {problem.C.dtype, problem.b0.dtype, path.coef.dtype, path.objective.dtype} == {np.dtype(np.float32)}
+    assert path.order.tolist()[:2] == [3, 1]
+
+
+@pytest.mark.parametrize("kernel", ["host", "xla"])
+def test_nan_errors_name_the_offending_rows(kernel):
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(100, 4)).astype(np.float32)
+    y = X[:, 0].copy()
+    X[3, 1] = np.nan
+    as_input = (lambda a: a) if kernel == "host" else jnp.asarray
+    with pytest.raises(ValueError, match=r"X contains NaN or Inf.*row\(s\) \[3\]"):
+        js.prepare(as_input(X), as_input(y))
+    X[3, 1] = 0.0
+    y[[7, 60]] = np.inf
+    with pytest.raises(ValueError, match=r"Y contains NaN or Inf.*row\(s\) \[7, 60\]"):
+        js.prepare(as_input(X), as_input(y))
+
+
+def test_progress_option(capsys):
+    pytest.importorskip("tqdm")
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    y = X[:, 2]
+    quiet = js.prepare(X, y)
+    shown = js.prepare(X, y, progress=True)
+    np.testing.assert_array_equal(np.asarray(quiet.C), np.asarray(shown.C))
+    assert "moments" in capsys.readouterr().err
+    js.prepare(jnp.asarray(X), y, progress=True)
+    assert "prepare" in capsys.readouterr().err
+    with pytest.raises(TypeError, match="progress must be True or False"):
+        js.prepare(X, y, progress="yes")

@@ -219,8 +219,8 @@ def test_huge_column_in_ridge_refit_and_dwsm():
     ref = js.dwsm_fit(key, Xc, yc, n_iter=2, states_per_example=2)
     assert int(pol.status) == 0 and _finite(pol.theta, pol.scale)
     np.testing.assert_allclose(np.asarray(pol.scale)[0] / big, ref.scale[0], rtol=1e-6)
-    labels, _ = js.dwsm_predict(pol, Xcb)
-    ref_labels, _ = js.dwsm_predict(ref, Xc)
+    labels, _ = js.predict(pol, Xcb)
+    ref_labels, _ = js.predict(ref, Xc)
     np.testing.assert_array_equal(labels, ref_labels)
     assert float(np.mean(np.asarray(labels) == yc)) > 0.8
 
@@ -275,8 +275,8 @@ def test_errors_name_the_argument():
         js.ridge_refit(X, y, np.array([True] * 20, dtype=object))
     with pytest.raises(ValueError, match=r"group ids .* got id 1000000000000"):  # was a MemoryError (7 TiB)
         js.Groups.from_ids([0, 10**12])
-    with pytest.raises(TypeError, match="result must be a FSAResult"):  # was an AttributeError
-        js.fsa_predict(None, X)
+    with pytest.raises(TypeError, match="predict takes a SelectionPath.*got NoneType"):  # was an AttributeError
+        js.predict(None, X)
     with pytest.raises(ValueError, match="X has values up to 4e\\+39, beyond the range of float32"):
         js.ridge_refit(np.full((4, 2), 1e39) * np.arange(1, 5)[:, None], np.arange(4.0))
     with pytest.raises(ValueError, match=r"y must use the labels 0..C-1 .* classes \[2, 3, 4"):  # no 8 GB arange

@@ -285,4 +285,4 @@ def test_dwsm_appended_zero_weight_rows_change_nothing():
     b = js.dwsm_fit(jax.random.key(0), Xp, lp, sample_weight=wp, **kw)
     close((a.theta, a.mean, a.scale, a.train_loss), (b.theta, b.mean, b.scale, b.train_loss), rtol=1e-5, atol=1e-6)
     assert int(a.best) == int(b.best)
-    np.testing.assert_array_equal(np.asarray(js.dwsm_predict(a, X)[0]), np.asarray(js.dwsm_predict(b, X)[0]))
+    np.testing.assert_array_equal(np.asarray(js.predict(a, X)[0]), np.asarray(js.predict(b, X)[0]))

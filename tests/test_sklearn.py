@@ -117,7 +117,7 @@ def test_group_sequencing_classifier_is_glm_omp():
     assert est.classes_.tolist() == ["no", "yes"] and est.coef_.shape == (1, D)
     assert est.order_.tolist() == [g for g in np.asarray(path.order).tolist() if g >= 0]
     proba = est.predict_proba(X)
-    np.testing.assert_allclose(proba[:, 1], js.glm_predict(path, X, budget=3.5), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(proba[:, 1], js.predict(path, X, budget=3.5, link=True), rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(est.predict(X), np.where(proba[:, 1] > 0.5, "yes", "no"))
     three = np.digitize(y, [-1.0, 1.0])  # softmax for three classes
     multi = GroupSequencingClassifier(budget=None).fit(X, three + 10)
@@ -131,11 +131,11 @@ def test_fsa_and_rls_estimators_are_their_solvers():
     reg = FSARegressor(k=2, n_iter=40).fit(X, y)
     res = js.fsa(X, y, 2, n_iter=40)
     assert np.flatnonzero(reg.get_support()).tolist() == np.asarray(res.support).tolist()
-    np.testing.assert_allclose(reg.predict(X), js.fsa_predict(res, X), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(reg.predict(X), js.predict(res, X), rtol=1e-4, atol=1e-4)
     labels = np.where(y > 0, 1, -1)
     clf = FSAClassifier(k=2, n_iter=40).fit(X, labels)
     res = js.fsa(X, labels, 2, n_iter=40, loss="logistic")
-    np.testing.assert_allclose(clf.decision_function(X), js.fsa_predict(res, X), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(clf.decision_function(X), js.predict(res, X), rtol=1e-4, atol=1e-4)
     assert clf.classes_.tolist() == [-1, 1] and clf.score(X, labels) > 0.8
     assert hasattr(clf, "predict_proba") and not hasattr(clone(clf).set_params(loss="lorenz"), "predict_proba")
     with pytest.raises(ValueError, match="Only binary classification is supported"):
@@ -144,7 +144,7 @@ def test_fsa_and_rls_estimators_are_their_solvers():
     rls = GreedyRLSRegressor(k=3, l2=1e-2).fit(X, Y)
     ref = js.greedy_rls(X, Y, 3, l2=1e-2, bias=1.0)
     assert rls.selected_.tolist() == np.asarray(ref.selected).tolist()
-    np.testing.assert_allclose(rls.predict(X), js.rls_predict(ref, X), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(rls.predict(X), js.predict(ref, X, budget=3), rtol=1e-4, atol=1e-4)
 
 
 def test_dwsm_classifier_transform_and_budget():
@@ -160,7 +160,7 @@ def test_dwsm_classifier_transform_and_budget():
         n_iter=3,
         states_per_example=4,
     )
-    ref_labels, ref_acq = js.dwsm_predict(pol, X)
+    ref_labels, ref_acq = js.predict(pol, X)
     acquired = est.acquired(X)
     np.testing.assert_array_equal(acquired, ref_acq)
     np.testing.assert_array_equal(est.predict(X), np.array(["neg", "pos"])[np.asarray(ref_labels)])

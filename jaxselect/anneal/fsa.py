@@ -126,6 +126,8 @@ class FSAResult(NamedTuple):
         non-finite loss or coefficients); ``js.raise_for_status(result)`` raises on it.
       x_min, bin_width: (k,) PL grid of the selected features (None for linear learners).
       basis_mean: (k, B+1) centering ū_j of the PL responses (None for linear learners).
+      n_features: int, M, the number of columns of the training X (predictions need X of that
+        width; None on a result built by hand).
 
     >>> import numpy as np, jaxselect as js
     >>> rng = np.random.default_rng(0)
@@ -145,6 +147,7 @@ class FSAResult(NamedTuple):
     x_min: Any = None
     bin_width: Any = None
     basis_mean: Any = None
+    n_features: Any = None
 
 
 FSAResult.__repr__ = short_repr
@@ -911,6 +914,7 @@ def fsa(
         x_min=None if bins is None else jnp.take(grid.x_min, support),
         bin_width=None if bins is None else jnp.take(grid.bin_width, support),
         basis_mean=basis_mean,
+        n_features=m,
     )
     if not is_traced(result.status):
         code = int(result.status)
@@ -943,7 +947,11 @@ def fsa_predict(result: FSAResult, X) -> jax.Array:
     """
     check_result_type(result, FSAResult, "result", "jaxselect.fsa")
     Xj = as_float_matrix(X, "X")
-    if not is_traced(result.support) and Xj.shape[1] <= int(jnp.max(result.support)):
+    width = result.n_features  # None (built by hand), an int, or a 0-d array after a jit boundary
+    width = None if width is None or is_traced(width) or np.ndim(width) else int(width)
+    if width is not None and Xj.shape[1] != width:
+        raise ValueError(f"X has {Xj.shape[1]} columns but the model was trained on {width}; pass X with {width}")
+    if width is None and not is_traced(result.support) and Xj.shape[1] <= int(jnp.max(result.support)):
         raise ValueError(f"X has {Xj.shape[1]} columns but the model uses feature {int(jnp.max(result.support))}")
     Xs = jnp.take(Xj, result.support, axis=1)
     if result.x_min is None:

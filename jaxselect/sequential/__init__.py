@@ -6,9 +6,16 @@ linear block-vector policy (§3.3) learned by Rollout Classification Policy Iter
 hard-budget, cost-sensitive, grouped and relational variants (§4, Table 2). Units (features or
 groups) and their costs come from a :class:`~jaxselect.Groups`; ``budget`` is a cumulative cost.
 
-Advanced API (blackjax style): :func:`rcpi_problem`, :func:`rcpi_init` and :func:`rcpi_step`
-(one policy iteration) with :class:`RCPIState`, :func:`rcpi_evaluate` (an iterate's training
-datum-wise loss); :func:`dwsm_fit` is their jitted driver, which returns the best iterate.
+Solver protocol (the library's): :func:`rcpi_problem` (data and every option, once) ->
+:func:`rcpi_init` ``(problem, key, n_iter) -> state`` -> :func:`rcpi_step` ``(problem, state) ->
+state`` (one policy iteration; :class:`RCPIState` carries the key) -> :func:`rcpi_run`, the
+compiled loop that returns the best iterate as a :class:`DWSMPolicy`; :func:`rcpi_evaluate` gives
+an iterate's training datum-wise loss. :func:`dwsm_fit` validates the user's input and runs them.
+
+Modules: ``mdp`` (the MDP and its variants), ``policy`` (the linear policy, inference), ``problem``
+(:class:`RCPIProblem`, its static :class:`RCPIConfig`, boundary checks), ``states`` (sampled
+states), ``rollouts`` (Q estimates), ``policy_fit`` (ridge fit per action, α-mixture), ``rcpi``
+(init / step / run), ``fit`` (``dwsm_fit``), ``progress`` (callbacks), ``metrics``.
 """
 
 from .mdp import DWSMSpec, make_spec
@@ -21,22 +28,12 @@ from .metrics import (
     feature_usage,
     mean_sparsity,
 )
+from .fit import dwsm_fit
 from .policy import DWSMPolicy, DWSMTrace, dwsm_predict, dwsm_trace
-from .rcpi import (
-    AVERAGE_MIXTURE,
-    STOCHASTIC_MIXTURE,
-    MixtureRule,
-    RCPIInfo,
-    RCPIProblem,
-    RCPIState,
-    dwsm_fit,
-    initial_policy,
-    rcpi_evaluate,
-    rcpi_init,
-    rcpi_problem,
-    rcpi_step,
-    trajectory_states,
-)
+from .policy_fit import AVERAGE_MIXTURE, STOCHASTIC_MIXTURE, MixtureRule
+from .problem import RCPIConfig, RCPIProblem, rcpi_problem
+from .rcpi import RCPIInfo, RCPIState, initial_policy, rcpi_evaluate, rcpi_init, rcpi_run, rcpi_step
+from .states import trajectory_states
 
 __all__ = [
     "dwsm_fit",
@@ -54,11 +51,13 @@ __all__ = [
     "feature_usage",
     "class_usage",
     "RCPIProblem",
+    "RCPIConfig",
     "RCPIState",
     "RCPIInfo",
     "rcpi_problem",
     "rcpi_init",
     "rcpi_step",
+    "rcpi_run",
     "rcpi_evaluate",
     "initial_policy",
     "trajectory_states",

@@ -53,7 +53,7 @@ from jaxselect._budget import within_budget as _within_budget
 from jaxselect._repr import short_repr
 from jaxselect.groups import Groups, as_groups
 
-from .._validation import as_hyper, default_float, is_traced
+from .._validation import as_hyper, check_magnitudes, default_float
 
 __all__ = [
     "DWSMSpec",
@@ -67,6 +67,13 @@ __all__ = [
     "feature_mask",
     "unit_live",
 ]
+
+
+#: What to do about rewards too large for the compute dtype (the policy depends on their ratios only).
+REWARD_SCALE_FIX = (
+    "the learned policy depends only on the ratios of the rewards: divide cost_matrix, lam and "
+    "gamma by a common factor (or the groups' costs), or use float64"
+)
 
 
 class DWSMSpec(NamedTuple):
@@ -165,18 +172,23 @@ def _nested_to_ids(groups, d: int) -> np.ndarray:
     return ids
 
 
-def _check_budget(budget, dtype):
-    """A budget B >= 0 (float; a huge or infinite value means no budget) as a () array, or None."""
+def check_budget(budget, dtype):
+    """A budget B >= 0 as a () array, or None (no budget: None, or a host number beyond the dtype's range)."""
     if budget is None:
         return None
-    if is_traced(budget):
-        if jnp.shape(budget) != ():
-            raise TypeError(f"budget must be a scalar; got shape {jnp.shape(budget)}")
-        return jnp.asarray(budget, dtype)
+    if isinstance(budget, jax.Array):
+        # possibly traced (inside a user's jit): checked by as_hyper where concrete, shape only
+        # where traced (a NaN or negative traced budget lets no unit be acquired)
+        if budget.dtype == bool:
+            raise TypeError(f"budget must be a real number (a cumulative cost); got dtype {budget.dtype}")
+        try:
+            return as_hyper(budget, "budget", dtype, low=0.0)
+        except ValueError as err:
+            raise ValueError(f"{err} (a budget given as a jax.Array must be a finite number >= 0; None: no budget)") from None
     if isinstance(budget, (bool, np.bool_)):
         raise TypeError(f"budget must be a real number (a cumulative cost); got {budget!r}")
-    if isinstance(budget, (jax.Array, np.ndarray)) and np.shape(budget) == ():
-        budget = np.asarray(budget).item()
+    if isinstance(budget, np.ndarray) and budget.shape == ():
+        budget = budget.item()
     if not isinstance(budget, (numbers.Real, np.floating, np.integer)):
         raise TypeError(f"budget must be a real number (a cumulative cost) or None; got {budget!r}")
     if isinstance(budget, numbers.Integral):
@@ -217,9 +229,11 @@ def make_spec(
       lam: λ >= 0 (may be traced). gamma: γ >= 0 (default 2λ; only matters with ``related``).
       budget: None (no budget) or B >= 0, a cumulative cost: a datum acquires unit j only while
         ``cost so far + c_j <= B`` (relative tolerance ``32·eps``). With unit costs B counts units
-        (features without groups: the paper's ``‖z‖₀ <= M``); a budget beyond the dtype's range is
-        no budget.
-      cost_matrix: None (``1 − I``) or (C, C) finite costs ``C[predicted, true]``.
+        (features without groups: the paper's ``‖z‖₀ <= M``); a Python or numpy budget beyond the
+        dtype's range (``inf``) is no budget. A ``jax.Array`` budget (it may be traced) must be a
+        finite scalar; concrete values are checked here, traced ones only for shape.
+      cost_matrix: None (``1 − I``) or (C, C) finite costs ``C[predicted, true]`` within the
+        dtype's range.
       groups: None (every feature its own unit, unit costs), (d,) ids, a
         :class:`~jaxselect.Groups` (costs c_j = ``groups.costs``), or a list of index lists.
       related: None or (J, J) boolean relation between units (J = d without groups).
@@ -230,7 +244,7 @@ def make_spec(
     f = np.dtype(dtype or default_float())
     lam = as_hyper(lam, "lam", f, low=0.0)
     gamma = 2.0 * lam if gamma is None else as_hyper(gamma, "gamma", f, low=0.0)
-    budget_val = _check_budget(budget, f)
+    budget_val = check_budget(budget, f)
     if budget_val is None:
         budget_val = jnp.asarray(np.inf, f)
     units = as_unit_groups(groups, d, dtype=f)
@@ -250,6 +264,7 @@ def make_spec(
             )
         if not np.all(np.isfinite(cm)):
             raise ValueError("cost_matrix contains NaN or Inf")
+        check_magnitudes({"max |cost_matrix|": float(np.max(np.abs(cm)))}, f, fix=REWARD_SCALE_FIX)
 
     if related is None:
         rel = np.ones((0, 0), dtype=bool)  # no relation: every acquisition costs λ c_j

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxselect._repr import short_repr
+from jaxselect.status import NONFINITE, OK
 
 from .._validation import as_labels
 from .mdp import as_unit_groups
@@ -131,12 +132,14 @@ class DWSMReport(NamedTuple):
       feature_usage: (d,) fraction of data using each feature.
       class_usage: (C, d) mean mask over the correctly classified data of each class.
       labels: (n,) predictions; acquired: (n, d) masks.
+      status: () int32, the trace's ``status`` (the policy's, OR ``NONFINITE`` when θ or an
+        episode's reward is not finite) OR ``NONFINITE`` when a cost or the loss is not finite.
 
     >>> import jax, numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(40, 3)); y = (X[:, 0] > 0).astype(int)
     >>> rep = js.dwsm_evaluate(js.dwsm_fit(jax.random.key(0), X, y, lam=0.05, n_iter=3), X, y)
-    >>> rep.feature_usage.shape, rep.class_usage.shape, bool(0 <= rep.sparsity <= 1)
-    ((3,), (2, 3), True)
+    >>> rep.feature_usage.shape, rep.class_usage.shape, bool(0 <= rep.sparsity <= 1), int(rep.status)
+    ((3,), (2, 3), True, 0)
     """
 
     accuracy: jax.Array
@@ -149,6 +152,7 @@ class DWSMReport(NamedTuple):
     class_usage: jax.Array
     labels: jax.Array
     acquired: jax.Array
+    status: jax.Array
 
     __repr__ = short_repr
 
@@ -173,15 +177,19 @@ def dwsm_evaluate(policy: DWSMPolicy, X, y) -> DWSMReport:
         lambda o: jnp.zeros((spec.n_units,), bool).at[jnp.where(o >= 0, o, spec.n_units)].set(True, mode="drop")
     )(tr.order)
     cost = unit_used.astype(xi.dtype) @ xi + spec.cost_matrix[tr.labels, yl]
+    mean_cost, mean_loss = jnp.mean(cost), -jnp.mean(tr.reward)
+    finite = jnp.isfinite(mean_cost) & jnp.isfinite(mean_loss)
+    status = tr.status | jnp.where(finite, jnp.int32(OK), jnp.int32(NONFINITE))
     return DWSMReport(
         accuracy=accuracy(tr.labels, yl),
         sparsity=mean_sparsity(tr.acquired),
         mean_features=jnp.mean(jnp.sum(tr.acquired, axis=1).astype(jnp.float32)),
         mean_units=jnp.mean(units.astype(jnp.float32)),
-        average_cost=jnp.mean(cost),
-        mean_loss=-jnp.mean(tr.reward),
+        average_cost=mean_cost,
+        mean_loss=mean_loss,
         feature_usage=feature_usage(tr.acquired),
         class_usage=class_usage(tr.acquired, yl, spec.n_classes, labels=tr.labels),
         labels=tr.labels,
         acquired=tr.acquired,
+        status=status,
     )

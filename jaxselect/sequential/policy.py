@@ -24,6 +24,7 @@ import jax.numpy as jnp
 
 from jaxselect._repr import short_repr
 from jaxselect.sharding import any_mesh
+from jaxselect.status import NONFINITE, OK
 
 from .._validation import as_float_matrix, as_labels
 from .mdp import DWSMSpec, budget_rtol, feature_mask
@@ -102,19 +103,22 @@ class DWSMTrace(NamedTuple):
       acquired: (n, d) bool features used.
       order: (n, J) int32 acquired units in acquisition order, −1 padded.
       reward: (n,) total reward of the episode (= minus the datum-wise loss).
+      status: () int32, the policy's ``status`` OR ``NONFINITE`` (1) when θ, the standardisation or
+        an episode's reward is not finite (see :func:`jaxselect.raise_for_status`).
 
     >>> import jax, numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(40, 3)); y = (X[:, 0] > 0).astype(int)
     >>> policy = js.dwsm_fit(jax.random.key(0), X, y, lam=0.05, n_iter=3)
     >>> trace = js.dwsm_trace(policy, X, y)
-    >>> trace.order.shape, trace.reward.shape
-    ((40, 3), (40,))
+    >>> trace.order.shape, trace.reward.shape, int(trace.status)
+    ((40, 3), (40,), 0)
     """
 
     labels: jax.Array
     acquired: jax.Array
     order: jax.Array
     reward: jax.Array
+    status: jax.Array
 
     __repr__ = short_repr
 
@@ -281,7 +285,9 @@ def _trace(policy: DWSMPolicy, X: jax.Array, y: jax.Array):
         return label, z, order, ret
 
     labels, z, order, ret = jax.vmap(one)(Xs, y)
-    return DWSMTrace(labels, feature_mask(spec, z), order, ret)
+    finite = jnp.all(jnp.isfinite(ret)) & jnp.all(jnp.isfinite(theta)) & jnp.all(jnp.isfinite(Xs))
+    status = jnp.asarray(policy.status, jnp.int32) | jnp.where(finite, jnp.int32(OK), jnp.int32(NONFINITE))
+    return DWSMTrace(labels, feature_mask(spec, z), order, ret, status)
 
 
 def _check_policy_X(policy: DWSMPolicy, X):

@@ -1,0 +1,34 @@
+"""The data layer: one front door (:func:`as_data`) and the design-operator protocol.
+
+Layer 1 of the package (above the core helpers, below every problem builder and solver):
+
+* :mod:`.weights` — the one ``sample_weight`` rule (:func:`as_sample_weight`);
+* :mod:`.summary` — the one standardisation rule (:class:`ColumnSummary`, :func:`column_summary`);
+* :mod:`.operators` — the :class:`DesignOperator` protocol and its implementations
+  (:class:`DenseDesign` for device and row-sharded arrays, :class:`HostDesign` for host arrays and
+  memmaps);
+* :mod:`.boundary` — :func:`as_data`, the validation of everything a user passes, returning a
+  :class:`Data`.
+"""
+
+from jaxselect.design.boundary import TARGET_KINDS, Data, as_data, check_constant_columns, check_moments
+from jaxselect.design.operators import HOST_BLOCK_BYTES, DenseDesign, DesignOperator, HostDesign
+from jaxselect.design.summary import ColumnSummary, column_summary, standardize, summary_from_moments
+from jaxselect.design.weights import as_sample_weight
+
+__all__ = [
+    "HOST_BLOCK_BYTES",
+    "TARGET_KINDS",
+    "ColumnSummary",
+    "Data",
+    "DenseDesign",
+    "DesignOperator",
+    "HostDesign",
+    "as_data",
+    "as_sample_weight",
+    "check_constant_columns",
+    "check_moments",
+    "column_summary",
+    "standardize",
+    "summary_from_moments",
+]

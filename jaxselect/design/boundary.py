@@ -1,0 +1,304 @@
+"""The front door: one boundary function from what users pass to one validated :class:`Data`.
+
+Every family's problem builder (``prepare``, ``glm_problem``, ``fsa_prepare``, ``rcpi_problem``,
+``greedy_rls``, the refits) starts here. :func:`as_data` runs, on the host and before any ``jit``,
+every check of the inputs — types, shapes, NaN/Inf, magnitudes the dtype can hold, row weights,
+groups, targets or labels, the constant-column mode — and computes the column summary once, with
+the library's one standardisation rule (:mod:`jaxselect.design.summary`) and one sample-weight rule
+(:mod:`jaxselect.design.weights`). Inside a user's ``jit`` (traced inputs) only shapes and dtypes
+can be checked; the value checks are skipped there and solvers report numerical trouble through
+``status``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxselect._progress import check_progress
+from jaxselect._repr import short_repr
+from jaxselect._validation import (
+    MIN_ROWS,
+    as_binary_labels,
+    as_float_matrix,
+    as_labels,
+    as_targets,
+    as_vector_target,
+    check_constant_mode,
+    float_dtype_for,
+    host_value,
+    raise_nonfinite,
+    scale_error,
+)
+from jaxselect.design.operators import DenseDesign, HostDesign
+from jaxselect.design.summary import ColumnSummary, summary_from_moments
+from jaxselect.design.weights import as_sample_weight
+from jaxselect.groups import Groups, as_groups
+from jaxselect.moments import check_scales, moments_host
+
+__all__ = [
+    "Data",
+    "TARGET_KINDS",
+    "as_data",
+    "check_constant_columns",
+    "check_moments",
+    "host_matrix",
+    "host_targets",
+]
+
+#: What ``as_data(..., targets=)`` accepts: no targets, real targets (n, T), one real target (n,),
+#: binary labels mapped to 0/1, class labels 0..C−1, or anything (passed through unchecked, for
+#: callable losses and ranking pairs).
+TARGET_KINDS = (None, "regression", "vector", "binary", "labels", "raw")
+
+
+class Data(NamedTuple):
+    """Validated data: a design operator over X, the targets, row weights and the column summary.
+
+    Attributes:
+      design: a :class:`~jaxselect.design.DenseDesign` (X on a device, possibly row-sharded) over
+        the standardised design ``X̃`` of the summary.
+      Y: the validated targets: (n, T) float (``"regression"``), (n,) float (``"vector"``, and
+        ``"binary"`` as 0/1), (n,) int32 (``"labels"``), as given (``"raw"``), or None.
+      weights: None or (n,) row weights in X's dtype.
+      summary: the :class:`~jaxselect.design.ColumnSummary` (weighted mean, scale, live mask).
+      groups: the validated :class:`~jaxselect.Groups` (None when not asked for).
+      n_classes: the number of classes (``"labels"``), else None.
+      y_1d: the targets were given as a 1-D array.
+      moments: the :class:`~jaxselect.Moments` of ``storage="host"`` data (formed by the same
+        pass as the summary), else None.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(20, 3)).astype(np.float32); X[:, 2] = 1.0
+    >>> data = js.as_data(X, X[:, 0])
+    >>> data.design.shape, data.Y.shape, data.summary.live.tolist()
+    ((20, 3), (20, 1), [True, True, False])
+    """
+
+    design: DenseDesign | HostDesign
+    Y: object
+    weights: jax.Array | None
+    summary: ColumnSummary
+    groups: Groups | None
+    n_classes: int | None = None
+    y_1d: bool = False
+    moments: object = None
+
+    __repr__ = short_repr
+
+    @property
+    def X(self) -> jax.Array:
+        """The stored (unstandardised) features."""
+        return self.design.X
+
+    @property
+    def n_samples(self) -> int:
+        return self.design.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.design.shape[1]
+
+
+def check_constant_columns(live, constant_columns: str, name: str = "X") -> None:
+    """The constant-column rule at the boundary: every column constant is an error; with
+    ``constant_columns="raise"`` any constant column is (the message names them). A no-op when
+    ``live`` is traced."""
+    values = host_value(lambda: live)
+    if values is None:
+        return
+    values = np.asarray(values, bool)
+    if not values.any():
+        raise ValueError(f"every column of {name} is constant; there is nothing to select")
+    if constant_columns == "raise" and not values.all():
+        cols = np.flatnonzero(~values)
+        raise ValueError(
+            f"{name} has constant column(s) {cols[:10].tolist()} and constant_columns='raise'; remove them, "
+            "or use the default constant_columns='inert' (they are then never selected)"
+        )
+
+
+def _targets(Y, n: int, kind, dtype, n_classes):
+    """Validated targets of one kind: ``(Y, n_classes, y_1d)``."""
+    if kind is None or kind == "raw":
+        return Y, None, getattr(Y, "ndim", 0) == 1
+    if Y is None:
+        raise ValueError("targets are required: pass y (one value or label per row of X)")
+    if kind == "regression":
+        Y2, y_1d = as_targets(Y, n, "Y", dtype=dtype)
+        return Y2, None, y_1d
+    if kind == "vector":
+        return as_vector_target(Y, n, "y", dtype=dtype), None, True
+    if kind == "binary":
+        return as_binary_labels(Y, n, "y", dtype=dtype), None, True
+    labels, C = as_labels(Y, n, "y", n_classes=n_classes)
+    return labels, C, True
+
+
+STORAGES = ("device", "host")
+
+
+def as_data(
+    X,
+    Y=None,
+    *,
+    sample_weight=None,
+    groups=None,
+    targets: str | None = "regression",
+    n_classes: int | None = None,
+    constant_columns: str = "inert",
+    scale: str | None = "values",
+    dtype=None,
+    min_rows: int = MIN_ROWS,
+    storage: str = "device",
+    with_moments: bool = False,
+    progress: bool = False,
+) -> Data:
+    """Validate what a user passed and return one :class:`Data` (the library's front door).
+
+    Args:
+      X: (n, D) features: numpy, a list, pandas, or a ``jax.Array`` (a row-sharded array stays
+        sharded). Integer and bool X become the default float dtype; float64 stays float64 only
+        under ``jax_enable_x64``.
+      Y: targets or labels (see ``targets``), or None.
+      sample_weight: None or (n,) row weights (:func:`~jaxselect.design.as_sample_weight`).
+      groups: None (no partition asked for), ``"singletons"``, (D,) group ids or a
+        :class:`~jaxselect.Groups`.
+      targets: one of :data:`TARGET_KINDS`.
+      n_classes: for ``"labels"``: the number of classes (required when y is traced).
+      constant_columns: ``"inert"`` (default) or ``"raise"``.
+      scale: the magnitude check of X, read off the summary pass's column extremes:
+        ``"values"`` (solvers that rescale columns before squaring), ``"squares"`` (solvers that
+        form raw second moments) or None (NaN/Inf only).
+      dtype: force the compute dtype (default: from X).
+      min_rows: fewest rows accepted (2 for every fit).
+      storage: ``"device"`` (default): X becomes a ``jax.Array`` (kept as is when it is one) behind
+        a :class:`~jaxselect.design.DenseDesign`. ``"host"``: a numpy X stays where it is behind a
+        :class:`~jaxselect.design.HostDesign` whose summary pass runs over row blocks on the host.
+      with_moments: with ``storage="host"`` and real targets: the summary pass is the host moments
+        kernel (host BLAS ``syrk`` over row chunks), which also forms ``Data.moments`` (the centred
+        Gram and cross moments) in the same read of X — what :func:`~jaxselect.prepare` uses.
+      progress: with ``with_moments``, a progress bar over the rows of the moments pass
+        (optional ``tqdm``).
+
+    Returns:
+      A :class:`Data`.
+
+    Raises:
+      TypeError / ValueError: with a message that says what to fix.
+    """
+    check_constant_mode(constant_columns)
+    if targets not in TARGET_KINDS:
+        raise ValueError(f"targets must be one of {TARGET_KINDS}; got {targets!r}")
+    if scale not in (None, "values", "squares"):
+        raise ValueError(f"scale must be None, 'values' or 'squares'; got {scale!r}")
+    if storage not in STORAGES:
+        raise ValueError(f"storage must be one of {STORAGES}; got {storage!r}")
+    if storage == "host":
+        return _host_data(X, Y, sample_weight, groups, targets, n_classes, constant_columns, scale, dtype, min_rows,
+                          with_moments, progress)
+    Xj = as_float_matrix(X, "X", dtype=dtype, min_rows=min_rows, check_finite=False)
+    n, d = Xj.shape
+    w = as_sample_weight(sample_weight, n)
+    if w is not None:
+        w = jnp.asarray(w).astype(Xj.dtype)
+    Y, C, y_1d = _targets(Y, n, targets, Xj.dtype, n_classes)
+    groups = _groups(groups, d, Xj.dtype)
+    raw = DenseDesign.raw(Xj)
+    summary, col_min, col_max = raw.summarize(w)
+    _check_values(X, Xj, summary, col_min, col_max, scale)
+    check_constant_columns(summary.live, constant_columns)
+    return Data(raw.standardized(summary), Y, w, summary, groups, C, y_1d)
+
+
+def _groups(groups, d: int, dtype):
+    if groups is None:
+        return None
+    return as_groups(None if isinstance(groups, str) and groups == "singletons" else groups, d, dtype=dtype)
+
+
+def _check_values(original, Xj, summary, col_min, col_max, scale, *, dtype=None, n=None) -> None:
+    """NaN/Inf and magnitude checks from the summary pass (a no-op on traced X)."""
+    values = host_value(lambda: (col_min, col_max, summary.mean))
+    if values is None:
+        return
+    dtype = Xj.dtype if dtype is None else dtype
+    n = Xj.shape[0] if n is None else n
+    lo, hi, mean = (np.asarray(v) for v in values)
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all() and np.isfinite(mean).all()):
+        raise_nonfinite(original, "X", dtype, "remove or impute those entries first")
+    if scale is not None:
+        message = scale_error(lo, hi, n, "X", dtype, squares=scale == "squares")
+        if message is not None:
+            raise ValueError(message)
+
+
+def _host_data(
+    X, Y, sample_weight, groups, targets, n_classes, constant_columns, scale, dtype, min_rows, with_moments, progress
+) -> Data:
+    """``storage="host"``: X stays where it is (numpy, memmap); the summary pass runs on the host."""
+    X = host_matrix(X, "X", min_rows=min_rows)
+    dtype = np.dtype(dtype) if dtype is not None else float_dtype_for(X.dtype)
+    w = as_sample_weight(sample_weight, X.shape[0])
+    groups = _groups(groups, X.shape[1], dtype)
+    if with_moments:
+        if targets != "regression":
+            raise ValueError("with_moments=True needs real targets (targets='regression')")
+        Y, y_1d = host_targets(Y, X.shape[0], "Y")
+        moments = moments_host(X, Y, None if w is None else np.asarray(w), dtype, progress=check_progress(progress))
+        check_moments(moments, constant_columns)
+        summary = summary_from_moments(moments)
+        w = None if w is None else np.asarray(w, dtype)
+        return Data(HostDesign.from_summary(X, summary), Y, w, summary, groups, None, y_1d, moments)
+    w = None if w is None else np.asarray(w, dtype)
+    Y, C, y_1d = _targets(Y, X.shape[0], targets, dtype, n_classes)
+    raw = HostDesign.raw(X, dtype)
+    summary, col_min, col_max = raw.summarize(w)
+    _check_values(X, None, summary, col_min, col_max, scale, dtype=dtype, n=X.shape[0])
+    check_constant_columns(summary.live, constant_columns)
+    return Data(raw.standardized(summary), Y, w, summary, groups, C, y_1d)
+
+
+def check_moments(moments, constant_columns: str) -> None:
+    """The constant-column rule and the scale checks on concrete :class:`~jaxselect.Moments`."""
+    m = jax.tree.map(np.asarray, moments)
+    check_constant_columns(~m.constant, constant_columns)
+    check_scales(m.n_samples, m.constant, np.diagonal(m.gram), m.y_constant, m.y_var, m.x_spread)
+
+
+def host_matrix(X, name: str = "X", *, min_rows: int = MIN_ROWS) -> np.ndarray:
+    """Shape and dtype checks of a host X, without copying or converting it (a memmap stays one)."""
+    X = X if isinstance(X, np.ndarray) else np.asarray(X)
+    if X.dtype == object or X.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a numeric array; got dtype {X.dtype}")
+    if X.ndim != 2:
+        raise ValueError(
+            f"{name} must be 2-D (n_samples, n_features); got shape {tuple(X.shape)}"
+            + (
+                " — use X.reshape(-1, 1) for a single feature, or X.reshape(1, -1) for a single sample"
+                if X.ndim == 1
+                else ""
+            )
+        )
+    if X.shape[0] < min_rows:
+        raise ValueError(f"{name} needs at least {min_rows} rows; got {X.shape[0]}")
+    if X.shape[1] < 1:
+        raise ValueError(f"{name} needs at least 1 columns; got {X.shape[1]}")
+    return X
+
+
+def host_targets(Y, n: int, name: str = "Y") -> tuple[np.ndarray, bool]:
+    """Host targets as an (n, T) view and whether they were 1-D (finiteness: the moments kernel)."""
+    Y = np.asarray(Y)
+    if Y.dtype == object or Y.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric; got dtype {Y.dtype}")
+    if Y.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D (n,) or 2-D (n, T); got shape {tuple(Y.shape)}")
+    if Y.shape[0] != n:
+        raise ValueError(f"{name} has {Y.shape[0]} rows but X has {n}; they must match")
+    if Y.ndim == 2 and Y.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one target column")
+    return (Y[:, None], True) if Y.ndim == 1 else (Y, False)

@@ -1,0 +1,126 @@
+"""The states RCPI samples from every training datum (Dulac-Arnold et al. 2012, §3.4, §6.1).
+
+Two kinds (see :func:`~.rcpi_step` for how a row's S states split between them):
+
+* **policy states** (:func:`trajectory_states`, the default): states *visited by the rollout
+  policy*. The row's mixture component is run from z = 0 and the state is a prefix of its
+  acquisitions, of length k ~ U{0, …, L}; with probability ``explore`` one more allowed unit is added
+  (a one-step deviation). *Why:* a linear score shares one weight per feature across all subsets;
+  fitted on uniform subsets (≈ J/2 features each) the classification scores are poor on the small
+  subsets where a sparse policy stops, so acquiring looked worse than classifying at once and the
+  policy collapsed (issue 14: WDBC, 30 correlated features).
+* **uniform states** (:func:`sample_states`, the paper's "uniform binomial"): the number of acquired
+  units k ~ U{0, …, K} and then a uniformly random set of k units, the S states of one row stratified
+  over the levels. Only acquirable units are drawn; with a hard budget B, K is the largest number of
+  them whose costs fit in B and units that would overflow B are dropped, so every state is feasible.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .mdp import DWSMSpec, acquire_allowed, within_budget
+from .policy import run_episode
+
+__all__ = ["max_units_within_budget", "sample_states", "trajectory_states"]
+
+
+def max_units_within_budget(spec: DWSMSpec) -> jax.Array:
+    """() int32: the most acquirable units a state can hold, the cheapest ones that fit the budget."""
+    J = spec.groups.costs.shape[0]
+    costs = spec.groups.costs
+    n_live = jnp.sum(spec.live, dtype=jnp.int32)
+    cheapest = jnp.sort(jnp.where(spec.live, costs, jnp.asarray(jnp.inf, costs.dtype)))
+    fits = within_budget(jnp.cumsum(cheapest), jnp.zeros((), costs.dtype), spec.budget)
+    return jnp.sum((jnp.arange(J, dtype=jnp.int32) < n_live) & fits, dtype=jnp.int32)
+
+
+def sample_states(key: jax.Array, spec: DWSMSpec, n_rows: int, states_per_example: int, kmax=None) -> jax.Array:
+    """Random acquired-unit masks, (n_rows, S, J) bool, S = ``states_per_example``.
+
+    ``kmax`` defaults to :func:`max_units_within_budget` (traced: budgets share one compiled fit).
+
+    The number of units k of state r of a row is ``⌊(r (kmax+1) + w) / S⌋`` with w ~ U{0..kmax}:
+    marginally k ~ U{0, …, kmax} (the "uniform binomial": z_j ~ Bernoulli(p), p ~ U(0, 1)), and
+    the S states of one row are stratified over the sparsity levels. The k units are a uniformly
+    random subset of the acquirable (``spec.live``) units; once their summed cost would pass the
+    budget the remaining ones are skipped.
+    """
+    J = spec.groups.costs.shape[0]
+    costs = spec.groups.costs
+    S = states_per_example
+    if kmax is None:
+        kmax = max_units_within_budget(spec)
+    k1, k2 = jax.random.split(key)
+    u = jax.random.uniform(k1, (n_rows, S, J))
+    u = jnp.where(spec.live, u, jnp.asarray(2.0, u.dtype))  # units that cannot be acquired: last
+    order = jnp.argsort(u, axis=-1).astype(jnp.int32)
+    w = jax.random.randint(k2, (n_rows, S), 0, kmax + 1, dtype=jnp.int32)
+    k = (jnp.arange(S, dtype=jnp.int32)[None, :] * (kmax + 1) + w) // S
+    cum = jnp.cumsum(costs[order], axis=-1)
+    fits = within_budget(cum, jnp.zeros((), costs.dtype), spec.budget)
+    take = (jnp.arange(J, dtype=jnp.int32)[None, None, :] < k[:, :, None]) & fits
+    rank = jnp.argsort(order, axis=-1)
+    return jnp.take_along_axis(take, rank, axis=-1)
+
+
+def trajectory_states(key, thetas, comp, spec: DWSMSpec, Xs, explore=0.0, *, batch: int = 64):
+    """States visited by the current policies from the empty state: (n, m, J) bool, and (n, m) deviated.
+
+    For datum i and slot r the greedy policy ``thetas[comp[i, r]]`` is run from z = 0 (one episode,
+    :func:`~.policy.run_episode`); the state is the prefix of length k ~ U{0, …, L} of its
+    acquisitions (L the number of units it acquires before classifying): the empty state, a state on
+    its way, or the state where it classifies. With probability ``explore`` one more unit, drawn
+    uniformly among the units allowed there, is added: a one-step deviation from the policy (flagged
+    in the second output). Every state is feasible (budgets).
+
+    Args:
+      key: PRNG key; thetas: (K, A, p) policies; comp: (n, m) int index into ``thetas`` of each
+        state's policy; spec: the MDP; Xs: (n, d) standardised data; explore: () probability in [0, 1];
+      batch: about how many episodes run side by side in one ``while_loop``.
+    """
+    draws = trajectory_draws(key, comp.shape, spec, Xs.dtype, explore)
+    return trajectory_states(thetas, comp, spec, Xs, *draws, batch=batch)
+
+
+def trajectory_draws(key, shape, spec: DWSMSpec, dtype, explore):
+    """The random numbers of :func:`trajectory_states` for (n, m) states: prefix fraction, deviate, unit pick."""
+    n, m = shape
+    J = spec.groups.costs.shape[0]
+    k1, k2, k3 = jax.random.split(key, 3)
+    u = jax.random.uniform(k1, (n, m), dtype=dtype)
+    e = jax.random.uniform(k2, (n, m), dtype=dtype) < jnp.asarray(explore, dtype)
+    pick = jax.random.uniform(k3, (n, m, J), dtype=dtype)
+    return u, e, pick
+
+
+def trajectory_states(thetas, comp, spec: DWSMSpec, Xs, u, e, pick, *, batch: int = 64):
+    """:func:`trajectory_states` given its random numbers (per row: a row-sharded fit runs it on each device's rows)."""
+    n, m = comp.shape
+    J = spec.groups.costs.shape[0]
+    costs = spec.groups.costs
+    units = jnp.arange(J, dtype=jnp.int32)
+    z0 = jnp.zeros((J,), bool)
+
+    def one(x, c, ui, ei, pi):
+        theta = thetas[c]
+        _, _, _, order = run_episode(
+            theta, spec, x, jnp.zeros((), jnp.int32), z0, jnp.zeros((), costs.dtype), theta[:, -1], track_order=True
+        )
+        L = jnp.sum(order >= 0, dtype=jnp.int32)
+        kpos = jnp.minimum(jnp.floor(ui * (L + 1).astype(ui.dtype)).astype(jnp.int32), L)
+        z = z0.at[jnp.where(units < kpos, order, J)].set(True, mode="drop")
+        spent = jnp.sum(jnp.where(z, costs, jnp.zeros_like(costs)))
+        ok = acquire_allowed(spec, z, spent)
+        j = jnp.argmax(jnp.where(ok, pi, -1.0)).astype(jnp.int32)
+        dev = ok[j] & ei
+        return z | ((units == j) & dev), dev
+
+    def row(args):
+        x, c, ui, ei, pi = args
+        return jax.vmap(one, in_axes=(None, 0, 0, 0, 0))(x, c, ui, ei, pi)
+
+    # rows a few at a time (lax.map): each while loop stops when its own episodes end
+    return jax.lax.map(row, (Xs, comp, u, e, pick), batch_size=max(1, min(n, int(batch) // m)))
+
