@@ -17,7 +17,7 @@ breaks one small module with a test per code path (``tests/test_compat.py``), no
 ``jax.experimental.multihost_utils`` (used for multi-process gathers) is public, documented API
 and is imported where it is used.
 
-Supported JAX: 0.8.0 (the floor in ``pyproject.toml``, run by CI's floor environment) to the
+Supported JAX: 0.9.0 (the floor in ``pyproject.toml``, run by CI's floor environment) to the
 newest release; both use the private path of :func:`no_mesh`.
 """
 
