@@ -453,6 +453,10 @@ def _group_bases(G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_to
     G_blocks_p = jnp.where(pad2, G_blocks, zeros_blocks) - jnp.where(mask[:, :, None], zeros_blocks, eye_s)
     evals, evecs = jnp.linalg.eigh(G_blocks_p)
     evals, evecs = evals[:, ::-1], evecs[:, :, ::-1]  # decreasing; padding last
+    # one orientation per direction (its largest entry positive), whichever kernel formed the
+    # moments: prepare, whiten_design and the streamed path give the same coordinates
+    pivot = jnp.take_along_axis(evecs, jnp.argmax(jnp.abs(evecs), axis=1)[:, None, :], axis=1)
+    evecs = evecs * jnp.where(pivot < 0, -1.0, 1.0).astype(evecs.dtype)
     top = jnp.max(evals, axis=1, keepdims=True)
     keep = (evals > rank_tol * top) & mask
     safe = jnp.where(keep, evals, jnp.ones_like(evals))
