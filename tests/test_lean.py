@@ -152,7 +152,7 @@ def test_default_steps_and_state_stay_o_of_n_p_plus_p_d():
     assert (P, R) == (steps + 1, steps + 1)
     path = js.cs_fr(lean)
     assert path.order.shape == (steps,) and path.coef.shape == (steps, R, 1) and path.features.shape == (R,)
-    state = jax.eval_shape(lambda p: seq.sequencing_init(p, P, track_schur=True), lean)
+    state = jax.eval_shape(lambda p: seq.sequencing_init(p, seq.fr_rule, capacity=P), lean)
     assert state.K.shape == (P, d) and state.U.shape == (P, P)
     params = seq.rule_params(lean)
     stats = seq._sequence.lower(lean, params, rule=seq.fr_rule, k=steps, capacity=P, raw_capacity=R).compile()

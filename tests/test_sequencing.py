@@ -304,6 +304,26 @@ def test_custom_rule_through_the_advanced_api():
     np.testing.assert_allclose(again.coef, path.coef)
 
 
+def test_init_step_protocol_reproduces_the_driver():
+    """sequencing_init(problem, rule, params) fixes the rule; sequencing_step(problem, state) takes
+    nothing else: k jitted steps by hand give the driver's order, costs and objective."""
+    from jaxselect.greedy import fr_rule, rule_params, sequencing_init, sequencing_step
+
+    X, Y, ids, costs = grouped_problem(23)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)
+    path = js.cs_fr(problem, k=4)
+    state = sequencing_init(problem, fr_rule, rule_params(problem))
+    assert state.config.rule is fr_rule and state.schur.shape[0] == problem.n_groups
+    step = jax.jit(sequencing_step)
+    groups, objective = [], []
+    for _ in range(4):
+        state, info = step(problem, state)
+        groups.append(int(info.group))
+        objective.append(float(info.objective))
+    assert groups == path.order.tolist() and int(state.step) == 4
+    np.testing.assert_allclose(objective, path.objective, rtol=1e-5)
+
+
 def cheapest_first(problem, state, params):
     costs = jnp.where(state.selected, jnp.inf, problem.groups.costs)
     return jnp.argmin(costs).astype(jnp.int32), ~jnp.all(state.selected)

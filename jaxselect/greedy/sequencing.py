@@ -36,6 +36,7 @@ selected; once no selectable group is left the remaining steps are empty (order 
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 from typing import Callable, NamedTuple
 
@@ -67,6 +68,7 @@ __all__ = [
     "doubling",
     "fixed_order_path",
     "SequencingState",
+    "SequencingConfig",
     "StepInfo",
     "RuleParams",
     "rule_params",
@@ -78,37 +80,6 @@ __all__ = [
     "doubling_rule",
     "fixed_order_rule",
 ]
-
-
-class SequencingState(NamedTuple):
-    """Scan carry of the sequencing solvers (fixed shapes; P = slot capacity)."""
-
-    K: jax.Array  # (P, D) rows of the partial Cholesky factor, L⁻¹ C_{S,:}
-    beta: jax.Array  # (P, T) L⁻¹ b0_S
-    b: jax.Array  # (D, T) gradient b0 − C_{:,S} w(S)
-    schur: jax.Array  # (J, s, s) M_g = C_gg − C_gS C_S⁻¹ C_Sg (FR / Doubling; (0, s, s) otherwise)
-    U: jax.Array  # (P, P) = K[:, S] = Lᵀ, the upper Cholesky factor of C_S in slot order, identity-padded
-    slot_feature: jax.Array  # (P,) int32 feature of each slot, D when empty
-    selected: jax.Array  # (J,) bool
-    count: jax.Array  # () int32 number of filled slots
-    cum_cost: jax.Array  # () cost of the selected groups (compensated sum)
-    cost_carry: jax.Array  # () Kahan compensation of cum_cost
-    F: jax.Array  # () explained variance F(S)
-    step: jax.Array  # () int32 steps taken so far (taken or empty)
-    status: jax.Array  # () int32 status flags (jaxselect.status)
-
-    __repr__ = short_repr
-
-
-class StepInfo(NamedTuple):
-    """Per-step output of :func:`sequencing_step`."""
-
-    group: jax.Array  # () int32, −1 for an empty step
-    cum_cost: jax.Array  # () (+inf for an empty step)
-    objective: jax.Array  # () 2·F/T
-    w: jax.Array  # (D, T) problem-space model after the step
-
-    __repr__ = short_repr
 
 
 class RuleParams(NamedTuple):
@@ -129,6 +100,54 @@ class RuleParams(NamedTuple):
     __repr__ = short_repr
 
 
+@jax.tree_util.register_static
+@dataclasses.dataclass(frozen=True)
+class SequencingConfig:
+    """Static options of a sequencing run, fixed at :func:`sequencing_init` (a pytree without leaves).
+
+    Attributes:
+      rule: the selection rule ``rule(problem, state, params) -> (group, take)`` (:func:`omp_rule`,
+        :func:`fr_rule`, :func:`doubling_rule`, :func:`fixed_order_rule` or your own).
+      slots: ``StepInfo.w`` is the (P, T) model over the state's slots instead of the dense (D, T) one.
+    """
+
+    rule: Callable
+    slots: bool = False
+
+
+class SequencingState(NamedTuple):
+    """Scan carry of the sequencing solvers (fixed shapes; P = slot capacity)."""
+
+    K: jax.Array  # (P, D) rows of the partial Cholesky factor, L⁻¹ C_{S,:}
+    beta: jax.Array  # (P, T) L⁻¹ b0_S
+    b: jax.Array  # (D, T) gradient b0 − C_{:,S} w(S)
+    schur: jax.Array  # (J, s, s) M_g = C_gg − C_gS C_S⁻¹ C_Sg (FR / Doubling; (0, s, s) otherwise)
+    U: jax.Array  # (P, P) = K[:, S] = Lᵀ, the upper Cholesky factor of C_S in slot order, identity-padded
+    slot_feature: jax.Array  # (P,) int32 feature of each slot, D when empty
+    selected: jax.Array  # (J,) bool
+    count: jax.Array  # () int32 number of filled slots
+    cum_cost: jax.Array  # () cost of the selected groups (compensated sum)
+    cost_carry: jax.Array  # () Kahan compensation of cum_cost
+    F: jax.Array  # () explained variance F(S)
+    step: jax.Array  # () int32 steps taken so far (taken or empty)
+    status: jax.Array  # () int32 status flags (jaxselect.status)
+    params: RuleParams  # traced parameters of the rule (criterion, cost_sensitive, c_min, order)
+    config: SequencingConfig  # static: the rule and the storage form of StepInfo.w
+
+    __repr__ = short_repr
+
+
+class StepInfo(NamedTuple):
+    """Per-step output of :func:`sequencing_step`."""
+
+    group: jax.Array  # () int32, −1 for an empty step
+    cum_cost: jax.Array  # () (+inf for an empty step)
+    objective: jax.Array  # () 2·F/T
+    w: jax.Array  # (D, T) problem-space model after the step
+
+    __repr__ = short_repr
+
+
 def rule_params(
     problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool = True, c_min=None, order=None
 ) -> RuleParams:
@@ -142,14 +161,29 @@ def rule_params(
     )
 
 
-def sequencing_init(problem: Problem, capacity: int, *, track_schur: bool) -> SequencingState:
-    """The empty selection: ``b = b0``, no factor rows, identity-padded U.
+def sequencing_init(
+    problem: Problem, rule: Callable, params: RuleParams | None = None, *, capacity: int | None = None, slots: bool = False
+) -> SequencingState:
+    """The empty selection: ``b = b0``, no factor rows, identity-padded U; the rule is fixed here.
 
     Args:
       problem: a :class:`~jaxselect.Problem`.
-      capacity: static number of feature slots P (:func:`jaxselect.greedy.criteria.slot_capacity`).
-      track_schur: keep the per-group Schur complements (needed by FR and Doubling).
+      rule: the selection rule (static; stored in ``state.config``). A rule that reads
+        ``state.schur`` sets ``rule.needs_schur = True`` (FR and Doubling do).
+      params: its :class:`RuleParams` (default :func:`rule_params` of the problem); traced.
+      capacity: static number of feature slots P (default: what a path over every reachable group
+        needs, :func:`jaxselect.greedy.criteria.slot_capacity`; needs concrete groups).
+      slots: ``StepInfo.w`` over the slots (P, T) instead of dense (D, T) (static).
+
+    Returns:
+      A :class:`SequencingState`; advance it with :func:`sequencing_step`.
     """
+    if not callable(rule):
+        raise TypeError(f"rule must be a selection rule function (e.g. omp_rule); got {rule!r}")
+    params = rule_params(problem) if params is None else params
+    if capacity is None:
+        capacity = _capacities(problem, _steps(problem, None))[0]
+    track_schur = bool(getattr(rule, "needs_schur", False))
     d, t = problem.b0.shape
     dtype = problem.b0.dtype
     J, s = problem.groups.index.shape
@@ -168,6 +202,8 @@ def sequencing_init(problem: Problem, capacity: int, *, track_schur: bool) -> Se
         F=zero,
         step=jnp.zeros((), jnp.int32),
         status=jnp.zeros((), jnp.int32),
+        params=params,
+        config=SequencingConfig(rule, bool(slots)),
     )
 
 
@@ -267,7 +303,7 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array, take=
     U = jax.lax.dynamic_update_slice(state.U, U_cols, (jnp.zeros((), jnp.int32), count))
     cost = jnp.where(take, problem.groups.costs[h].astype(dtype), jnp.zeros((), dtype))
     cum_cost, cost_carry = kahan_add(state.cum_cost, state.cost_carry, cost)
-    return SequencingState(
+    return state._replace(
         K=K,
         beta=beta,
         b=b,
@@ -279,7 +315,6 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array, take=
         cum_cost=cum_cost,
         cost_carry=cost_carry,
         F=state.F + 0.5 * jnp.sum(beta_h * beta_h),
-        step=state.step,
         status=state.status | jnp.where(floored, ILL_CONDITIONED, 0).astype(jnp.int32),
     )
 
@@ -360,34 +395,34 @@ fr_rule.needs_schur = True
 doubling_rule.needs_schur = True
 
 
-def sequencing_step(
-    problem: Problem, state: SequencingState, rule: Callable, params: RuleParams, *, slots: bool = False
-):
-    """One step: ``rule`` picks a group, which is appended (or nothing, when ``take`` is False).
+def sequencing_step(problem: Problem, state: SequencingState) -> tuple[SequencingState, StepInfo]:
+    """One step: the state's rule picks a group, which is appended (or nothing, when ``take`` is False).
 
-    Returns ``(state, StepInfo)``; pure and jit-able (``rule`` is a static Python function). With
-    ``slots`` the step's model ``StepInfo.w`` is the (P, T) problem-space model over the state's
-    slots (``state.slot_feature``) instead of the dense (D, T) one.
+    Returns ``(state, StepInfo)``; pure and jit-able (the rule and the storage form are the static
+    ``state.config`` set by :func:`sequencing_init`). With ``config.slots`` the step's model
+    ``StepInfo.w`` is the (P, T) problem-space model over the state's slots
+    (``state.slot_feature``) instead of the dense (D, T) one.
     """
-    h, take = rule(problem, state, params)
+    h, take = state.config.rule(problem, state, state.params)
     new = sequencing_add(problem, state, h, take)._replace(step=state.step + 1)
-    w = solve_triangular(new.U, new.beta, lower=False) if slots else sequencing_coef(problem, new)
+    w = solve_triangular(new.U, new.beta, lower=False) if state.config.slots else sequencing_coef(problem, new)
     inf = jnp.full((), jnp.inf, new.cum_cost.dtype)
     info = StepInfo(jnp.where(take, h, -1), jnp.where(take, new.cum_cost, inf), 2.0 * new.F / problem.n_targets, w)
     return new, info
 
 
-@partial(jax.jit, static_argnames=("rule", "k", "capacity", "raw_capacity"))
-def _sequence(problem: Problem, params: RuleParams, *, rule, k, capacity, raw_capacity=None):
-    """``raw_capacity`` None: a dense path; else a slot path with that many raw-feature slots."""
-    state0 = sequencing_init(problem, capacity, track_schur=getattr(rule, "needs_schur", False))
-    slots = raw_capacity is not None
+def _start(problem: Problem, params: RuleParams, rule, capacity: int, slots: bool) -> SequencingState:
+    return sequencing_init(problem, rule, params, capacity=capacity, slots=slots)
 
-    def body(state, _):
-        return sequencing_step(problem, state, rule, params, slots=slots)
 
-    state, info = jax.lax.scan(body, state0, length=k)
-    if slots:
+def _advance(problem: Problem, state: SequencingState, length: int):
+    """``length`` steps in one ``lax.scan``: ``(state, stacked StepInfo)``."""
+    return jax.lax.scan(lambda st, _: sequencing_step(problem, st), state, length=length)
+
+
+def _finish(problem: Problem, state: SequencingState, info: StepInfo, raw_capacity) -> SelectionPath:
+    """The :class:`SelectionPath` of a finished run (``raw_capacity`` None: a dense path)."""
+    if raw_capacity is not None:
         coef, intercept, features = _raw_slot_coef(problem, info.group, state.slot_feature, info.w, raw_capacity)
     else:
         coef, intercept = to_raw_coef(problem.transform, info.w)
@@ -404,6 +439,14 @@ def _sequence(problem: Problem, params: RuleParams, *, rule, k, capacity, raw_ca
         link=link_code("identity"),
         features=features,
     )
+
+
+@partial(jax.jit, static_argnames=("rule", "k", "capacity", "raw_capacity"))
+def _sequence(problem: Problem, params: RuleParams, *, rule, k, capacity, raw_capacity=None):
+    """``raw_capacity`` None: a dense path; else a slot path with that many raw-feature slots."""
+    state = _start(problem, params, rule, capacity, raw_capacity is not None)
+    state, info = _advance(problem, state, k)
+    return _finish(problem, state, info, raw_capacity)
 
 
 def _raw_slot_coef(problem: Problem, order, slot_feature, ws, raw_capacity: int):
