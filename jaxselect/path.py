@@ -59,6 +59,10 @@ class SelectionPath(NamedTuple):
       features: None for a dense path (``coef`` (m, D, T)); for a slot path (``coef`` (m, P, T)) the
         (P,) int32 raw feature of each coefficient slot, D on empty slots (the last slot is always
         empty, so a concrete slot path knows D).
+      info: the diagnostics of the solve behind the path, or None: a
+        :class:`~jaxselect.GLMInfo` (per-step Newton diagnostics) for :func:`~jaxselect.glm_omp`, the
+        :class:`~jaxselect.GroupLassoFit` (the per-λ solutions) for
+        :func:`~jaxselect.group_lasso_path`; None for the other solvers.
 
     Returned by :func:`~jaxselect.cs_omp`, :func:`~jaxselect.cs_fr`, :func:`~jaxselect.doubling`,
     :func:`~jaxselect.fixed_order_path`, :func:`~jaxselect.glm_omp`,
@@ -83,6 +87,7 @@ class SelectionPath(NamedTuple):
     status: jax.Array
     link: jax.Array
     features: jax.Array | None = None
+    info: object | None = None
 
     __repr__ = short_repr
 
