@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import jaxselect as js
 import reference_rls as ref
 from compile_count import count_compiles
-from jaxselect.greedy import RLSInfo, RLSState, rls_init, rls_step
+from jaxselect.greedy import RLSInfo, RLSState, rls_init, rls_problem, rls_step
 from jaxselect.greedy.rls import (
     RLSResult,
     _greedy_rls_run,
@@ -538,8 +538,9 @@ def test_advanced_api_init_step_scan_equals_driver(T):
 
     @jax.jit
     def run(X, Y):
-        state = rls_init(X, Y, 5, l2=0.02, bias=1.0, chunk_size=4)
-        return jax.lax.scan(lambda s, _: rls_step(X, s, chunk_size=4), state, length=5)
+        problem = rls_problem(X, Y, l2=0.02, bias=1.0, chunk_size=4)
+        state = rls_init(problem, 5)
+        return jax.lax.scan(lambda s, _: rls_step(problem, s), state, length=5)
 
     state, info = run(X, Y)
     assert isinstance(state, RLSState) and isinstance(info, RLSInfo)
@@ -550,8 +551,10 @@ def test_advanced_api_init_step_scan_equals_driver(T):
     np.testing.assert_allclose(
         np.asarray(info.coef).reshape(res.coef_path.shape), np.asarray(res.coef_path), rtol=2e-5, atol=1e-6
     )
-    with pytest.raises(ValueError, match="must divide"):
-        rls_step(X, state, chunk_size=5)
+    other = rls_problem(X, Y, l2=0.02, bias=1.0, chunk_size=5)
+    assert other.config.chunk == 5 and other.config.n_recheck == 8
+    with pytest.raises(ValueError, match="not a multiple"):
+        rls_step(other, state)
 
 
 @settings(max_examples=6, deadline=None)

@@ -7,6 +7,7 @@
 
 from jaxselect.greedy.glm import (
     GLM_LOSSES,
+    GLMConfig,
     GLMInfo,
     GLMOMPState,
     GLMProblem,
@@ -20,11 +21,14 @@ from jaxselect.greedy.glm import (
     glm_problem,
 )
 from jaxselect.greedy.rls import (
+    RLSConfig,
     RLSInfo,
+    RLSProblem,
     RLSResult,
     RLSState,
     greedy_rls,
     rls_init,
+    rls_problem,
     rls_predict,
     rls_predict_path,
     rls_step,
@@ -32,6 +36,7 @@ from jaxselect.greedy.rls import (
 )
 from jaxselect.greedy.sequencing import (
     RuleParams,
+    SequencingConfig,
     SequencingState,
     StepInfo,
     cs_fr,
@@ -50,6 +55,7 @@ from jaxselect.greedy.sequencing import (
 
 __all__ = [
     "SequencingState",
+    "SequencingConfig",
     "StepInfo",
     "RuleParams",
     "rule_params",
@@ -70,6 +76,7 @@ __all__ = [
     "GLMInfo",
     "GLM_LOSSES",
     "GLMProblem",
+    "GLMConfig",
     "GLMOMPState",
     "GLMStepInfo",
     "glm_problem",
@@ -83,6 +90,9 @@ __all__ = [
     "rls_to_path",
     "RLSState",
     "RLSInfo",
+    "RLSProblem",
+    "RLSConfig",
+    "rls_problem",
     "rls_init",
     "rls_step",
 ]
