@@ -55,7 +55,7 @@ from jaxselect.prepare import (
     problem_from_moments,
     whiten_design,
 )
-from jaxselect.refit import glm_refit, ridge_refit, rls_refit
+from jaxselect.refit import GLMRefitResult, glm_refit, ridge_refit, rls_refit
 from jaxselect.sequential import (
     DWSMPolicy,
     DWSMReport,
@@ -121,6 +121,7 @@ __all__ = [
     "glm_omp",
     "glm_predict",
     "glm_refit",
+    "GLMRefitResult",
     "greedy_rls",
     "group_lasso",
     "group_lasso_lambda_max",

@@ -202,7 +202,7 @@ def test_glm_refit_matches_sklearn_sample_weight(x64):
     yb = (y + 0.8 * np.random.default_rng(0).normal(size=N) > np.median(y)).astype(int)
     support = np.arange(D) < 3
     l2 = 0.05
-    coef, b = js.glm_refit(X, yb, support, l2=l2, sample_weight=w, tol=1e-10)
+    coef, b = js.glm_refit(X, yb, support, l2=l2, sample_weight=w, tol=1e-10)[:2]
     Xs, m, s = _weighted_standardised(X[:, support], w)
     sk = LogisticRegression(C=1 / (l2 * w.sum()), tol=1e-12, max_iter=10_000).fit(Xs, yb, sample_weight=w)
     np.testing.assert_allclose(np.asarray(coef)[support], sk.coef_[0] / s, rtol=1e-5)
