@@ -67,6 +67,7 @@ from jaxselect.sequential import (
 )
 from jaxselect.sharding import data_mesh, row_sharding, shard_rows
 from jaxselect.status import (
+    DEGENERATE,
     ILL_CONDITIONED,
     NONFINITE,
     NOT_CONVERGED,
@@ -81,6 +82,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "ILL_CONDITIONED",
+    "DEGENERATE",
     "NONFINITE",
     "NOT_CONVERGED",
     "STATUS_MESSAGES",

@@ -42,7 +42,7 @@ from jaxselect.linalg import floored_cholesky, gather_groups, pivot_rtol
 from jaxselect.path import SelectionPath, link_code
 from jaxselect.prepare import Problem, check_problem, to_raw_coef
 from jaxselect.sharding import any_mesh
-from jaxselect.status import ILL_CONDITIONED, NONFINITE
+from jaxselect.status import DEGENERATE, ILL_CONDITIONED, NONFINITE
 
 __all__ = [
     "RuleParams",
@@ -59,6 +59,7 @@ __all__ = [
     "fixed_order_path",
     "c_rows",
     "c_matvec",
+    "degenerate",
     "selectable_groups",
     "slot_capacity",
     "raw_slot_capacity",
@@ -210,6 +211,13 @@ def c_rows(problem: Problem, idx: jax.Array, m: jax.Array) -> jax.Array:
         jnp.take(diag, idx, mode="fill", fill_value=0), mode="drop"
     )
     return rows * m[:, None].astype(rows.dtype)
+
+
+def degenerate(problem: Problem) -> jax.Array:
+    """() bool: ``b0 = 0`` — every target constant (``prepare`` gives a constant target a zero column)
+    or uncorrelated with every feature. The greedy rules then select nothing (the intercept-only
+    model, like scikit-learn's OrthogonalMatchingPursuit) and paths carry the DEGENERATE flag."""
+    return ~jnp.any(problem.b0 != 0)
 
 
 def c_matvec(problem: Problem, w: jax.Array) -> jax.Array:
@@ -373,6 +381,7 @@ def _finish(problem: Problem, state: SequencingState, info: StepInfo, raw_capaci
         coef, intercept = to_raw_coef(problem.transform, info.w)
         features = None
     finite = jnp.all(jnp.isfinite(info.objective)) & jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(intercept))
+    flags = jnp.where(finite, 0, NONFINITE) | jnp.where(degenerate(problem), DEGENERATE, 0)
     return SelectionPath(
         order=info.group,
         cum_cost=info.cum_cost,
@@ -380,7 +389,7 @@ def _finish(problem: Problem, state: SequencingState, info: StepInfo, raw_capaci
         coef=coef,
         intercept=intercept,
         null_intercept=problem.transform.y_mean,
-        status=state.status | jnp.where(finite, 0, NONFINITE).astype(jnp.int32),
+        status=state.status | flags.astype(jnp.int32),
         link=link_code("identity"),
         features=features,
     )

@@ -52,6 +52,7 @@ from jaxselect.fixed_order import (
     StepInfo,
     _safe_cholesky,
     default_params,
+    degenerate,
     fixed_order_path,
     fixed_order_rule,
     selectable_groups,
@@ -96,9 +97,10 @@ def rule_params(
 
 
 def _remaining(problem: Problem, state: SequencingState) -> jax.Array:
-    """(J,) bool: unselected groups that are not inert."""
+    """(J,) bool: unselected groups that are not inert; none when b0 = 0 (a constant target: there is
+    nothing to explain, so the path stays the intercept-only model, :func:`~jaxselect.fixed_order.degenerate`)."""
     groups = problem.groups
-    return ~state.selected & selectable_groups(groups.index, groups.mask, problem.live)
+    return ~state.selected & selectable_groups(groups.index, groups.mask, problem.live) & ~degenerate(problem)
 
 
 def _pick(scores: jax.Array, allowed: jax.Array):
