@@ -35,14 +35,13 @@ from jaxselect.greedy import (
     cs_omp,
     doubling,
     fixed_order_path,
-    glm_accuracy,
     glm_omp,
-    glm_predict,
     greedy_rls,
     rls_predict,
     rls_predict_path,
     rls_to_path,
 )
+from jaxselect.glm_eval import glm_accuracy, glm_predict
 from jaxselect.groups import Groups
 from jaxselect.model_selection import CVResult, cross_validate_fsa, cross_validate_path
 from jaxselect.moments import Moments

@@ -11,7 +11,8 @@ import pytest
 import jaxselect as js
 from compile_count import count_compiles
 from jaxselect.greedy import glm_omp_init, glm_omp_run, glm_omp_step, glm_problem
-from jaxselect.greedy.glm import glm_accuracy, glm_omp, glm_predict
+from jaxselect.glm_eval import glm_accuracy, glm_predict
+from jaxselect.greedy.glm import glm_omp
 from jaxselect.losses import glm_loss
 from jaxselect.newton import glm_risk, glm_risk_grad
 from jaxselect.prepare import whiten_design

@@ -12,12 +12,10 @@ from jaxselect.greedy.glm import (
     GLMOMPState,
     GLMProblem,
     GLMStepInfo,
-    glm_accuracy,
     glm_omp,
     glm_omp_init,
     glm_omp_run,
     glm_omp_step,
-    glm_predict,
     glm_problem,
 )
 from jaxselect.greedy.rls import (
@@ -71,8 +69,6 @@ __all__ = [
     "doubling",
     "fixed_order_path",
     "glm_omp",
-    "glm_predict",
-    "glm_accuracy",
     "GLMInfo",
     "GLM_LOSSES",
     "GLMProblem",
