@@ -36,6 +36,7 @@ import numpy as np
 from jax.scipy.linalg import solve_triangular
 
 from jaxselect._budget import kahan_add
+from jaxselect._progress import check_progress, progress_bar, run_in_chunks
 from jaxselect._repr import short_repr
 from jaxselect._validation import check_int, is_traced
 from jaxselect.linalg import floored_cholesky, gather_groups, pivot_rtol
@@ -145,7 +146,12 @@ def default_params(problem: Problem, *, criterion: int = 0, cost_sensitive: bool
 
 
 def sequencing_init(
-    problem: Problem, rule: Callable, params: RuleParams | None = None, *, capacity: int | None = None, slots: bool = False
+    problem: Problem,
+    rule: Callable,
+    params: RuleParams | None = None,
+    *,
+    capacity: int | None = None,
+    slots: bool = False,
 ) -> SequencingState:
     """The empty selection: ``b = b0``, no factor rows, identity-padded U; the rule is fixed here.
 
@@ -364,16 +370,19 @@ def sequencing_step(problem: Problem, state: SequencingState) -> tuple[Sequencin
     return new, info
 
 
-def _start(problem: Problem, params: RuleParams, rule, capacity: int, slots: bool) -> SequencingState:
+@partial(jax.jit, static_argnames=("rule", "capacity", "slots"))
+def _start(problem: Problem, params: RuleParams, *, rule, capacity: int, slots: bool) -> SequencingState:
     return sequencing_init(problem, rule, params, capacity=capacity, slots=slots)
 
 
-def _advance(problem: Problem, state: SequencingState, length: int):
+@partial(jax.jit, static_argnames=("length",))
+def _advance(problem: Problem, state: SequencingState, *, length: int):
     """``length`` steps in one ``lax.scan``: ``(state, stacked StepInfo)``."""
     return jax.lax.scan(lambda st, _: sequencing_step(problem, st), state, length=length)
 
 
-def _finish(problem: Problem, state: SequencingState, info: StepInfo, raw_capacity) -> SelectionPath:
+@partial(jax.jit, static_argnames=("raw_capacity",))
+def _finish(problem: Problem, state: SequencingState, info: StepInfo, *, raw_capacity) -> SelectionPath:
     """The :class:`SelectionPath` of a finished run (``raw_capacity`` None: a dense path)."""
     if raw_capacity is not None:
         coef, intercept, features = _raw_slot_coef(problem, info.group, state.slot_feature, info.w, raw_capacity)
@@ -398,9 +407,20 @@ def _finish(problem: Problem, state: SequencingState, info: StepInfo, raw_capaci
 @partial(jax.jit, static_argnames=("rule", "k", "capacity", "raw_capacity"))
 def _sequence(problem: Problem, params: RuleParams, *, rule, k, capacity, raw_capacity=None):
     """``raw_capacity`` None: a dense path; else a slot path with that many raw-feature slots."""
-    state = _start(problem, params, rule, capacity, raw_capacity is not None)
-    state, info = _advance(problem, state, k)
-    return _finish(problem, state, info, raw_capacity)
+    state = _start(problem, params, rule=rule, capacity=capacity, slots=raw_capacity is not None)
+    state, info = _advance(problem, state, length=k)
+    return _finish(problem, state, info, raw_capacity=raw_capacity)
+
+
+def _run(problem: Problem, params: RuleParams, *, rule, k, capacity, raw_capacity, progress: bool, desc: str):
+    """The compiled run (one program), or with ``progress`` the same steps in a few compiled chunks
+    with a progress bar between them (:mod:`jaxselect._progress`)."""
+    if not check_progress(progress):
+        return _sequence(problem, params, rule=rule, k=k, capacity=capacity, raw_capacity=raw_capacity)
+    bar = progress_bar(k, desc)
+    state = _start(problem, params, rule=rule, capacity=capacity, slots=raw_capacity is not None)
+    state, info = run_in_chunks(lambda st, n: _advance(problem, st, length=n), state, k, desc, bar)
+    return _finish(problem, state, info, raw_capacity=raw_capacity)
 
 
 def _raw_slot_coef(problem: Problem, order, slot_feature, ws, raw_capacity: int):
@@ -464,12 +484,17 @@ def _capacities(problem: Problem, steps: int):
     return capacity, raw_slot_capacity(g.mask, steps, problem.n_features, index=g.index, live=problem.live)
 
 
-def sequencing_run(problem: Problem, rule: Callable, params: RuleParams | None = None, *, k=None) -> SelectionPath:
+def sequencing_run(
+    problem: Problem, rule: Callable, params: RuleParams | None = None, *, k=None, progress: bool = False
+) -> SelectionPath:
     """Run ``k`` steps of a selection rule in one jitted ``lax.scan`` and return the anytime path.
 
     ``cs_omp``, ``cs_fr``, ``doubling`` and ``fixed_order_path`` are this driver with their rules.
     A custom ``rule(problem, state, params) -> (group, take)`` may be passed (a module-level function,
     so the compiled solver is reused; set ``rule.needs_schur = True`` if it reads ``state.schur``).
+    ``progress=True`` shows a ``tqdm`` bar (optional package, the ``[progress]`` extra): the steps
+    then run in about 20 compiled chunks with the bar updated between them; the default runs one
+    compiled program.
 
     >>> import numpy as np, jaxselect as js
     >>> from jaxselect.greedy import sequencing_run, omp_rule, rule_params
@@ -484,8 +509,10 @@ def sequencing_run(problem: Problem, rule: Callable, params: RuleParams | None =
     params = default_params(problem) if params is None else params
     steps = _steps(problem, k)
     capacity, raw_capacity = _capacities(problem, steps)
-    return _sequence(problem, params, rule=rule, k=steps, capacity=capacity, raw_capacity=raw_capacity)
-
+    name = getattr(rule, "__name__", "sequencing")
+    return _run(
+        problem, params, rule=rule, k=steps, capacity=capacity, raw_capacity=raw_capacity, progress=progress, desc=name
+    )
 
 
 @any_mesh

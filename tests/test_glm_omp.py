@@ -526,3 +526,34 @@ def test_cost_blind_and_accuracy_curve_on_pima():
     acc = glm_accuracy(blind, data.X, data.y)
     assert acc.value[0] == pytest.approx(max(data.y.mean(), 1 - data.y.mean()))
     assert acc.value[-1] > 0.75
+
+
+def test_progress_bar_gives_the_same_path(monkeypatch):
+    pytest.importorskip("tqdm")
+    from jaxselect import _progress
+    from jaxselect.greedy import glm
+
+    monkeypatch.setattr(_progress, "N_UPDATES", 2)
+    X, y, ids, costs = grouped_data(13)
+    groups = js.Groups.from_ids(ids, costs)
+    path = glm_omp(X, y, groups, l2=1e-2)
+    updates = []
+    monkeypatch.setattr(glm, "progress_bar", lambda total, desc: _Bar(updates))
+    chunked = glm_omp(X, y, groups, l2=1e-2, progress=True)
+    assert sum(updates) == path.n_steps and len(updates) == 2
+    assert chunked.order.tolist() == path.order.tolist()
+    np.testing.assert_allclose(chunked.coef, path.coef, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(chunked.info.n_iter, path.info.n_iter)
+
+
+class _Bar:
+    """A stand-in for tqdm that records the updates."""
+
+    def __init__(self, updates):
+        self.updates = updates
+
+    def update(self, n):
+        self.updates.append(n)
+
+    def close(self):
+        pass

@@ -574,3 +574,33 @@ def test_property_greedy_and_loo_nonnegative(seed, T, regparam, bias):
         res = greedy_rls(X, Y, 4, l2=l2, bias=bias)
     assert (np.asarray(res.loo_error) >= 0).all()
     _assert_path_is_greedy(X, Y, res, l2, bias, rtol=1e-8)
+
+
+def test_progress_bar_gives_the_same_result(monkeypatch):
+    pytest.importorskip("tqdm")
+    from jaxselect import _progress
+    from jaxselect.greedy import rls
+
+    monkeypatch.setattr(_progress, "N_UPDATES", 2)
+    X, Y = _problem(T=2, seed=23, dtype=np.float32)
+    res = greedy_rls(X, Y, 5, l2=0.02)
+    updates = []
+    monkeypatch.setattr(rls, "progress_bar", lambda total, desc: _Bar(updates))
+    chunked = greedy_rls(X, Y, 5, l2=0.02, progress=True)
+    assert updates == [3, 2]
+    np.testing.assert_array_equal(chunked.selected, res.selected)
+    np.testing.assert_allclose(chunked.coef_path, res.coef_path, rtol=1e-6, atol=1e-7)
+    assert int(chunked.status) == int(res.status)
+
+
+class _Bar:
+    """A stand-in for tqdm that records the updates."""
+
+    def __init__(self, updates):
+        self.updates = updates
+
+    def update(self, n):
+        self.updates.append(n)
+
+    def close(self):
+        pass

@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxselect._budget import kahan_add
+from jaxselect._progress import check_progress, progress_bar, run_in_chunks
 from jaxselect._repr import short_repr
 from jaxselect._static import canonical
 from jaxselect._validation import (
@@ -495,16 +496,19 @@ def glm_omp_step(problem: GLMProblem, state: GLMOMPState) -> tuple[GLMOMPState, 
     return _advance(problem, state, jnp.ones((), bool))
 
 
-def _glm_start(problem: GLMProblem, capacity: int):
+@partial(jax.jit, static_argnames=("capacity",))
+def _glm_start(problem: GLMProblem, *, capacity: int):
     """Iteration 0: the intercept-only fit, ``(state, null loss, null intercept)``."""
     state, out = _advance(problem, _empty_state(problem, capacity), jnp.zeros((), bool))
     return state, out.loss, out.b
 
 
-def _glm_advance(problem: GLMProblem, state: GLMOMPState, length: int):
+@partial(jax.jit, static_argnames=("length",))
+def _glm_advance(problem: GLMProblem, state: GLMOMPState, *, length: int):
     return jax.lax.scan(lambda st, _: glm_omp_step(problem, st), state, length=length)
 
 
+@jax.jit
 def _glm_finish(problem: GLMProblem, state: GLMOMPState, out: GLMStepInfo, null_f, null_b) -> SelectionPath:
     coef, offset = to_raw_coef(problem.transform, out.W)
     safe = jnp.where(null_f > 0, null_f, jnp.ones_like(null_f))
@@ -527,23 +531,28 @@ def _glm_finish(problem: GLMProblem, state: GLMOMPState, out: GLMStepInfo, null_
 
 @partial(jax.jit, static_argnames=("k", "capacity"))
 def _glm_run(problem: GLMProblem, *, k, capacity):
-    state, null_f, null_b = _glm_start(problem, capacity)
-    state, out = _glm_advance(problem, state, k)
+    state, null_f, null_b = _glm_start(problem, capacity=capacity)
+    state, out = _glm_advance(problem, state, length=k)
     return _glm_finish(problem, state, out, null_f, null_b)
 
 
-def glm_omp_run(problem: GLMProblem, *, k=None) -> SelectionPath:
+def glm_omp_run(problem: GLMProblem, *, k=None, progress: bool = False) -> SelectionPath:
     """Run k steps of GLM OMP in one jitted ``lax.scan``; returns the :class:`SelectionPath` (its
     ``info`` is the :class:`GLMInfo`).
 
     Args:
       problem: from :func:`glm_problem`.
-      k: as in :func:`glm_omp`.
+      k, progress: as in :func:`glm_omp`.
     """
     if not isinstance(problem, GLMProblem):
         raise TypeError(f"expected a GLMProblem from glm_problem(X, Y, groups, ...); got {type(problem).__name__}")
     steps, capacity = _glm_steps(problem, k)
-    return _glm_run(problem, k=steps, capacity=capacity)
+    if not check_progress(progress):
+        return _glm_run(problem, k=steps, capacity=capacity)
+    bar = progress_bar(steps, "glm_omp")
+    state, null_f, null_b = _glm_start(problem, capacity=capacity)
+    state, out = run_in_chunks(lambda st, n: _glm_advance(problem, st, length=n), state, steps, "glm_omp", bar)
+    return _glm_finish(problem, state, out, null_f, null_b)
 
 
 def _glm_steps(problem: GLMProblem, k):
@@ -573,6 +582,7 @@ def glm_omp(
     return_info=None,
     newton_solver: str = "auto",
     sample_weight=None,
+    progress: bool = False,
 ) -> SelectionPath:
     """Cost-sensitive group OMP for GLMs (Hu et al., Algorithm 3): an anytime classifier.
 
@@ -626,6 +636,9 @@ def glm_omp(
         weight 0 are absent — the weights of :func:`jaxselect.shard_rows` give the unpadded
         result. scikit-learn's ``LogisticRegression(C=…).fit(..., sample_weight=w)`` on the same
         columns is ``λ = 1/(C·Σw)``. A callable loss must then return per-example losses.
+      progress: show a ``tqdm`` progress bar over the steps (needs the optional ``tqdm``, the
+        ``[progress]`` extra); the steps then run in a few compiled chunks. Default False: one
+        compiled program.
 
     Returns:
       A :class:`SelectionPath` of m = min(k, J) prefixes: raw-space ``coef`` (m, D, T) and
@@ -669,7 +682,7 @@ def glm_omp(
         sample_weight=sample_weight,
         newton_solver=newton_solver,
     )
-    path = glm_omp_run(problem, k=k)
+    path = glm_omp_run(problem, k=k, progress=progress)
     if return_info is not None:
         warnings.warn(
             "glm_omp(return_info=...) is deprecated: the path always carries its GLMInfo as path.info "

@@ -78,6 +78,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect._progress import check_progress, progress_bar, run_in_chunks
 from jaxselect._repr import short_repr
 from jaxselect._validation import (
     MIN_ROWS,
@@ -434,15 +435,18 @@ def _null_model(state: RLSState):
     return state.bias * jnp.sum(state.root_w[:, None] * state.A, axis=0), _current_loo(state)
 
 
-def _rls_start(problem: RLSProblem, k: int):
+@partial(jax.jit, static_argnames=("k",))
+def _rls_start(problem: RLSProblem, *, k: int):
     state = _init(problem, k)
     return (state,) + _null_model(state)
 
 
-def _rls_advance(problem: RLSProblem, state: RLSState, length: int):
+@partial(jax.jit, static_argnames=("length",))
+def _rls_advance(problem: RLSProblem, state: RLSState, *, length: int):
     return jax.lax.scan(lambda st, _: _rls_step(problem, st), state, length=length)
 
 
+@jax.jit
 def _rls_finish(problem: RLSProblem, state: RLSState, info: RLSInfo, null_intercept, null_loo) -> RLSResult:
     X, Y = problem.X, problem.Y
     d = X.shape[1]
@@ -464,8 +468,20 @@ def _rls_finish(problem: RLSProblem, state: RLSState, info: RLSInfo, null_interc
 @partial(jax.jit, static_argnames=("k", "chunk", "n_recheck"))
 def _greedy_rls_run(X, Y, live, l2, bias, w=None, *, k, chunk, n_recheck):
     problem = _make_problem(X, Y, live, l2, bias, w, chunk, n_recheck)
-    state, null_intercept, null_loo = _rls_start(problem, k)
-    state, info = _rls_advance(problem, state, k)
+    state, null_intercept, null_loo = _rls_start(problem, k=k)
+    state, info = _rls_advance(problem, state, length=k)
+    return _rls_finish(problem, state, info, null_intercept, null_loo)
+
+
+_make_problem_jit = jax.jit(_make_problem, static_argnames=("chunk", "n_recheck"))
+
+
+def _greedy_rls_chunked(X, Y, live, l2, bias, w, *, k, chunk, n_recheck):
+    """:func:`_greedy_rls_run` in a few compiled chunks with a progress bar between them."""
+    bar = progress_bar(k, "greedy_rls")
+    problem = _make_problem_jit(X, Y, live, l2, bias, w, chunk=chunk, n_recheck=n_recheck)
+    state, null_intercept, null_loo = _rls_start(problem, k=k)
+    state, info = run_in_chunks(lambda st, n: _rls_advance(problem, st, length=n), state, k, "greedy_rls", bar)
     return _rls_finish(problem, state, info, null_intercept, null_loo)
 
 
@@ -490,7 +506,17 @@ def _resolve_chunk(chunk_size, n: int, d: int, dtype) -> int:
 
 @any_mesh
 def greedy_rls(
-    X, Y, k, *, l2=1e-3, bias=0.0, chunk_size=None, n_recheck=8, constant_columns="inert", sample_weight=None
+    X,
+    Y,
+    k,
+    *,
+    l2=1e-3,
+    bias=0.0,
+    chunk_size=None,
+    n_recheck=8,
+    constant_columns="inert",
+    sample_weight=None,
+    progress: bool = False,
 ) -> RLSResult:
     """Multi-target greedy RLS: add ``k`` shared features one at a time by lowest LOO error.
 
@@ -545,6 +571,9 @@ def greedy_rls(
         residuals ``e_i/(1 − h_ii)`` of the scaled design; rows with ``w_i = 0`` contribute nothing
         and never influence the model). Columns constant on the rows with ``w > 0`` are inert.
         The weights of :func:`jaxselect.shard_rows` (0 on padding rows) give the unpadded result.
+      progress: show a ``tqdm`` progress bar over the ``k`` steps (needs the optional ``tqdm``, the
+        ``[progress]`` extra); the steps then run in a few compiled chunks. Default False: one
+        compiled program.
 
     Returns:
       An :class:`RLSResult`; the trailing target axis is dropped for 1-D ``Y``. ``status`` is 0
@@ -594,7 +623,8 @@ def greedy_rls(
             f"k={k} exceeds the number of non-constant columns of X ({int(n_live)} of {d}; constant "
             f"columns are never selected); choose k <= {int(n_live)}"
         )
-    res = _greedy_rls_run(X, Y2, live, l2, bias, w, k=k, chunk=chunk, n_recheck=n_recheck)
+    run = _greedy_rls_chunked if check_progress(progress) else _greedy_rls_run
+    res = run(X, Y2, live, l2, bias, w, k=k, chunk=chunk, n_recheck=n_recheck)
     if was_1d:
         res = res._replace(
             coef=res.coef[:, 0],

@@ -158,7 +158,9 @@ doubling_rule.needs_schur = True
 
 
 @any_mesh
-def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool = True, k=None) -> SelectionPath:
+def cs_omp(
+    problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool = True, k=None, progress: bool = False
+) -> SelectionPath:
     """Cost-sensitive group orthogonal matching pursuit (Hu et al., Algorithm 1).
 
     At step j, with the ridge model w(G_{j−1}) refitted on the selected groups, every remaining
@@ -178,6 +180,8 @@ def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool 
       k: number of groups to sequence (default all J; values above J are clipped to J). On a
         ``gram=False`` problem the default is the most steps whose slots fit in min(n, D), and the
         path is in slot space (:class:`~jaxselect.SelectionPath`, ``path.dense()``).
+      progress: show a ``tqdm`` progress bar (needs the optional ``tqdm``, the ``[progress]``
+        extra); the steps then run in a few compiled chunks. Default False: one compiled program.
 
     Returns:
       A :class:`SelectionPath` of ``k`` prefixes (``status`` flags a floored pivot or NaN).
@@ -194,11 +198,11 @@ def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool 
     """
     check_problem(problem)
     params = rule_params(problem, criterion=criterion, cost_sensitive=cost_sensitive)
-    return sequencing_run(problem, omp_rule, params, k=k)
+    return sequencing_run(problem, omp_rule, params, k=k, progress=progress)
 
 
 @any_mesh
-def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None) -> SelectionPath:
+def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None, progress: bool = False) -> SelectionPath:
     """Cost-sensitive group forward regression (CS-G-FR, Hu et al. §2).
 
     Picks ``argmax_g [F(G_{j−1} ⊕ g) − F(G_{j−1})] / c(g)``, evaluated exactly and without refits as
@@ -209,6 +213,7 @@ def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None) -> Selection
       problem: from :func:`jaxselect.prepare`.
       cost_sensitive: divide the gain by c(g) (False: plain group forward regression).
       k: number of groups to sequence (default all J; on a ``gram=False`` problem see :func:`cs_omp`).
+      progress: a progress bar, as in :func:`cs_omp`.
 
     Raises:
       ValueError: ``k`` < 1.
@@ -220,11 +225,12 @@ def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None) -> Selection
     [2, 0]
     """
     check_problem(problem)
-    return sequencing_run(problem, fr_rule, rule_params(problem, cost_sensitive=cost_sensitive), k=k)
+    params = rule_params(problem, cost_sensitive=cost_sensitive)
+    return sequencing_run(problem, fr_rule, params, k=k, progress=progress)
 
 
 @any_mesh
-def doubling(problem: Problem, *, c_min=None, k=None) -> SelectionPath:
+def doubling(problem: Problem, *, c_min=None, k=None, progress: bool = False) -> SelectionPath:
     """The Doubling algorithm (Hu et al., Algorithm 2): FR whose total cost at most doubles per step.
 
     Step 1 picks the best gain per cost among groups with ``c(g) ≤ c_min``; step j among the
@@ -241,6 +247,7 @@ def doubling(problem: Problem, *, c_min=None, k=None) -> SelectionPath:
       problem: from :func:`jaxselect.prepare`.
       c_min: cap of the first pick (default: the cheapest group's cost); may be traced.
       k: number of groups to sequence (default all J; on a ``gram=False`` problem see :func:`cs_omp`).
+      progress: a progress bar, as in :func:`cs_omp`.
 
     Returns:
       A :class:`SelectionPath` of ``k`` prefixes.
@@ -258,4 +265,4 @@ def doubling(problem: Problem, *, c_min=None, k=None) -> SelectionPath:
     check_problem(problem)
     if c_min is not None:
         c_min = as_hyper(c_min, "c_min", problem.b0.dtype, low=0.0, strict_low=True)
-    return sequencing_run(problem, doubling_rule, rule_params(problem, c_min=c_min), k=k)
+    return sequencing_run(problem, doubling_rule, rule_params(problem, c_min=c_min), k=k, progress=progress)
