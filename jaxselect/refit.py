@@ -35,6 +35,7 @@ from jaxselect._validation import (
     host_value,
 )
 from jaxselect._repr import short_repr
+from jaxselect._static import canonical
 from jaxselect.losses import GLMLoss, glm_loss
 from jaxselect.newton import NewtonInfo, default_tol, glm_newton, glm_risk, gradient_scale
 from jaxselect.prepare import as_sample_weight
@@ -340,8 +341,8 @@ def glm_refit(
         ``LogisticRegression(C).fit(Xs, y, sample_weight=w)`` is ``λ = 1/(C·Σw)``.
       solver: ``"newton"`` (default: the library's damped Newton solver, exact Cholesky steps) or an
         ``optax.GradientTransformation`` (e.g. ``optax.lbfgs()``) run for at most ``max_iter``
-        updates from zero until ``max|∇r| ≤ tol·σ``. Static: pass the same instance again to reuse
-        the compiled program. Gradients through the fit use the implicit function theorem either way.
+        updates from zero until ``max|∇r| ≤ tol·σ``. Static: an equal transformation built afresh
+        (e.g. ``optax.lbfgs()`` on every call) reuses the compiled program. Gradients through the fit use the implicit function theorem either way.
 
     Returns:
       A :class:`GLMRefitResult` ``(coef, intercept, status, info)``: coef (D,), intercept () for
@@ -400,7 +401,7 @@ def _check_solver(solver):
         return solver
     if not (callable(getattr(solver, "init", None)) and callable(getattr(solver, "update", None))):
         raise TypeError(f"solver must be 'newton' or an optax.GradientTransformation; got {solver!r}")
-    return solver
+    return canonical(solver)  # an equal transformation built afresh reuses the compiled program
 
 
 def _refit_binary_labels(y, n: int, dtype):

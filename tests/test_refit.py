@@ -281,6 +281,9 @@ def test_glm_refit_optax_solver_reaches_the_newton_solution(x64):
     np.testing.assert_allclose(soft.coef, ref.coef, rtol=1e-6, atol=1e-8)
     grad = jax.grad(lambda l2, s: jnp.sum(js.glm_refit(X, y, sup, l2=l2, solver=s, max_iter=200).coef), argnums=0)
     np.testing.assert_allclose(grad(0.1, lbfgs), grad(0.1, "newton"), rtol=1e-5)
+    with count_compiles() as compiles:  # a fresh, equal transformation reuses the compiled solve
+        jax.block_until_ready(js.glm_refit(X, y, sup, l2=0.1, solver=optax.lbfgs(), max_iter=200, tol=1e-10))
+    assert compiles[0] == 0
     # a plain first-order transformation stops at its cap and says so
     slow = js.glm_refit(X, y, sup, l2=0.1, solver=optax.sgd(1e-3), max_iter=3)
     assert int(slow.status) & js.status.NOT_CONVERGED and int(slow.info.n_iter) == 3
