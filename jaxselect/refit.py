@@ -57,6 +57,12 @@ class GLMRefitResult(NamedTuple):
 
     ``fit.coef`` / ``fit.intercept`` (or ``fit[0]`` / ``fit[1]``) are what ``glm_refit`` returned as
     a pair before 0.4.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = X[:, 0] > 0
+    >>> fit = js.glm_refit(X, y, l2=1e-2)          # a GLMRefitResult
+    >>> fit.coef.shape, int(fit.status), int(fit.info.n_iter) > 0
+    ((3,), 0, True)
     """
 
     coef: jax.Array
