@@ -45,7 +45,7 @@ import numpy as np
 
 from jaxselect._repr import short_repr
 from jaxselect._validation import check_float, check_int, host_value, is_traced
-from jaxselect.fixed_order import c_matvec, c_rows, fixed_order_path
+from jaxselect.fixed_order import c_matvec, c_rows, fixed_order
 from jaxselect.linalg import gather_groups
 from jaxselect.path import SelectionPath
 from jaxselect.prepare import Problem, check_problem, to_raw_coef
@@ -350,25 +350,35 @@ def group_lasso(
     ([2, 0], True)
     """
     check_problem(problem)
-    if is_traced(lambdas):  # inside a user's jit (e.g. group_lasso_path): shape checks only
-        lam = lambdas
-        if jnp.ndim(lam) != 1 or jnp.shape(lam)[0] < 1:
-            raise ValueError(f"lambdas must be a non-empty 1-D array; got shape {jnp.shape(lam)}")
-    else:
-        lam = np.asarray(lambdas, dtype=np.float64)
-        if lam.ndim != 1 or lam.size < 1:
-            raise ValueError(f"lambdas must be a non-empty 1-D array; got shape {lam.shape}")
-        if not np.all(np.isfinite(lam)) or np.any(lam <= 0):
-            raise ValueError("lambdas must be finite and > 0")
-        if lam.size > 1 and np.any(np.diff(lam) >= 0):
-            raise ValueError("lambdas must be strictly decreasing (warm starts run from large to small λ)")
+    lam = _check_lambdas(lambdas)
+    a, tol, max_iter = _solve_options(problem, cost_weighted, weights, tol, max_iter)
+    return _solve_path(problem, jnp.asarray(lam, problem.b0.dtype), a, tol, max_iter=max_iter)
+
+
+def _check_lambdas(lambdas):
+    """A user's λ grid: every value check on a host value; shape only on a traced one."""
+    if is_traced(lambdas):
+        if jnp.ndim(lambdas) != 1 or jnp.shape(lambdas)[0] < 1:
+            raise ValueError(f"lambdas must be a non-empty 1-D array; got shape {jnp.shape(lambdas)}")
+        return lambdas
+    lam = np.asarray(lambdas, dtype=np.float64)
+    if lam.ndim != 1 or lam.size < 1:
+        raise ValueError(f"lambdas must be a non-empty 1-D array; got shape {lam.shape}")
+    if not np.all(np.isfinite(lam)) or np.any(lam <= 0):
+        raise ValueError("lambdas must be finite and > 0")
+    if lam.size > 1 and np.any(np.diff(lam) >= 0):
+        raise ValueError("lambdas must be strictly decreasing (warm starts run from large to small λ)")
+    return lam
+
+
+def _solve_options(problem: Problem, cost_weighted, weights, tol, max_iter):
+    """Validated (weights (J,), tol (), max_iter) of a group-lasso solve."""
     a = _weights(problem, cost_weighted, weights)
     tol = _default_tol(problem) if tol is None else check_float(tol, "tol", low=0.0, strict_low=True)
     if tol >= 1.0:  # the KKT violation at w = 0 is at most the gradient's scale: nothing would be solved
         raise ValueError(f"tol must be < 1 (a fraction of the gradient's scale max_g ‖b0_g‖); got {tol}")
     max_iter = check_int(max_iter, "max_iter", low=1)
-    dtype = problem.b0.dtype
-    return _solve_path(problem, jnp.asarray(lam, dtype), a, jnp.asarray(tol, dtype), max_iter=max_iter)
+    return a, jnp.asarray(tol, problem.b0.dtype), max_iter
 
 
 @any_mesh
@@ -417,37 +427,39 @@ def group_lasso_path(
     [2, 0]
     """
     check_problem(problem)
+    a, tol, max_iter = _solve_options(problem, cost_weighted, weights, tol, max_iter)
     if lambdas is None:
         n_lambdas = check_int(n_lambdas, "n_lambdas", low=2)
         ratio = check_float(lambda_min_ratio, "lambda_min_ratio", low=0.0, high=1.0, strict_low=True)
         if ratio >= 1.0:
             raise ValueError("lambda_min_ratio must be < 1")
-        lmax = _lambda_max(problem, _weights(problem, cost_weighted, weights))
-        value = host_value(lambda: lmax) if not is_traced(problem) else None
-        if value is not None and not np.isfinite(value):
-            raise ValueError(
-                "problem has non-finite moments (b0 = ZᵀY/n contains NaN/Inf): prepare it from rescaled "
-                "X and Y, or in float64"
-            )
-        if value is not None and float(value) <= 0:
-            raise ValueError("b0 = ZᵀY/n is zero: no group is correlated with Y, the path is empty")
+        lmax = _lambda_max(problem, a)
         lambdas = lmax * jnp.asarray(np.geomspace(1.0, ratio, n_lambdas), lmax.dtype)
-        if not is_traced(lambdas):
-            lambdas = np.asarray(lambdas, np.float64)
-            if not np.all(lambdas > 0):  # concrete: the smallest λ must stay a positive number of the dtype
+        grid = host_value(lambda: lambdas)  # a concrete problem: checked on the host before the solve
+        if grid is not None:
+            if not np.isfinite(grid[0]):
+                raise ValueError(
+                    "problem has non-finite moments (b0 = ZᵀY/n contains NaN/Inf): prepare it from rescaled "
+                    "X and Y, or in float64"
+                )
+            if float(grid[0]) <= 0:
+                raise ValueError("b0 = ZᵀY/n is zero: no group is correlated with Y, the path is empty")
+            if not np.all(grid > 0):  # the smallest λ must stay a positive number of the dtype
                 raise ValueError(
                     f"lambda_min_ratio={ratio:.3g} is too small for {lmax.dtype}: the smallest λ "
                     f"(λ_max·lambda_min_ratio) underflows to 0; use a larger lambda_min_ratio"
                 )
-    fit = group_lasso(problem, lambdas, cost_weighted=cost_weighted, weights=weights, tol=tol, max_iter=max_iter)
+    else:
+        lambdas = _check_lambdas(lambdas)
+    fit = _solve_path(problem, jnp.asarray(lambdas, problem.b0.dtype), a, tol, max_iter=max_iter)
     order = fit.order
-    first = host_value(lambda: order[0])
+    first = host_value(lambda: order[0])  # after the solve, outside it: an eager caller gets an error
     if first is not None and int(first) < 0:
         raise ValueError(
             "no group entered the path (every solution on the λ grid is zero): lower lambda_min_ratio (or the "
             "smallest of lambdas), use a smaller tol, or prepare the problem with a smaller l2"
         )
-    path = fixed_order_path(problem, order)
+    path = fixed_order(problem, order)  # the entry order is valid by construction: no input checks
     path = path._replace(status=path.status | fit.status, info=fit)
     if return_fit is not None:
         warnings.warn(

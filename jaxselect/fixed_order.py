@@ -58,6 +58,7 @@ __all__ = [
     "sequencing_run",
     "fixed_order_rule",
     "fixed_order_path",
+    "fixed_order",
     "c_rows",
     "c_matvec",
     "degenerate",
@@ -539,14 +540,20 @@ def fixed_order_path(problem: Problem, order) -> SelectionPath:
     ([2, 0, -1, -1], [1.0, 2.0, inf, inf])
     """
     check_problem(problem)
-    J = problem.n_groups
-    if is_traced(order):  # inside a user's jit: shapes only (group_lasso_path builds its order traced)
+    if is_traced(order):  # a user's traced order: what its shape and dtype say
         if jnp.ndim(order) != 1 or not jnp.issubdtype(jnp.result_type(order), jnp.integer):
             raise ValueError("order must be a 1-D integer array of group indices")
-    else:
-        _check_order(np.asarray(order), J)
+    else:  # a host value: every value check, before anything is traced
+        order = np.asarray(order)
+        _check_order(order, problem.n_groups)
+    return fixed_order(problem, order)
+
+
+def fixed_order(problem: Problem, order) -> SelectionPath:
+    """:func:`fixed_order_path` without input checks, for an ``order`` built by the library (e.g. the
+    group-lasso entry order, valid by construction; traced or not)."""
     params = default_params(problem, order=order)
-    steps = int(order.shape[0] if is_traced(order) else np.shape(order)[0])
+    steps = int(jnp.shape(order)[0])
     capacity, raw_capacity = _capacities(problem, steps)
     return _sequence(problem, params, rule=fixed_order_rule, k=steps, capacity=capacity, raw_capacity=raw_capacity)
 
