@@ -49,7 +49,8 @@ import numpy as np  # noqa: E402
 import jaxselect as js  # noqa: E402
 from jaxselect.anytime import train_curve  # noqa: E402
 from jaxselect.baselines import group_lasso_path  # noqa: E402
-from jaxselect.greedy.glm import glm_accuracy, glm_omp  # noqa: E402
+from jaxselect.glm_eval import glm_accuracy  # noqa: E402
+from jaxselect.greedy.glm import glm_omp  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 METHODS = ("CS-G-OMP", "Single", "No-Whiten", "G-OMP", "CS-G-FR", "Doubling", "FR Oracle", "OMP Oracle", "Sparse")

@@ -36,11 +36,11 @@ from jaxselect.greedy import (
     cs_omp,
     doubling,
     fixed_order_path,
-    glm_accuracy,
     glm_omp,
     greedy_rls,
     rls_to_path,
 )
+from jaxselect.glm_eval import glm_accuracy, glm_predict
 from jaxselect.groups import Groups
 from jaxselect.model_selection import CVResult, cross_validate_fsa, cross_validate_path
 from jaxselect.moments import Moments
@@ -61,7 +61,7 @@ from jaxselect.prepare import (
     problem_from_moments,
     whiten_design,
 )
-from jaxselect.refit import glm_refit, ridge_refit, rls_refit
+from jaxselect.refit import GLMRefitResult, glm_refit, ridge_refit, rls_refit
 from jaxselect.sequential import (
     DWSMPolicy,
     DWSMReport,
@@ -72,6 +72,7 @@ from jaxselect.sequential import (
 )
 from jaxselect.sharding import data_mesh, row_sharding, shard_rows
 from jaxselect.status import (
+    DEGENERATE,
     ILL_CONDITIONED,
     NONFINITE,
     NOT_CONVERGED,
@@ -86,6 +87,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "ILL_CONDITIONED",
+    "DEGENERATE",
     "NONFINITE",
     "NOT_CONVERGED",
     "STATUS_MESSAGES",
@@ -130,6 +132,7 @@ __all__ = [
     "glm_omp",
     "glm_predict",
     "glm_refit",
+    "GLMRefitResult",
     "greedy_rls",
     "group_lasso",
     "group_lasso_lambda_max",

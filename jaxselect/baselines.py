@@ -14,8 +14,11 @@ Solver: block coordinate descent over groups with the gradient ``r = b0 − C w`
 (O(D·s·T) per group update, O(D²·T) per sweep, independent of n once C is formed). The block update
 is the proximal step ``w_g ← prox(w_g + r_g / L_g)`` with ``L_g = λ_max(C_gg)`` — the exact block
 minimiser on whitened groups, where ``C_gg = (1 + l2) I``; a group whose update is zero skips the
-O(D·s) gradient update (``lax.cond``). Sweeps run in a ``lax.while_loop``, 4 at a time (:func:`group_lasso_step`, with
-:class:`GroupLassoState` / :func:`group_lasso_init`: the advanced API), until the
+O(D·s) gradient update (``lax.cond``). On a ``gram=False`` problem the rows of C and ``C w`` come
+from the design (O(n·D·s) per group update), so every solver accepts what ``prepare`` returns.
+Sweeps run in a ``lax.while_loop``, 4 at a time (the solver protocol:
+``state = group_lasso_init(problem, lam, weights)``, ``state, info = group_lasso_step(problem, state)``),
+until the
 KKT violation (recomputed from a fresh ``r`` after every 4 sweeps)
 
     ‖r_g − λ a_g w_g/‖w_g‖‖ (w_g ≠ 0),     max(0, ‖r_g‖ − λ a_g) (w_g = 0)
@@ -32,6 +35,7 @@ each solve from the previous solution. ``λ_max = max_g ‖b0_g‖ / a_g`` is th
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from typing import NamedTuple
 
@@ -41,8 +45,9 @@ import numpy as np
 
 from jaxselect._repr import short_repr
 from jaxselect._validation import check_float, check_int, host_value, is_traced
-from jaxselect.greedy.sequencing import fixed_order_path
+from jaxselect.fixed_order import c_matvec, c_rows, fixed_order
 from jaxselect.linalg import gather_groups
+from jaxselect.path import SelectionPath
 from jaxselect.prepare import Problem, check_problem, to_raw_coef
 from jaxselect.status import NONFINITE, NOT_CONVERGED
 from jaxselect.sharding import any_mesh
@@ -50,6 +55,7 @@ from jaxselect.sharding import any_mesh
 __all__ = [
     "GroupLassoFit",
     "GroupLassoState",
+    "GroupLassoStepInfo",
     "group_lasso",
     "group_lasso_init",
     "group_lasso_step",
@@ -129,7 +135,7 @@ def group_lasso_lambda_max(problem: Problem, *, cost_weighted: bool = True, weig
     >>> round(group_lasso_lambda_max(jaxselect.prepare(X, y)), 2)
     1.0
     """
-    check_problem(problem, need_gram=True)
+    check_problem(problem)
     return float(_lambda_max(problem, _weights(problem, cost_weighted, weights)))
 
 
@@ -141,12 +147,25 @@ class GroupLassoState(NamedTuple):
       kkt: () max KKT violation at ``coef`` (see the module docstring).
       n_iter: () int32 sweeps done.
       lipschitz: (J,) block constants ``L_g = λ_max(C_gg)`` (fixed; computed once by the init).
+      lam: () the penalty λ; weights: (J,) the group weights a_g (fixed at the init).
     """
 
     coef: jax.Array
     kkt: jax.Array
     n_iter: jax.Array
     lipschitz: jax.Array
+    lam: jax.Array
+    weights: jax.Array
+
+    __repr__ = short_repr
+
+
+class GroupLassoStepInfo(NamedTuple):
+    """What :func:`group_lasso_step` reports: the max KKT violation after the step's sweeps and the
+    number of non-zero groups."""
+
+    kkt: jax.Array
+    n_active: jax.Array
 
     __repr__ = short_repr
 
@@ -168,26 +187,45 @@ def group_lasso_init(problem: Problem, lam, weights, coef=None) -> GroupLassoSta
     """BCD state at ``coef`` (default 0) for penalty ``lam · Σ_g weights_g ‖w_g‖`` (pure, jit-able).
 
     Args:
-      problem: a prepared :class:`~jaxselect.Problem` with its Gram matrix.
+      problem: a prepared :class:`~jaxselect.Problem` (Gram or ``gram=False``).
       lam: () the penalty λ; weights: (J,) group weights a_g > 0; coef: (D, T) warm start.
+
+    Returns:
+      A :class:`GroupLassoState` holding λ and the weights; advance it with :func:`group_lasso_step`.
     """
-    index, mask = problem.groups.index, problem.groups.mask
-    # Block Lipschitz constants L_g = λ_max(C_gg) (padding is identity, so ≥ its real eigenvalues).
+    dtype = problem.b0.dtype
+    lam = jnp.asarray(lam, dtype)
+    weights = jnp.asarray(weights, dtype)
+    w = jnp.zeros_like(problem.b0) if coef is None else coef
+    return _state(problem, w, _lipschitz(problem), lam, weights)
+
+
+def _lipschitz(problem: Problem) -> jax.Array:
+    """Block Lipschitz constants L_g = λ_max(C_gg) (J,) (padding is identity, so ≥ its real eigenvalues)."""
+    mask = problem.groups.mask
     blocks = jnp.where(mask[:, :, None] & mask[:, None, :], problem.diag_blocks, jnp.zeros_like(problem.diag_blocks))
     lip = jnp.max(jnp.linalg.eigvalsh(blocks), axis=1)
-    lip = jnp.where(lip > 0, lip, jnp.ones_like(lip))
-    w = jnp.zeros_like(problem.b0) if coef is None else coef
-    kkt = jnp.max(_kkt(problem.b0 - problem.C @ w, w, lam, weights, index, mask))
-    return GroupLassoState(w, kkt, jnp.zeros((), jnp.int32), lip)
+    return jnp.where(lip > 0, lip, jnp.ones_like(lip))
 
 
-def group_lasso_step(problem: Problem, state: GroupLassoState, lam, weights) -> GroupLassoState:
+def _state(problem: Problem, w, lip, lam, weights) -> GroupLassoState:
+    index, mask = problem.groups.index, problem.groups.mask
+    kkt = jnp.max(_kkt(problem.b0 - c_matvec(problem, w), w, lam, weights, index, mask))
+    return GroupLassoState(w, kkt, jnp.zeros((), jnp.int32), lip, lam, weights)
+
+
+def group_lasso_step(problem: Problem, state: GroupLassoState) -> tuple[GroupLassoState, GroupLassoStepInfo]:
     """``CHECK_EVERY`` (4) block-coordinate-descent sweeps over the groups, then a fresh KKT check.
 
     Each block update is the proximal step ``w_g ← prox(w_g + r_g / L_g)`` with the gradient
     ``r = b0 − Cw`` kept up to date; a group whose update is zero skips the O(D·s) gradient update.
+    λ and the weights are the state's (:func:`group_lasso_init`).
+
+    Returns:
+      ``(state, GroupLassoStepInfo)``.
     """
-    C, b0 = problem.C, problem.b0
+    b0 = problem.b0
+    lam, weights = state.lam, state.weights
     index, mask = problem.groups.index, problem.groups.mask
     J = index.shape[0]
     live, lip = problem.live, state.lipschitz
@@ -206,17 +244,19 @@ def group_lasso_step(problem: Problem, state: GroupLassoState, lam, weights) -> 
 
         def apply(carry):
             w, r = carry
-            rows = jnp.take(C, idx, axis=0, mode="fill", fill_value=0)  # (s, D) = C[:, idx]ᵀ
+            rows = c_rows(problem, idx, m)  # (s, D) = C[:, idx]ᵀ (zero on padding)
             return w.at[idx].set(new, mode="drop"), r - (delta.T @ rows).T
 
         # Groups that stay at zero (most of them early on the path) cost O(s·T), not O(s·D).
         return jax.lax.cond(jnp.any(delta != 0), apply, lambda c: c, (w, r))
 
-    r = b0 - C @ state.coef
+    r = b0 - c_matvec(problem, state.coef)
     sweep = lambda _, c: jax.lax.fori_loop(0, J, block_update, c)  # noqa: E731
     w, _ = jax.lax.fori_loop(0, CHECK_EVERY, sweep, (state.coef, r))
-    kkt = jnp.max(_kkt(b0 - C @ w, w, lam, weights, index, mask))
-    return state._replace(coef=w, kkt=kkt, n_iter=state.n_iter + CHECK_EVERY)
+    kkt = jnp.max(_kkt(b0 - c_matvec(problem, w), w, lam, weights, index, mask))
+    wg = gather_groups(w, index, mask, axis=0)
+    n_active = jnp.sum(jnp.any(wg != 0, axis=(1, 2)), dtype=jnp.int32)
+    return state._replace(coef=w, kkt=kkt, n_iter=state.n_iter + CHECK_EVERY), GroupLassoStepInfo(kkt, n_active)
 
 
 @jax.jit
@@ -231,16 +271,14 @@ def _solve_path(problem: Problem, lambdas, weights, tol, *, max_iter: int):
     # Violations are gradients: compare them with the gradient's own scale, never with λ_max (which
     # a common factor on the weights rescales — the float32 path then stopped converging).
     threshold = tol * _gradient_scale(problem)
-    lip = group_lasso_init(problem, lambdas[0], weights).lipschitz
+    lip = _lipschitz(problem)
 
     def solve(w, lam):
         def cond(st: GroupLassoState):
             return (st.n_iter < max_iter) & (st.kkt > threshold)
 
-        r0 = problem.b0 - problem.C @ w
-        v0 = jnp.max(_kkt(r0, w, lam, weights, index, mask))
-        state = GroupLassoState(w, v0, jnp.zeros((), jnp.int32), lip)
-        return jax.lax.while_loop(cond, lambda st: group_lasso_step(problem, st, lam, weights), state)
+        state = _state(problem, w, lip, lam, weights)
+        return jax.lax.while_loop(cond, lambda st: group_lasso_step(problem, st)[0], state)
 
     def scan_body(w, lam):
         res = solve(w, lam)
@@ -293,7 +331,8 @@ def group_lasso(
     coordinate descent in moment space.
 
     Args:
-      problem: from :func:`jaxselect.prepare` (``gram=True``).
+      problem: from :func:`jaxselect.prepare` (Gram or ``gram=False``: the rows of C then come from
+        the design, O(n·D·s) per group update instead of O(D·s)).
       lambdas: (L,) strictly decreasing, > 0 (in the units of the standardised problem).
       cost_weighted: a_g = c(g) (the paper's Sparse); False: a_g = 1.
       weights: (J,) explicit weights a_g > 0 (overrides ``cost_weighted``).
@@ -310,26 +349,36 @@ def group_lasso(
     >>> fit.order.tolist()[:2], bool(fit.converged.all())
     ([2, 0], True)
     """
-    check_problem(problem, need_gram=True)
-    if is_traced(lambdas):  # inside a user's jit (e.g. group_lasso_path): shape checks only
-        lam = lambdas
-        if jnp.ndim(lam) != 1 or jnp.shape(lam)[0] < 1:
-            raise ValueError(f"lambdas must be a non-empty 1-D array; got shape {jnp.shape(lam)}")
-    else:
-        lam = np.asarray(lambdas, dtype=np.float64)
-        if lam.ndim != 1 or lam.size < 1:
-            raise ValueError(f"lambdas must be a non-empty 1-D array; got shape {lam.shape}")
-        if not np.all(np.isfinite(lam)) or np.any(lam <= 0):
-            raise ValueError("lambdas must be finite and > 0")
-        if lam.size > 1 and np.any(np.diff(lam) >= 0):
-            raise ValueError("lambdas must be strictly decreasing (warm starts run from large to small λ)")
+    check_problem(problem)
+    lam = _check_lambdas(lambdas)
+    a, tol, max_iter = _solve_options(problem, cost_weighted, weights, tol, max_iter)
+    return _solve_path(problem, jnp.asarray(lam, problem.b0.dtype), a, tol, max_iter=max_iter)
+
+
+def _check_lambdas(lambdas):
+    """A user's λ grid: every value check on a host value; shape only on a traced one."""
+    if is_traced(lambdas):
+        if jnp.ndim(lambdas) != 1 or jnp.shape(lambdas)[0] < 1:
+            raise ValueError(f"lambdas must be a non-empty 1-D array; got shape {jnp.shape(lambdas)}")
+        return lambdas
+    lam = np.asarray(lambdas, dtype=np.float64)
+    if lam.ndim != 1 or lam.size < 1:
+        raise ValueError(f"lambdas must be a non-empty 1-D array; got shape {lam.shape}")
+    if not np.all(np.isfinite(lam)) or np.any(lam <= 0):
+        raise ValueError("lambdas must be finite and > 0")
+    if lam.size > 1 and np.any(np.diff(lam) >= 0):
+        raise ValueError("lambdas must be strictly decreasing (warm starts run from large to small λ)")
+    return lam
+
+
+def _solve_options(problem: Problem, cost_weighted, weights, tol, max_iter):
+    """Validated (weights (J,), tol (), max_iter) of a group-lasso solve."""
     a = _weights(problem, cost_weighted, weights)
     tol = _default_tol(problem) if tol is None else check_float(tol, "tol", low=0.0, strict_low=True)
     if tol >= 1.0:  # the KKT violation at w = 0 is at most the gradient's scale: nothing would be solved
         raise ValueError(f"tol must be < 1 (a fraction of the gradient's scale max_g ‖b0_g‖); got {tol}")
     max_iter = check_int(max_iter, "max_iter", low=1)
-    dtype = problem.b0.dtype
-    return _solve_path(problem, jnp.asarray(lam, dtype), a, jnp.asarray(tol, dtype), max_iter=max_iter)
+    return a, jnp.asarray(tol, problem.b0.dtype), max_iter
 
 
 @any_mesh
@@ -343,8 +392,8 @@ def group_lasso_path(
     weights=None,
     tol=None,
     max_iter: int = 2000,
-    return_fit: bool = False,
-):
+    return_fit=None,
+) -> SelectionPath:
     """The "Sparse" anytime baseline: groups in order of entry on the group-lasso path, refitted.
 
     Solves :func:`group_lasso` on the grid ``λ_max · geomspace(1, lambda_min_ratio, n_lambdas)``
@@ -353,61 +402,72 @@ def group_lasso_path(
     (:func:`jaxselect.fixed_order_path`). Groups that never enter are left off (order −1).
 
     Args:
-      problem: from :func:`jaxselect.prepare` (``gram=True``).
+      problem: from :func:`jaxselect.prepare` (Gram or ``gram=False``, as in :func:`group_lasso`).
       n_lambdas: grid size L ≥ 2 (ignored when ``lambdas`` is given).
       lambda_min_ratio: smallest λ as a fraction of λ_max, in (0, 1).
       lambdas: an explicit strictly decreasing grid.
       cost_weighted, weights, tol, max_iter: as in :func:`group_lasso`.
-      return_fit: also return the :class:`GroupLassoFit` (the per-λ coefficients).
+      return_fit: deprecated (the path always carries its :class:`GroupLassoFit` as ``path.info``);
+        ``True`` still returns ``(path, path.info)`` with a DeprecationWarning.
 
     Runs inside a user's ``jax.jit`` (the λ grid and the entry order are then traced; the value
     checks on them are skipped).
 
     Returns:
       A :class:`SelectionPath` of J steps (its ``status`` also carries the fit's
-      NOT_CONVERGED flag), or ``(path, fit)``.
+      NOT_CONVERGED flag); ``path.info`` is the :class:`GroupLassoFit` (the per-λ solutions).
 
     Raises:
       ValueError: ``n_lambdas`` < 2, ``lambda_min_ratio`` outside (0, 1], bad weights, ``tol`` or
-        ``max_iter``, or a ``problem`` without its Gram matrix (``prepare(..., gram=False)``).
+        ``max_iter``.
 
     >>> import numpy as np, jaxselect
     >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
     >>> group_lasso_path(jaxselect.prepare(X, y), n_lambdas=20).order.tolist()[:2]
     [2, 0]
     """
-    check_problem(problem, need_gram=True)
+    check_problem(problem)
+    a, tol, max_iter = _solve_options(problem, cost_weighted, weights, tol, max_iter)
     if lambdas is None:
         n_lambdas = check_int(n_lambdas, "n_lambdas", low=2)
         ratio = check_float(lambda_min_ratio, "lambda_min_ratio", low=0.0, high=1.0, strict_low=True)
         if ratio >= 1.0:
             raise ValueError("lambda_min_ratio must be < 1")
-        check_problem(problem, need_gram=True)
-        lmax = _lambda_max(problem, _weights(problem, cost_weighted, weights))
-        value = host_value(lambda: lmax) if not is_traced(problem) else None
-        if value is not None and not np.isfinite(value):
-            raise ValueError(
-                "problem has non-finite moments (b0 = ZᵀY/n contains NaN/Inf): prepare it from rescaled "
-                "X and Y, or in float64"
-            )
-        if value is not None and float(value) <= 0:
-            raise ValueError("b0 = ZᵀY/n is zero: no group is correlated with Y, the path is empty")
+        lmax = _lambda_max(problem, a)
         lambdas = lmax * jnp.asarray(np.geomspace(1.0, ratio, n_lambdas), lmax.dtype)
-        if not is_traced(lambdas):
-            lambdas = np.asarray(lambdas, np.float64)
-            if not np.all(lambdas > 0):  # concrete: the smallest λ must stay a positive number of the dtype
+        grid = host_value(lambda: lambdas)  # a concrete problem: checked on the host before the solve
+        if grid is not None:
+            if not np.isfinite(grid[0]):
+                raise ValueError(
+                    "problem has non-finite moments (b0 = ZᵀY/n contains NaN/Inf): prepare it from rescaled "
+                    "X and Y, or in float64"
+                )
+            if float(grid[0]) <= 0:
+                raise ValueError("b0 = ZᵀY/n is zero: no group is correlated with Y, the path is empty")
+            if not np.all(grid > 0):  # the smallest λ must stay a positive number of the dtype
                 raise ValueError(
                     f"lambda_min_ratio={ratio:.3g} is too small for {lmax.dtype}: the smallest λ "
                     f"(λ_max·lambda_min_ratio) underflows to 0; use a larger lambda_min_ratio"
                 )
-    fit = group_lasso(problem, lambdas, cost_weighted=cost_weighted, weights=weights, tol=tol, max_iter=max_iter)
+    else:
+        lambdas = _check_lambdas(lambdas)
+    fit = _solve_path(problem, jnp.asarray(lambdas, problem.b0.dtype), a, tol, max_iter=max_iter)
     order = fit.order
-    first = host_value(lambda: order[0])
+    first = host_value(lambda: order[0])  # after the solve, outside it: an eager caller gets an error
     if first is not None and int(first) < 0:
         raise ValueError(
             "no group entered the path (every solution on the λ grid is zero): lower lambda_min_ratio (or the "
             "smallest of lambdas), use a smaller tol, or prepare the problem with a smaller l2"
         )
-    path = fixed_order_path(problem, order)
-    path = path._replace(status=path.status | fit.status)
-    return (path, fit) if return_fit else path
+    path = fixed_order(problem, order)  # the entry order is valid by construction: no input checks
+    path = path._replace(status=path.status | fit.status, info=fit)
+    if return_fit is not None:
+        warnings.warn(
+            "group_lasso_path(return_fit=...) is deprecated: the path always carries its GroupLassoFit as "
+            "path.info (use path = group_lasso_path(...); path.info)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if return_fit:
+            return path, fit
+    return path

@@ -28,6 +28,7 @@ The engine only forms moments and checks data; standardising and whitening them 
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from typing import NamedTuple
 
@@ -411,7 +412,7 @@ def check_scales(
     A non-constant column (or target) whose variance overflows, or is not a normal float of the
     compute dtype (≥ 16·tiny, e.g. about 2e-37 in float32), cannot be standardised: a ValueError
     names it and says to rescale (or use float64). ``x_var`` (D,) may be None; the variance is then
-    bounded below by ``x_spread²/(2n)``. A constant target raises too.
+    bounded below by ``x_spread²/(2n)``. A constant target warns (its problem column is zero).
     """
     dtype = np.dtype(np.asarray(x_var if x_var is not None else x_spread).dtype)
     tiny = float(np.finfo(dtype).tiny)
@@ -443,10 +444,15 @@ def check_scales(
             f"{y_name} or use float64 with jax_enable_x64"
         )
     y_constant = np.asarray(y_constant, bool)
-    if y_constant.any():
-        raise ValueError(f"target column(s) {np.flatnonzero(y_constant).tolist()} of {y_name} are constant")
-    if (y_var < 16.0 * tiny).any():
-        cols = np.flatnonzero(y_var < 16.0 * tiny)
+    if y_constant.any():  # like scikit-learn's OMP: warn; the solvers return the intercept-only model
+        warnings.warn(
+            f"target column(s) {np.flatnonzero(y_constant).tolist()} of {y_name} are constant: nothing is "
+            "selected for them (coefficients 0, intercept = the target mean; status DEGENERATE when all are)",
+            UserWarning,
+            stacklevel=3,
+        )
+    if ((y_var < 16.0 * tiny) & ~y_constant).any():
+        cols = np.flatnonzero((y_var < 16.0 * tiny) & ~y_constant)
         raise ValueError(
             f"target column(s) {cols[:10].tolist()} of {y_name} vary too little for {dtype.name} moments; "
             f"rescale {y_name} or use float64 with jax_enable_x64"

@@ -14,10 +14,15 @@ Two storage forms of the coefficients, one type:
   path costs O(m·P·T) instead of O(m·D·T). :meth:`SelectionPath.dense` gives the dense form on
   demand, :meth:`SelectionPath.columns` the columns of X a slot path uses, and every consumer
   (:func:`jaxselect.predict`, :func:`jaxselect.objective_curve`, the estimators) takes both forms.
+
+Greedy RLS returns its own :class:`RLSResult` (prefix models over the selected features); it lives
+here with its conversion :func:`rls_to_path`, so the evaluation layer reads both anytime results
+without importing a solver.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -26,7 +31,7 @@ import numpy as np
 
 from jaxselect._repr import short_repr
 
-__all__ = ["SelectionPath", "LINKS", "link_code"]
+__all__ = ["SelectionPath", "RLSResult", "LINKS", "link_code", "rls_to_path"]
 
 #: Inverse links a path can carry (``SelectionPath.link`` is the index into this tuple).
 LINKS = ("identity", "logistic", "softmax")
@@ -59,6 +64,10 @@ class SelectionPath(NamedTuple):
       features: None for a dense path (``coef`` (m, D, T)); for a slot path (``coef`` (m, P, T)) the
         (P,) int32 raw feature of each coefficient slot, D on empty slots (the last slot is always
         empty, so a concrete slot path knows D).
+      info: the diagnostics of the solve behind the path, or None: a
+        :class:`~jaxselect.GLMInfo` (per-step Newton diagnostics) for :func:`~jaxselect.glm_omp`, the
+        :class:`~jaxselect.GroupLassoFit` (the per-λ solutions) for
+        :func:`~jaxselect.group_lasso_path`; None for the other solvers.
 
     Returned by :func:`~jaxselect.cs_omp`, :func:`~jaxselect.cs_fr`, :func:`~jaxselect.doubling`,
     :func:`~jaxselect.fixed_order_path`, :func:`~jaxselect.glm_omp`,
@@ -83,6 +92,7 @@ class SelectionPath(NamedTuple):
     status: jax.Array
     link: jax.Array
     features: jax.Array | None = None
+    info: object | None = None
 
     __repr__ = short_repr
 
@@ -139,3 +149,123 @@ def _scatter_slots(coef: jax.Array, features: jax.Array, d: int) -> jax.Array:
     lead = coef.shape[:-2]
     out = jnp.zeros(lead + (d, coef.shape[-1]), coef.dtype)
     return out.at[..., features, :].set(coef, mode="drop")
+
+
+class RLSResult(NamedTuple):
+    """Result of :func:`greedy_rls` (the model after every prefix, for anytime use).
+
+    Shapes use ``k`` selected features, ``d`` features and ``T`` targets; for a 1-D ``y`` the
+    trailing ``T`` axis is dropped. :func:`rls_to_path` turns it into a
+    :class:`~jaxselect.SelectionPath` for :func:`jaxselect.predict` and the anytime curves.
+
+    Attributes:
+      selected: (k,) int32 feature indices in the order they were added; −1 for a step that found
+        no selectable feature (only possible inside a user's ``jit``, where ``k`` larger than the
+        number of non-constant columns cannot be rejected up front).
+      loo_error: (k,) leave-one-out mean squared error ``Σ_jh (Ã_jh/g̃_j)² / (n·T)`` of the model
+        after each addition (RLScore's ``performances``).
+      coef: (d, T) final weights in feature space (zero for features not selected).
+      intercept: (T,) final intercept ``bias · 1ᵀA`` (zero when ``bias == 0``).
+      coef_path: (k, k, T) ``coef_path[t, j]`` is the weight of feature ``selected[j]`` in the model
+        with the first ``t + 1`` features (zero for ``j > t``).
+      intercept_path: (k, T) intercept of the model after each addition.
+      null_intercept: (T,) prediction of the model with no selected feature: 0 without bias, else
+        the intercept of the ridge model on the bias column alone, ``bias·mean(Y)/(bias + l2)``.
+      null_loo_error: () LOO mean squared error of that feature-less model (``mean(Y²)`` without
+        bias).
+      status: () int32, 0 when fine, else flags of :data:`jaxselect.STATUS_MESSAGES`
+        (``ILL_CONDITIONED`` = 2: diag(G) lost positivity or no candidate had a usable score;
+        ``NONFINITE`` = 1: NaN/Inf in the state). Raise with :func:`jaxselect.raise_for_status`.
+
+    >>> import numpy as np, jaxselect as js
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 20)).astype(np.float32)
+    >>> Y = X[:, [3, 7]] @ np.array([[2.0, 0.5], [-1.0, 1.5]], dtype=np.float32)
+    >>> res = js.greedy_rls(X, Y, 2, l2=0.01)          # an RLSResult
+    >>> res.loo_error.shape, res.coef.shape, res.coef_path.shape, int(res.status)
+    ((2,), (20, 2), (2, 2, 2), 0)
+    """
+
+    selected: jax.Array
+    loo_error: jax.Array
+    coef: jax.Array
+    intercept: jax.Array
+    coef_path: jax.Array
+    intercept_path: jax.Array
+    null_intercept: jax.Array
+    null_loo_error: jax.Array
+    status: jax.Array
+
+    __repr__ = short_repr
+
+
+def _check_result(result) -> None:
+    if not isinstance(result, RLSResult):
+        raise TypeError(f"result must be an RLSResult from greedy_rls; got {type(result).__name__}")
+
+
+def _safe_index(selected, d: int):
+    """Selected indices with −1 (no feature) mapped out of range, for ``.at[...].set(mode="drop")``."""
+    return jnp.where(selected >= 0, selected, d)
+
+
+def rls_to_path(result: RLSResult) -> SelectionPath:
+    """The greedy RLS result as a :class:`~jaxselect.SelectionPath` (anytime composition).
+
+    Features are unit-cost singleton groups, so with it :func:`jaxselect.predict` at
+    ``budget=b`` gives ``rls_predict(result, X, step=b)`` and the anytime curves
+    (:func:`jaxselect.objective_curve`, :func:`jaxselect.timeliness`, ...) apply.
+
+    Fields: ``order = selected``; ``cum_cost = 1, 2, …, k`` in the result's dtype (+inf for a
+    step that selected nothing); ``objective[t] = 1 − loo_error[t] / null_loo_error``, the
+    fraction of the feature-less model's LOO error removed by the first ``t + 1`` features (the
+    quantity each greedy step maximises; 0 for an all-zero ``Y``; not necessarily monotone);
+    ``coef`` (k, d, T) dense from ``coef_path``; ``intercept`` (k, T); ``null_intercept`` (T,)
+    the feature-less model (0 without bias); ``status``; ``link = "identity"``. A 1-D ``y`` gets
+    ``T = 1``. Traceable (no host reads).
+
+    Example:
+      >>> import numpy as np, jaxselect as js
+      >>> rng = np.random.default_rng(0)
+      >>> X = rng.normal(size=(100, 20)).astype(np.float32)
+      >>> Y = X[:, [3, 7]] @ np.array([[2.0, 0.5], [-1.0, 1.5]], dtype=np.float32)
+      >>> res = js.greedy_rls(X, Y, 2, l2=0.01)
+      >>> path = js.rls_to_path(res)
+      >>> path.order.tolist(), path.cum_cost.tolist()
+      ([3, 7], [1.0, 2.0])
+    """
+    _check_result(result)
+    coef_path, intercept_path, null = result.coef_path, result.intercept_path, result.null_intercept
+    if coef_path.ndim == 2:  # fit on a 1-D y: give the path its T = 1 axis
+        coef_path, intercept_path, null = coef_path[..., None], intercept_path[:, None], null[None]
+    return _to_path(
+        result.selected,
+        result.loo_error,
+        result.null_loo_error,
+        coef_path,
+        intercept_path,
+        null,
+        result.status,
+        d=result.coef.shape[0],
+    )
+
+
+@partial(jax.jit, static_argnames=("d",))
+def _to_path(selected, loo, null_loo, coef_path, intercept_path, null_intercept, status, *, d):
+    k, _, T = coef_path.shape
+    dt = coef_path.dtype
+    taken = selected >= 0
+    cum_cost = jnp.where(taken, jnp.arange(1, k + 1, dtype=dt), jnp.asarray(jnp.inf, dt))
+    safe_null = jnp.where(null_loo > 0, null_loo, jnp.ones_like(null_loo))
+    objective = jnp.where(null_loo > 0, 1 - loo / safe_null, jnp.zeros_like(loo))
+    coef = jnp.zeros((k, d, T), dt).at[:, _safe_index(selected, d), :].set(coef_path, mode="drop")
+    return SelectionPath(
+        order=selected,
+        cum_cost=cum_cost,
+        objective=objective,
+        coef=coef,
+        intercept=intercept_path,
+        null_intercept=null_intercept,
+        status=status,
+        link=link_code("identity"),
+    )

@@ -207,7 +207,7 @@ def prepare(
       A :class:`Problem`.
 
     Raises:
-      ValueError: NaN/Inf in X or Y, a constant target, X or Y too large or too small for the
+      ValueError: NaN/Inf in X or Y, X or Y too large or too small for the
         compute dtype's second moments, bad weights, every column of X constant.
 
     >>> import numpy as np
@@ -529,7 +529,7 @@ def _from_moments(m: Moments, groups: Groups, l2, *, whiten: bool, rank_tol: flo
     J, s_max = index.shape
     eye_s = jnp.broadcast_to(jnp.eye(s_max, dtype=dtype)[None, :, :], (J, s_max, s_max))
     pad2 = mask[:, :, None] & mask[:, None, :]
-    y_scale = jnp.sqrt(m.y_var)
+    y_scale = jnp.where(m.y_constant, jnp.ones_like(m.y_var), jnp.sqrt(m.y_var))  # constant Y: a zero column
     standard = summary_from_moments(m)  # the one standardisation rule, on the moments
     x_scale, col_w = standard.scale, standard.factor
     G = m.gram * col_w[:, None] * col_w[None, :]
@@ -538,6 +538,7 @@ def _from_moments(m: Moments, groups: Groups, l2, *, whiten: bool, rank_tol: flo
     bases = _group_bases(G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol)
     live = bases.live
     b0t = (m.cross / y_scale[None, :]).T * col_w[None, :]  # (T, D)
+    b0t = jnp.where(m.y_constant[:, None], jnp.zeros_like(b0t), b0t)
     if whiten:
         G = apply_block_diag(G, bases.basis, index, mask)
         G = apply_block_diag(G.T, bases.basis, index, mask)
@@ -567,6 +568,19 @@ def _from_moments(m: Moments, groups: Groups, l2, *, whiten: bool, rank_tol: flo
     )
 
 
+def _target_scale(Y, Yc, nf, w):
+    """(y_scale (T,), Ys (n, T)): standardised centred targets; a constant target (max == min over the
+    rows with positive weight) gets scale 1 and a zero column, so every solver sees b0 = 0 for it."""
+    pos = jnp.ones((Y.shape[0], 1), bool) if w is None else (w > 0)[:, None]
+    hi = jnp.max(jnp.where(pos, Y, -jnp.inf), axis=0)
+    lo = jnp.min(jnp.where(pos, Y, jnp.inf), axis=0)
+    constant = ~(hi > lo)
+    y_scale = jnp.sqrt(jnp.sum(Yc * Yc, axis=0) / nf)
+    y_scale = jnp.where(constant, jnp.ones_like(y_scale), y_scale)
+    Ys = jnp.where(constant[None, :], jnp.zeros_like(Yc), Yc / y_scale[None, :])
+    return y_scale, Ys
+
+
 @partial(jax.jit, static_argnames=("whiten", "rank_tol"))
 def _prepare_design(X, Y, w, groups: Groups, l2, summary: ColumnSummary, *, whiten: bool, rank_tol: float) -> Problem:
     """gram=False: keep the design Z (rows scaled by √w) instead of forming C."""
@@ -582,8 +596,7 @@ def _prepare_design(X, Y, w, groups: Groups, l2, summary: ColumnSummary, *, whit
     else:
         y_mean = (w @ Y) / nf
         Yc = (Y - y_mean[None, :]) * jnp.sqrt(w)[:, None]
-    y_scale = jnp.sqrt(jnp.sum(Yc * Yc, axis=0) / nf)
-    Ys = Yc / y_scale[None, :]
+    y_scale, Ys = _target_scale(Y, Yc, nf, w)
     design = _design(X, w, groups, summary, whiten=whiten, rank_tol=rank_tol)
     Z = design.Z if w is None else design.Z * jnp.sqrt(w)[:, None]
     live = design.live
@@ -634,8 +647,7 @@ def _prepare_raw_design(X, Y, groups: Groups, l2, summary: ColumnSummary, *, whi
     c = jnp.where(live, col_w * basis, jnp.zeros_like(col_w))
     y_mean = jnp.mean(Y, axis=0)
     Yc = Y - y_mean[None, :]
-    y_scale = jnp.sqrt(jnp.sum(Yc * Yc, axis=0) / nf)
-    Ys = Yc / y_scale[None, :]
+    y_scale, Ys = _target_scale(Y, Yc, nf, None)
     # b0 = Zᵀ Ys / n = c ⊙ ((X − μ)ᵀ Ys) / n, as (Ysᵀ X − (Ysᵀ1) μᵀ)ᵀ (Σ Ys ≈ 0; subtracted exactly).
     cross = Ys.T @ X - jnp.sum(Ys, axis=0)[:, None] * x_mean[None, :]  # (T, D)
     b0 = (cross * c[None, :]).T / nf

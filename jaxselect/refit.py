@@ -13,7 +13,9 @@ reverse-mode gradients with respect to X, Y and λ come from one more solve with
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -32,12 +34,43 @@ from jaxselect._validation import (
     column_standardization,
     host_value,
 )
+from jaxselect._repr import short_repr
+from jaxselect._static import canonical
 from jaxselect.losses import GLMLoss, glm_loss
-from jaxselect.newton import default_tol, glm_newton, glm_risk
+from jaxselect.newton import NewtonInfo, default_tol, glm_newton, glm_risk, gradient_scale
 from jaxselect.prepare import as_sample_weight
 from jaxselect.sharding import any_mesh
+from jaxselect.status import NONFINITE, NOT_CONVERGED
 
-__all__ = ["ridge_refit", "rls_refit", "glm_refit"]
+__all__ = ["ridge_refit", "rls_refit", "glm_refit", "GLMRefitResult"]
+
+
+class GLMRefitResult(NamedTuple):
+    """Result of :func:`glm_refit`: the raw-space model and the diagnostics of its solve.
+
+    Attributes:
+      coef: (D,) for logistic, (D, C) for softmax — raw-space coefficients (0 off the support).
+      intercept: () for logistic, (C,) for softmax.
+      status: () int32, 0 when the solve met its tolerance, else flags of
+        :data:`jaxselect.STATUS_MESSAGES` (NOT_CONVERGED, NONFINITE); :func:`jaxselect.raise_for_status`.
+      info: the solve's :class:`jaxselect.newton.NewtonInfo` (iterations, final gradient norm, risk, status).
+
+    ``fit.coef`` / ``fit.intercept`` (or ``fit[0]`` / ``fit[1]``) are what ``glm_refit`` returned as
+    a pair before 0.4.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = X[:, 0] > 0
+    >>> fit = js.glm_refit(X, y, l2=1e-2)          # a GLMRefitResult
+    >>> fit.coef.shape, int(fit.status), int(fit.info.n_iter) > 0
+    ((3,), 0, True)
+    """
+
+    coef: jax.Array
+    intercept: jax.Array
+    status: jax.Array
+    info: NewtonInfo
+
+    __repr__ = short_repr
 
 
 @any_mesh
@@ -278,9 +311,10 @@ def glm_refit(
     n_classes=None,
     max_iter: int = 50,
     tol=None,
-    return_info: bool = False,
+    return_info=None,
     sample_weight=None,
-):
+    solver="newton",
+) -> GLMRefitResult:
     """Logistic / softmax fit with intercept at a fixed support; differentiable in X, y and l2.
 
     Minimises ``r(W, b) = (1/n) Σ_i ℓ(Xs_i W + b, y_i) + (λ/2)‖W‖²`` over the standardised columns in
@@ -301,20 +335,24 @@ def glm_refit(
       loss: "logistic" or "softmax".
       l2: λ > 0 (Python float or traced scalar).
       n_classes: C for softmax (default max(y) + 1).
-      max_iter: Newton iterations; stopping there before ``tol`` sets NOT_CONVERGED in the info's
-        status (``return_info=True``).
-      tol: Newton tolerance ``max|∇r| ≤ tol`` (labels give σ = 1, see :mod:`jaxselect.newton`);
+      max_iter: solver iterations; stopping there before ``tol`` sets NOT_CONVERGED in ``status``.
+      tol: tolerance ``max|∇r| ≤ tol`` (labels give σ = 1, see :mod:`jaxselect.newton`);
         default 1e-7 in float64, 1e-4 in float32.
-      return_info: also return the solve's :class:`jaxselect.newton.NewtonInfo` (iterations,
-        gradient norm, risk, status — :func:`jaxselect.raise_for_status` works on it).
+      return_info: deprecated (the result always carries ``status`` and ``info``); ``True`` still
+        returns ``(coef, intercept, info)`` and ``False`` ``(coef, intercept)``, with a
+        DeprecationWarning.
       sample_weight: None or (n,) row weights ``w ≥ 0``: the mean loss becomes
         ``Σ_i w_i ℓ_i / Σw`` and the columns are standardised with weighted moments (integer
         weights = repeated rows; weight-0 rows are absent). sklearn
         ``LogisticRegression(C).fit(Xs, y, sample_weight=w)`` is ``λ = 1/(C·Σw)``.
+      solver: ``"newton"`` (default: the library's damped Newton solver, exact Cholesky steps) or an
+        ``optax.GradientTransformation`` (e.g. ``optax.lbfgs()``) run for at most ``max_iter``
+        updates from zero until ``max|∇r| ≤ tol·σ``. Static: an equal transformation built afresh
+        (e.g. ``optax.lbfgs()`` on every call) reuses the compiled program. Gradients through the fit use the implicit function theorem either way.
 
     Returns:
-      ``(coef, intercept)``: (D,), () for logistic; (D, C), (C,) for softmax — raw-space scores.
-      With ``return_info``: ``(coef, intercept, info)``. The dense Newton system has (D + 1)·T
+      A :class:`GLMRefitResult` ``(coef, intercept, status, info)``: coef (D,), intercept () for
+      logistic; (D, C), (C,) for softmax — raw-space scores. The dense Newton system has (D + 1)·T
       unknowns, so this is meant for the small supports a selection produces.
 
     Raises:
@@ -323,9 +361,9 @@ def glm_refit(
 
     >>> import numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(200, 3)); y = X[:, 0] + X[:, 1] > 0
-    >>> coef, b, info = js.glm_refit(X, y, np.array([True, True, False]), l2=1e-2, return_info=True)
-    >>> bool(coef[0] > 1 and coef[2] == 0), int(info.status)
-    (True, 0)
+    >>> fit = js.glm_refit(X, y, np.array([True, True, False]), l2=1e-2)
+    >>> bool(fit.coef[0] > 1 and fit.coef[2] == 0), int(fit.status), fit.info.n_iter.dtype.name
+    (True, 0, 'int32')
     """
     X = as_float_matrix(X, "X", min_rows=MIN_ROWS, scale="values")  # one pass: NaN/Inf and scale
     n, d = X.shape
@@ -344,12 +382,32 @@ def glm_refit(
     max_iter = check_int(max_iter, "max_iter", low=1)
     tol = check_float(default_tol(X.dtype) if tol is None else tol, "tol", low=0.0, strict_low=True)
     w = _weights(sample_weight, X)
+    solver = _check_solver(solver)
     coef, intercept, info = _glm_refit(
-        X, Yt, support, l2, jnp.asarray(tol, X.dtype), jnp.asarray(max_iter, jnp.int32), w, loss=loss
+        X, Yt, support, l2, jnp.asarray(tol, X.dtype), jnp.asarray(max_iter, jnp.int32), w, loss=loss, solver=solver
     )
     if loss == "logistic":
         coef, intercept = coef[:, 0], intercept[0]
-    return (coef, intercept, info) if return_info else (coef, intercept)
+    if return_info is not None:
+        warnings.warn(
+            "glm_refit(return_info=...) is deprecated: glm_refit returns a GLMRefitResult with coef, intercept, "
+            "status and info (use fit = glm_refit(...); fit.coef, fit.intercept, fit.info)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return (coef, intercept, info) if return_info else (coef, intercept)
+    return GLMRefitResult(coef, intercept, info.status, info)
+
+
+def _check_solver(solver):
+    """"newton" or an optax GradientTransformation (anything with ``init`` and ``update``)."""
+    if isinstance(solver, str):
+        if solver != "newton":
+            raise ValueError(f"solver must be 'newton' or an optax.GradientTransformation; got {solver!r}")
+        return solver
+    if not (callable(getattr(solver, "init", None)) and callable(getattr(solver, "update", None))):
+        raise TypeError(f"solver must be 'newton' or an optax.GradientTransformation; got {solver!r}")
+    return canonical(solver)  # an equal transformation built afresh reuses the compiled program
 
 
 def _refit_binary_labels(y, n: int, dtype):
@@ -378,8 +436,8 @@ def _refit_binary_labels(y, n: int, dtype):
     return jnp.maximum(jnp.asarray(y).astype(dtype), jnp.zeros((), dtype))  # −1 → 0
 
 
-@partial(jax.jit, static_argnames=("loss",))
-def _glm_refit(X, Yt, support, l2, tol, max_iter, w=None, *, loss: str):
+@partial(jax.jit, static_argnames=("loss", "solver"))
+def _glm_refit(X, Yt, support, l2, tol, max_iter, w=None, *, loss: str, solver="newton"):
     d = X.shape[1]
     T = Yt.shape[1]
     dt = X.dtype
@@ -407,12 +465,17 @@ def _glm_refit(X, Yt, support, l2, tol, max_iter, w=None, *, loss: str):
         return jnp.where(free, jax.grad(risk)(theta), theta)
 
     def solve(_, theta0):
-        W0, b0 = unpack(theta0)
-        res = glm_newton(Xs, Yt, W0, b0, use, l2, parts, tol=tol, max_iter=max_iter, solver="cholesky", softmax=softmax)
+        if solver == "newton":
+            W0, b0 = unpack(theta0)
+            res = glm_newton(
+                Xs, Yt, W0, b0, use, l2, parts, tol=tol, max_iter=max_iter, solver="cholesky", softmax=softmax
+            )
+            theta, info = jnp.concatenate([res.V.reshape(-1), res.b]), res.info
+        else:
+            theta, info = _optax_solve(risk, free, theta0, solver, tol * gradient_scale(Yt, parts), max_iter)
         # custom_root's forward-mode rule gives integer aux outputs integer tangents, which JAX
         # rejects: carry the counters as floats (exact for these small integers) and cast back.
-        info = res.info._replace(n_iter=res.info.n_iter.astype(dt), status=res.info.status.astype(dt))
-        return jnp.concatenate([res.V.reshape(-1), res.b]), info
+        return theta, info._replace(n_iter=info.n_iter.astype(dt), status=info.status.astype(dt))
 
     def tangent_solve(g, v):
         return jnp.linalg.solve(jax.jacfwd(g)(v), v)
@@ -423,3 +486,57 @@ def _glm_refit(X, Yt, support, l2, tol, max_iter, w=None, *, loss: str):
     W, b = unpack(theta)
     coef = W * w_col[:, None]
     return coef, b - x_mean @ coef, info
+
+
+def _optax_solve(risk, free, theta0, solver, gtol, max_iter):
+    """Minimise ``risk`` over the ``free`` coordinates with an optax transformation from ``theta0``.
+
+    Runs ``update`` until ``max|∇r| ≤ gtol`` or ``max_iter`` updates (a ``lax.while_loop``); the
+    coordinates that may not move keep their zero gradient. Transformations that take extra
+    arguments (``optax.lbfgs``'s line search) get ``value``, ``grad`` and ``value_fn``.
+    Returns ``(theta, NewtonInfo)``.
+    """
+    value_and_grad = jax.value_and_grad(risk)
+
+    def masked(theta):
+        f, g = value_and_grad(theta)
+        return f, jnp.where(free, g, jnp.zeros_like(g))
+
+    extra = hasattr(solver, "update") and "value_fn" in _update_parameters(solver)
+
+    def cond(c):
+        _, _, _, gmax, it, _ = c
+        return (it < max_iter) & (gmax > gtol) & jnp.isfinite(gmax)
+
+    def body(c):
+        theta, opt_state, g, _, it, f = c
+        # third-party code: traced under standard promotion (optax mixes int32/int64 counters in x64)
+        with jax.numpy_dtype_promotion("standard"):
+            if extra:
+                updates, opt_state = solver.update(g, opt_state, theta, value=f, grad=g, value_fn=risk)
+            else:
+                updates, opt_state = solver.update(g, opt_state, theta)
+        theta = theta + jnp.where(free, updates, jnp.zeros_like(updates))
+        f, g = masked(theta)
+        return theta, opt_state, g, jnp.max(jnp.abs(g)), it + 1, f
+
+    f0, g0 = masked(theta0)
+    with jax.numpy_dtype_promotion("standard"):
+        opt_state0 = solver.init(theta0)
+    init = (theta0, opt_state0, g0, jnp.max(jnp.abs(g0)), jnp.zeros((), jnp.int32), f0)
+    theta, _, _, gmax, it, f = jax.lax.while_loop(cond, body, init)
+    finite = jnp.isfinite(f) & jnp.isfinite(gmax)
+    status = jnp.where(finite, jnp.where(gmax <= gtol, 0, NOT_CONVERGED), NONFINITE).astype(jnp.int32)
+    return theta, NewtonInfo(it, gmax, f, status)
+
+
+def _update_parameters(solver):
+    import inspect  # noqa: PLC0415 - only for optax transformations
+
+    try:
+        params = inspect.signature(solver.update).parameters
+    except (TypeError, ValueError):
+        return ()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return ("value_fn",)
+    return tuple(params)

@@ -515,7 +515,7 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
         labels = _encode_labels(self, y)
         groups = _make_groups(self.groups, self.costs, X.shape[1])
         loss = "logistic" if len(self.classes_) == 2 else "softmax"
-        path, info = glm_omp(
+        path = glm_omp(
             X,
             labels,
             groups,
@@ -528,9 +528,8 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
             tol=self.tol,
             max_iter=self.max_iter,
             n_classes=None if loss == "logistic" else len(self.classes_),
-            return_info=True,
         )
-        self.n_iter_ = int(np.sum(np.asarray(info.n_iter)))
+        self.n_iter_ = int(np.sum(np.asarray(path.info.n_iter)))
         self.path_ = _host(path)
         self.groups_ = _host(groups)
         self.status_ = int(self.path_.status)

@@ -13,6 +13,8 @@ flag        meaning
 2           ill-conditioned: a pivot was dropped or floored (a selected unit is numerically
             dependent on the ones before it, or a rank-one update lost positivity)
 4           an iterative solve stopped at its iteration cap before reaching its tolerance
+8           degenerate problem: every target is constant (or uncorrelated with every feature),
+            so the model is the intercept-only one
 ==========  =============================================================================
 
 >>> import jaxselect as js
@@ -29,6 +31,7 @@ __all__ = [
     "NONFINITE",
     "ILL_CONDITIONED",
     "NOT_CONVERGED",
+    "DEGENERATE",
     "STATUS_MESSAGES",
     "SolverError",
     "status_message",
@@ -43,6 +46,8 @@ ILL_CONDITIONED = 2
 """Status flag 2: a pivot was dropped or floored (a selected unit numerically dependent on earlier ones)."""
 NOT_CONVERGED = 4
 """Status flag 4: an inner iterative solve stopped at ``max_iter`` before reaching its tolerance."""
+DEGENERATE = 8
+"""Status flag 8: every target is constant (b0 = 0): nothing to select, the intercept-only model."""
 
 #: Message of every status flag (``status`` is the bitwise OR of these keys; 0 is "ok").
 STATUS_MESSAGES = {
@@ -59,6 +64,11 @@ STATUS_MESSAGES = {
     NOT_CONVERGED: (
         "an iterative solve stopped at its iteration cap (max_iter) before reaching its tolerance; "
         "raise max_iter, loosen tol, or raise l2"
+    ),
+    DEGENERATE: (
+        "degenerate problem: every target is constant (or uncorrelated with every feature: b0 = XᵀY/n = 0), "
+        "so no group was selected and the model is the intercept (the target mean), as scikit-learn's "
+        "OrthogonalMatchingPursuit does"
     ),
 }
 

@@ -44,6 +44,8 @@ def regression_data(d=12, T=2, seed=0):
 
 def close(a, b, rtol=2e-4, atol=1e-5):
     """float32 (the default): row sums split over devices round differently than on one device."""
+    if isinstance(a, js.SelectionPath):  # path.info: solver diagnostics (iterations) stop anywhere within tol
+        a, b = a._replace(info=None), b._replace(info=None)
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
 
@@ -263,7 +265,7 @@ def test_refits_and_their_gradients(kind):
             gr = jax.grad(lambda X: jnp.sum(js.ridge_refit(X, Yr, support, l2=0.1)[0]))(jnp.asarray(Xr))
             close(gr, np.asarray(g(Xs, w))[: Xr.shape[0]])
         close(js.rls_refit(Xr, Yr, sel, l2=0.5, bias=1.0), js.rls_refit(Xs, Ys, sel, l2=0.5, bias=1.0, sample_weight=w))
-        close(js.glm_refit(Xr, labels, support, l2=0.1), js.glm_refit(Xs, ls, support, l2=0.1, sample_weight=w))
+        close(js.glm_refit(Xr, labels, support, l2=0.1)[:2], js.glm_refit(Xs, ls, support, l2=0.1, sample_weight=w)[:2])
 
 
 @pytest.mark.parametrize("mesh", ["Mesh", "make_mesh-auto", "make_mesh"])

@@ -76,7 +76,8 @@ def test_second_call_with_equal_new_arguments_compiles_nothing():
 def test_results_have_status_and_short_repr():
     X, y = regression_data(2)
     problem = js.prepare(X, y, js.Groups.from_ids(IDS, COSTS))
-    path, fit = js.group_lasso_path(problem, n_lambdas=5, return_fit=True)
+    path = js.group_lasso_path(problem, n_lambdas=5)
+    fit = path.info
     for result in (js.cs_omp(problem), path, fit):
         assert result.status.dtype == jnp.int32
         assert js.raise_for_status(result) is result or int(result.status) != 0

@@ -11,7 +11,8 @@ import pytest
 import jaxselect as js
 from compile_count import count_compiles
 from jaxselect.greedy import glm_omp_init, glm_omp_run, glm_omp_step, glm_problem
-from jaxselect.greedy.glm import glm_accuracy, glm_omp, glm_predict
+from jaxselect.glm_eval import glm_accuracy, glm_predict
+from jaxselect.greedy.glm import glm_omp
 from jaxselect.losses import glm_loss
 from jaxselect.newton import glm_risk, glm_risk_grad
 from jaxselect.prepare import whiten_design
@@ -123,7 +124,8 @@ def test_logistic_matches_sklearn_refits_and_naive_order(seed, x64):
     X, y, ids, costs = grouped_data(seed)
     l2 = 1e-2
     groups = js.Groups.from_ids(ids, costs)
-    path, info = glm_omp(X, y, groups, loss="logistic", l2=l2, return_info=True)
+    path = glm_omp(X, y, groups, loss="logistic", l2=l2)
+    info = path.info
     assert bool(info.converged.all()) and int(path.status) == 0
     assert path.coef.dtype == np.float64
     Z = np.asarray(whiten_design(X, groups)[0].Z)
@@ -142,7 +144,8 @@ def test_logistic_matches_sklearn_refits_and_naive_order(seed, x64):
 def test_logistic_float32_default_path_matches_float64():
     """The default float32 path: converged refits, the float64 order, models to float32 accuracy."""
     X, y, ids, costs = grouped_data(2)
-    path, info = glm_omp(X, y, js.Groups.from_ids(ids, costs), l2=1e-2, return_info=True)
+    path = glm_omp(X, y, js.Groups.from_ids(ids, costs), l2=1e-2)
+    info = path.info
     assert path.coef.dtype == np.float32 and path.objective.dtype == np.float32
     assert bool(info.converged.all()) and int(path.status) == 0
     assert int(info.n_iter.max()) < 10  # warm-started Newton reaches the float32 tolerance quickly
@@ -184,9 +187,10 @@ def test_cg_newton_equals_cholesky_newton(loss, x64):
         y = np.stack([y, (X[:, 3] > np.median(X[:, 3])).astype(np.int64)], axis=1)
     fn = _log_cosh if loss == "callable" else ("logistic" if loss == "multilabel" else loss)
     groups = js.Groups.from_ids(ids, costs)
-    kw = dict(loss=fn, l2=1e-2, return_info=True, tol=1e-9)
-    exact, info_exact = glm_omp(X, y, groups, newton_solver="cholesky", **kw)
-    cg, info_cg = glm_omp(X, y, groups, newton_solver="cg", **kw)
+    kw = dict(loss=fn, l2=1e-2, tol=1e-9)
+    exact = glm_omp(X, y, groups, newton_solver="cholesky", **kw)
+    cg = glm_omp(X, y, groups, newton_solver="cg", **kw)
+    info_exact, info_cg = exact.info, cg.info
     assert cg.order.tolist() == exact.order.tolist()
     assert bool(np.all(info_cg.converged)) and bool(np.all(info_exact.converged))
     np.testing.assert_allclose(info_cg.loss, info_exact.loss, rtol=1e-10)
@@ -341,7 +345,8 @@ def test_constant_columns_inert_multilabel_and_budgets():
     Y = np.column_stack([(base[:, 0] + 0.3 * rng.normal(size=n) > 0), (base[:, 3] - base[:, 1] > 0)]).astype(int)
     with pytest.raises(ValueError, match="constant"):
         glm_omp(X, Y, js.Groups.from_ids(ids, costs), constant_columns="raise")
-    path, info = glm_omp(X, Y, js.Groups.from_ids(ids, costs), l2=1e-2, k=10, return_info=True)
+    path = glm_omp(X, Y, js.Groups.from_ids(ids, costs), l2=1e-2, k=10)
+    info = path.info
     assert path.n_steps == 5 and sorted(path.order.tolist()[:4]) == [0, 1, 2, 3]
     assert path.order.tolist()[4] == -1 and np.isinf(float(path.cum_cost[4]))
     assert path.coef.shape == (5, 7, 2)
@@ -423,7 +428,8 @@ def test_no_recompile_for_equal_arguments():
 def test_status_reports_non_convergence_and_nonfinite():
     X, y, ids, costs = grouped_data(11)
     groups = js.Groups.from_ids(ids, costs)
-    path, info = glm_omp(X, y, groups, l2=1e-3, max_iter=1, return_info=True)
+    path = glm_omp(X, y, groups, l2=1e-3, max_iter=1)
+    info = path.info
     assert int(path.status) & js.status.NOT_CONVERGED
     assert not bool(info.converged.all()) and np.all(np.asarray(info.n_iter) <= 1)
     with pytest.raises(js.SolverError, match="iteration cap"):
@@ -441,11 +447,13 @@ def test_newton_float32_reaches_its_scale_aware_tolerance():
     X = rng.normal(size=(n, d)) * rng.uniform(0.1, 10, d) + rng.normal(scale=20, size=d)
     score = X[:, :4] @ rng.normal(size=4) / X[:, :4].std(0).mean()
     y = (score + rng.logistic(size=n) > 0).astype(int)
-    path, info = glm_omp(X, y, l2=1e-4, return_info=True)
+    path = glm_omp(X, y, l2=1e-4)
+    info = path.info
     assert int(path.status) == 0 and bool(info.converged.all()), (info.grad_norm, info.n_iter)
     t = score + rng.normal(size=n)
     a = glm_omp(X, t, loss="squared", k=4)
-    b, info_b = glm_omp(X, 1e4 * t + 3e4, loss="squared", k=4, return_info=True)
+    b = glm_omp(X, 1e4 * t + 3e4, loss="squared", k=4)
+    info_b = b.info
     assert int(b.status) == 0 and bool(info_b.converged.all())
     assert a.order.tolist() == b.order.tolist()
     np.testing.assert_allclose(b.coef, 1e4 * np.asarray(a.coef), rtol=1e-3, atol=1e-2)
@@ -471,9 +479,22 @@ def test_init_step_api_reproduces_glm_omp():
     assert int(state.status) == 0 and int(state.step) == path.n_steps and "V=float32" in repr(state)
     state, out = step(problem, state)  # nothing left: an empty step
     assert int(out.group) == -1 and np.isinf(float(out.cum_cost))
-    run_path, info = glm_omp_run(problem)
+    run_path = glm_omp_run(problem)
     np.testing.assert_array_equal(run_path.coef, path.coef)
-    assert f"n_iter=int32[{path.n_steps}]" in repr(info)
+    assert f"n_iter=int32[{path.n_steps}]" in repr(run_path.info)
+    assert problem.config.loss == "logistic" and problem.config.newton_solver == "auto"
+
+
+def test_return_info_is_deprecated_but_still_works():
+    X, y, ids, costs = grouped_data(13)
+    path = glm_omp(X, y, l2=1e-2, k=2)
+    assert isinstance(path.info, js.GLMInfo) and path.info.loss.shape == (2,)
+    with pytest.warns(DeprecationWarning, match="path.info"):
+        old, info = glm_omp(X, y, l2=1e-2, k=2, return_info=True)
+    np.testing.assert_array_equal(old.coef, path.coef)
+    np.testing.assert_array_equal(info.loss, path.info.loss)
+    with pytest.warns(DeprecationWarning):
+        assert isinstance(glm_omp(X, y, l2=1e-2, k=2, return_info=False), js.SelectionPath)
 
 
 def test_glm_predict_uses_the_path_link_and_runs_traced():
@@ -505,3 +526,34 @@ def test_cost_blind_and_accuracy_curve_on_pima():
     acc = glm_accuracy(blind, data.X, data.y)
     assert acc.value[0] == pytest.approx(max(data.y.mean(), 1 - data.y.mean()))
     assert acc.value[-1] > 0.75
+
+
+def test_progress_bar_gives_the_same_path(monkeypatch):
+    pytest.importorskip("tqdm")
+    from jaxselect import _progress
+    from jaxselect.greedy import glm
+
+    monkeypatch.setattr(_progress, "N_UPDATES", 2)
+    X, y, ids, costs = grouped_data(13)
+    groups = js.Groups.from_ids(ids, costs)
+    path = glm_omp(X, y, groups, l2=1e-2)
+    updates = []
+    monkeypatch.setattr(glm, "progress_bar", lambda total, desc: _Bar(updates))
+    chunked = glm_omp(X, y, groups, l2=1e-2, progress=True)
+    assert sum(updates) == path.n_steps and len(updates) == 2
+    assert chunked.order.tolist() == path.order.tolist()
+    np.testing.assert_allclose(chunked.coef, path.coef, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(chunked.info.n_iter, path.info.n_iter)
+
+
+class _Bar:
+    """A stand-in for tqdm that records the updates."""
+
+    def __init__(self, updates):
+        self.updates = updates
+
+    def update(self, n):
+        self.updates.append(n)
+
+    def close(self):
+        pass

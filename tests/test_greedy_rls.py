@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import jaxselect as js
 import reference_rls as ref
 from compile_count import count_compiles
-from jaxselect.greedy import RLSInfo, RLSState, rls_init, rls_step
+from jaxselect.greedy import RLSInfo, RLSState, rls_init, rls_problem, rls_step
 from jaxselect.greedy.rls import (
     RLSResult,
     _greedy_rls_run,
@@ -542,8 +542,9 @@ def test_advanced_api_init_step_scan_equals_driver(T):
 
     @jax.jit
     def run(X, Y):
-        state = rls_init(X, Y, 5, l2=0.02, bias=1.0, chunk_size=4)
-        return jax.lax.scan(lambda s, _: rls_step(X, s, chunk_size=4), state, length=5)
+        problem = rls_problem(X, Y, l2=0.02, bias=1.0, chunk_size=4)
+        state = rls_init(problem, 5)
+        return jax.lax.scan(lambda s, _: rls_step(problem, s), state, length=5)
 
     state, info = run(X, Y)
     assert isinstance(state, RLSState) and isinstance(info, RLSInfo)
@@ -554,8 +555,10 @@ def test_advanced_api_init_step_scan_equals_driver(T):
     np.testing.assert_allclose(
         np.asarray(info.coef).reshape(res.coef_path.shape), np.asarray(res.coef_path), rtol=2e-5, atol=1e-6
     )
-    with pytest.raises(ValueError, match="must divide"):
-        rls_step(X, state, chunk_size=5)
+    other = rls_problem(X, Y, l2=0.02, bias=1.0, chunk_size=5)
+    assert other.config.chunk == 5 and other.config.n_recheck == 8
+    with pytest.raises(ValueError, match="not a multiple"):
+        rls_step(other, state)
 
 
 @settings(max_examples=6, deadline=None)
@@ -575,3 +578,33 @@ def test_property_greedy_and_loo_nonnegative(seed, T, regparam, bias):
         res = greedy_rls(X, Y, 4, l2=l2, bias=bias)
     assert (np.asarray(res.loo_error) >= 0).all()
     _assert_path_is_greedy(X, Y, res, l2, bias, rtol=1e-8)
+
+
+def test_progress_bar_gives_the_same_result(monkeypatch):
+    pytest.importorskip("tqdm")
+    from jaxselect import _progress
+    from jaxselect.greedy import rls
+
+    monkeypatch.setattr(_progress, "N_UPDATES", 2)
+    X, Y = _problem(T=2, seed=23, dtype=np.float32)
+    res = greedy_rls(X, Y, 5, l2=0.02)
+    updates = []
+    monkeypatch.setattr(rls, "progress_bar", lambda total, desc: _Bar(updates))
+    chunked = greedy_rls(X, Y, 5, l2=0.02, progress=True)
+    assert updates == [3, 2]
+    np.testing.assert_array_equal(chunked.selected, res.selected)
+    np.testing.assert_allclose(chunked.coef_path, res.coef_path, rtol=1e-6, atol=1e-7)
+    assert int(chunked.status) == int(res.status)
+
+
+class _Bar:
+    """A stand-in for tqdm that records the updates."""
+
+    def __init__(self, updates):
+        self.updates = updates
+
+    def update(self, n):
+        self.updates.append(n)
+
+    def close(self):
+        pass

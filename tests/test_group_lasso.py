@@ -52,7 +52,8 @@ N_LAMBDAS = 8  # one grid size everywhere: the compiled solver is shared between
 def test_kkt_at_every_lambda(whiten, T, x64):
     X, Y, ids, costs = grouped_problem(0, T=T)
     problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=1e-3, whiten=whiten)
-    path, fit = group_lasso_path(problem, n_lambdas=N_LAMBDAS, return_fit=True)
+    path = group_lasso_path(problem, n_lambdas=N_LAMBDAS)
+    fit = path.info
     assert bool(fit.converged.all())
     C, b0 = moments(problem)
     lmax = group_lasso_lambda_max(problem)
@@ -97,7 +98,8 @@ def test_matches_celer_weighted_group_lasso(x64):
     X, Y, ids, costs = grouped_problem(2)
     groups = js.Groups.from_ids(ids, costs)
     problem = js.prepare(X, Y, groups, l2=0.0)
-    path, fit = group_lasso_path(problem, n_lambdas=N_LAMBDAS, lambda_min_ratio=0.01, return_fit=True)
+    path = group_lasso_path(problem, n_lambdas=N_LAMBDAS, lambda_min_ratio=0.01)
+    fit = path.info
     Z = np.asarray(js.whiten_design(X, groups)[0].Z)
     ys = (Y - Y.mean()) / Y.std()
     members = [np.flatnonzero(ids == g).tolist() for g in range(len(costs))]
@@ -123,11 +125,11 @@ def test_matches_celer_weighted_group_lasso(x64):
 def test_float32():
     X, Y, ids, costs = grouped_problem(3)
     with jax.enable_x64():
-        reference = group_lasso_path(
-            js.prepare(X, Y, js.Groups.from_ids(ids, costs)), n_lambdas=N_LAMBDAS, return_fit=True
-        )
+        reference = group_lasso_path(js.prepare(X, Y, js.Groups.from_ids(ids, costs)), n_lambdas=N_LAMBDAS)
+        reference = (reference, reference.info)
     problem = js.prepare(X.astype(np.float32), Y.astype(np.float32), js.Groups.from_ids(ids, costs, dtype=np.float32))
-    path, fit = group_lasso_path(problem, n_lambdas=N_LAMBDAS, return_fit=True)
+    path = group_lasso_path(problem, n_lambdas=N_LAMBDAS)
+    fit = path.info
     assert fit.coef.dtype == np.float32 and path.coef.dtype == np.float32
     assert bool(fit.converged.all()) and int(fit.status) == 0 and int(path.status) == 0
     np.testing.assert_array_equal(fit.order, reference[1].order)
@@ -156,7 +158,8 @@ def test_degenerate_and_never_entering_groups():
     X = np.column_stack([a, 3 * a - 1, np.ones(n), b, c])
     y = 2 * a + 0.1 * rng.normal(size=n)
     problem = js.prepare(X, y, js.Groups.from_ids([0, 0, 1, 1, 2], [1.0, 1.0, 1.0]))  # constant column: inert
-    path, fit = group_lasso_path(problem, n_lambdas=6, lambda_min_ratio=0.5, return_fit=True)
+    path = group_lasso_path(problem, n_lambdas=6, lambda_min_ratio=0.5)
+    fit = path.info
     # only group 0 enters at λ ≥ λ_max/2; the others stay off the path
     assert fit.order.tolist() == [0, -1, -1]
     assert path.order.tolist() == [0, -1, -1]
@@ -184,15 +187,46 @@ def test_bad_input_rejected():
         group_lasso_path(problem, n_lambdas=1)
     with pytest.raises(ValueError, match="lambda_min_ratio"):
         group_lasso_path(problem, lambda_min_ratio=1.0)
-    with pytest.raises(ValueError, match="gram=True"):
-        group_lasso_path(js.prepare(X, Y, js.Groups.from_ids(ids, costs), gram=False))
+
+
+
+def test_gram_false_problems_are_accepted():
+    """gram="auto" switches to gram=False at large D; the group lasso then works from the design
+    (rows of C and C·w formed from Z) and gives the Gram solution — forced here on small data."""
+    X, Y, ids, costs = grouped_problem(4)
+    X, Y = X.astype(np.float32), Y.astype(np.float32)
+    # grouped (a standardised design) and singletons (raw X with an affine map, Problem.z_affine)
+    for groups in (js.Groups.from_ids(ids, costs, dtype=np.float32), None):
+        dense = js.prepare(X, Y, groups)
+        lean = js.prepare(X, Y, groups, gram=False)
+        assert lean.C is None and dense.C is not None
+        assert (lean.z_affine is not None) == (groups is None)
+        path = group_lasso_path(dense, n_lambdas=N_LAMBDAS)
+        lean_path = group_lasso_path(lean, n_lambdas=N_LAMBDAS)
+        assert lean_path.order.tolist() == path.order.tolist() and int(lean_path.status) == 0
+        # raw space: the whitening bases of the two modes may differ by signs of their directions
+        np.testing.assert_allclose(lean_path.info.raw_coef, path.info.raw_coef, rtol=2e-3, atol=2e-4)
+        np.testing.assert_allclose(lean_path.dense().coef, path.coef, rtol=2e-3, atol=2e-4)
+        assert group_lasso_lambda_max(lean) == pytest.approx(group_lasso_lambda_max(dense), rel=1e-5)
+
+
+def test_return_fit_is_deprecated_but_still_works():
+    X, Y, ids, costs = grouped_problem(5)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs))
+    path = group_lasso_path(problem, n_lambdas=6, lambda_min_ratio=0.5)
+    assert isinstance(path.info, js.GroupLassoFit)
+    with pytest.warns(DeprecationWarning, match="path.info"):
+        old, fit = group_lasso_path(problem, n_lambdas=6, lambda_min_ratio=0.5, return_fit=True)
+    np.testing.assert_array_equal(old.coef, path.coef)
+    np.testing.assert_array_equal(fit.coef, path.info.coef)
 
 
 def test_iteration_cap_sets_status():
     """Hitting max_iter is reported (NOT_CONVERGED), on the fit and on the path — never silently."""
     X, Y, ids, costs = grouped_problem(6)
     problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=0.0)
-    path, fit = group_lasso_path(problem, n_lambdas=N_LAMBDAS, max_iter=1, tol=1e-12, return_fit=True)
+    path = group_lasso_path(problem, n_lambdas=N_LAMBDAS, max_iter=1, tol=1e-12)
+    fit = path.info
     assert not bool(fit.converged.all())
     assert int(fit.status) & js.status.NOT_CONVERGED and int(path.status) & js.status.NOT_CONVERGED
     with pytest.raises(js.SolverError, match="iteration cap"):
@@ -212,7 +246,8 @@ def test_advanced_api_steps_equal_the_driver(x64):
     step = jax.jit(group_lasso_step)
     state = group_lasso_init(problem, lam, weights)
     while float(state.kkt) > 1e-10 * group_lasso_lambda_max(problem):
-        state = step(problem, state, lam, weights)
+        state, info = step(problem, state)
+        assert float(info.kkt) == float(state.kkt) and 0 < int(info.n_active) <= problem.n_groups
     np.testing.assert_allclose(state.coef, fit.coef[0], atol=1e-9)
     assert int(state.n_iter) == int(fit.n_iter[0])
     assert "GroupLassoState(coef=float64[" in repr(state)

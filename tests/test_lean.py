@@ -14,6 +14,7 @@ import pytest
 import reference as ref
 
 import jaxselect as js
+from jaxselect import fixed_order as engine
 from jaxselect.greedy import sequencing as seq
 from jaxselect.greedy.criteria import lean_steps, raw_slot_capacity, slot_capacity
 
@@ -146,16 +147,16 @@ def test_default_steps_and_state_stay_o_of_n_p_plus_p_d():
     X = rng.normal(size=(n, d)).astype(np.float32)
     y = X[:, [3, 50, 200]].sum(axis=1) + 0.1 * rng.normal(size=n).astype(np.float32)
     lean = js.prepare(X, y, gram=False)
-    steps = seq._steps(lean, None)
+    steps = engine._steps(lean, None)
     assert steps == n == lean_steps(lean.groups.mask, n, d)
-    P, R = seq._capacities(lean, steps)
+    P, R = engine._capacities(lean, steps)
     assert (P, R) == (steps + 1, steps + 1)
     path = js.cs_fr(lean)
     assert path.order.shape == (steps,) and path.coef.shape == (steps, R, 1) and path.features.shape == (R,)
-    state = jax.eval_shape(lambda p: seq.sequencing_init(p, P, track_schur=True), lean)
+    state = jax.eval_shape(lambda p: engine.sequencing_init(p, seq.fr_rule, capacity=P), lean)
     assert state.K.shape == (P, d) and state.U.shape == (P, P)
     params = seq.rule_params(lean)
-    stats = seq._sequence.lower(lean, params, rule=seq.fr_rule, k=steps, capacity=P, raw_capacity=R).compile()
+    stats = engine._sequence.lower(lean, params, rule=seq.fr_rule, k=steps, capacity=P, raw_capacity=R).compile()
     stats = stats.memory_analysis()
     if stats is None:  # pragma: no cover - backends without memory statistics
         pytest.skip("no compiled memory statistics on this backend")

@@ -175,7 +175,8 @@ def test_glm_refit_matches_sklearn(dtype, request):
     mu, sd = Xs.mean(0), Xs.std(0)
     C = 1 / (0.1 * 80)  # l2 = 1/(C·n)
     tol = 2e-4 if dtype == np.float32 else 1e-6
-    coef, b, info = js.glm_refit(X.astype(dtype), y, sup, l2=0.1, return_info=True)
+    coef, b, status, info = js.glm_refit(X.astype(dtype), y, sup, l2=0.1)
+    assert int(status) == int(info.status)
     assert coef.dtype == dtype and int(info.status) == 0
     assert 1 <= int(info.n_iter) <= 8  # the damped Newton stops at its tolerance (float32 included)
     ref = linear_model.LogisticRegression(C=C, tol=1e-12, max_iter=10_000).fit((Xs - mu) / sd, y)
@@ -183,7 +184,7 @@ def test_glm_refit_matches_sklearn(dtype, request):
     np.testing.assert_allclose(float(b) + mu @ np.asarray(coef)[sup], ref.intercept_[0], rtol=tol, atol=tol)
     assert np.all(np.asarray(coef)[~sup] == 0)
     yc = np.digitize(X[:, 1] + X[:, 3], [-0.5, 2.0])
-    coef2, b2, info2 = js.glm_refit(X.astype(dtype), yc, sup, loss="softmax", l2=0.1, return_info=True)
+    coef2, b2, _, info2 = js.glm_refit(X.astype(dtype), yc, sup, loss="softmax", l2=0.1)
     assert int(info2.status) == 0 and abs(float(jnp.sum(b2 + mu @ np.asarray(coef2)[sup]))) < 10 * tol
     ref2 = linear_model.LogisticRegression(C=C, tol=1e-12, max_iter=10_000).fit((Xs - mu) / sd, yc)
     np.testing.assert_allclose(np.asarray(coef2)[sup] * sd[:, None], ref2.coef_.T, atol=tol)
@@ -193,14 +194,14 @@ def test_glm_refit_is_differentiable(x64):
     X, y, sup = _glm_data()
 
     def loss(X, l2):
-        c, b = js.glm_refit(X, y, sup, l2=l2)
-        return jnp.sum(c**2) + b
+        fit = js.glm_refit(X, y, sup, l2=l2)
+        return jnp.sum(fit.coef**2) + fit.intercept
 
     check_grads(loss, (jnp.asarray(X), jnp.asarray(0.1)), order=1, modes=["rev", "fwd"])
     yc = np.digitize(X[:, 1] + X[:, 3], [-0.5, 2.0])
 
     def soft(X, l2):
-        c, b = js.glm_refit(X, yc, sup, loss="softmax", l2=l2)
+        c, b = js.glm_refit(X, yc, sup, loss="softmax", l2=l2)[:2]
         return jnp.sum(c**2) + jnp.sum(b * jnp.arange(3.0))
 
     check_grads(soft, (jnp.asarray(X), jnp.asarray(0.1)), order=1, modes=["rev"])
@@ -214,7 +215,7 @@ def test_glm_refit_equals_the_last_glm_omp_prefix():
     full path's last model is the refit on every column."""
     X, y, _ = _glm_data(9, n=120)
     path = js.glm_omp(X, y, l2=0.05, whiten=False, tol=1e-6)
-    coef, b = js.glm_refit(X, y, l2=0.05, tol=1e-6)
+    coef, b = js.glm_refit(X, y, l2=0.05, tol=1e-6)[:2]
     np.testing.assert_allclose(path.coef[-1, :, 0], coef, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(path.intercept[-1, 0], b, rtol=1e-4, atol=1e-5)
 
@@ -238,14 +239,58 @@ def test_glm_refit_labels_status_jit_and_compiles():
         eager = js.glm_refit(X[:30], y[:30], sup, l2=0.1)
     np.testing.assert_allclose(eager[0], js.glm_refit(X[:30], y[:30], sup, l2=0.1)[0], rtol=1e-5, atol=1e-6)
     # hitting max_iter before tol is reported, never silent
-    _, _, info = js.glm_refit(X, y, sup, l2=1e-4, max_iter=1, return_info=True)
+    capped = js.glm_refit(X, y, sup, l2=1e-4, max_iter=1)
+    info = capped.info
     assert int(info.status) & js.status.NOT_CONVERGED and int(info.n_iter) == 1
+    assert int(capped.status) == int(info.status)
     with pytest.raises(js.SolverError):
-        js.raise_for_status(info)
+        js.raise_for_status(capped)
     # a second call with fresh arrays compiles nothing
     with count_compiles() as compiles:
         jax.block_until_ready(js.glm_refit(np.array(X), np.array(y), np.array(sup), l2=0.2))
     assert compiles[0] == 0
+
+
+def test_glm_refit_return_info_is_deprecated_but_still_works():
+    X, y, sup = _glm_data()
+    fit = js.glm_refit(X, y, sup, l2=0.1)
+    assert isinstance(fit, js.GLMRefitResult) and "status=0" in repr(fit)
+    with pytest.warns(DeprecationWarning, match="GLMRefitResult"):
+        coef, b, info = js.glm_refit(X, y, sup, l2=0.1, return_info=True)
+    np.testing.assert_array_equal(coef, fit.coef)
+    assert float(b) == float(fit.intercept) and int(info.n_iter) == int(fit.info.n_iter)
+    with pytest.warns(DeprecationWarning):
+        assert len(js.glm_refit(X, y, sup, l2=0.1, return_info=False)) == 2
+
+
+def test_glm_refit_optax_solver_reaches_the_newton_solution(x64):
+    """An optax solver (L-BFGS with its zoom line search) minimises the same risk: it reaches the
+    Newton solution, and gradients through it (implicit differentiation) are the Newton ones."""
+    optax = pytest.importorskip("optax")
+    X, y, sup = _glm_data()
+    newton = js.glm_refit(X, y, sup, l2=0.1, tol=1e-10)
+    lbfgs = optax.lbfgs()
+    fit = js.glm_refit(X, y, sup, l2=0.1, solver=lbfgs, max_iter=200, tol=1e-10)
+    assert int(fit.status) == 0 and 1 < int(fit.info.n_iter) < 200
+    np.testing.assert_allclose(fit.coef, newton.coef, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(fit.intercept, newton.intercept, rtol=1e-6, atol=1e-8)
+    yc = np.digitize(X[:, 1] + X[:, 3], [-0.5, 2.0])
+    soft = js.glm_refit(X, yc, sup, loss="softmax", l2=0.1, solver=lbfgs, max_iter=300, tol=1e-10)
+    assert int(soft.status) == 0
+    ref = js.glm_refit(X, yc, sup, loss="softmax", l2=0.1, tol=1e-10)
+    np.testing.assert_allclose(soft.coef, ref.coef, rtol=1e-6, atol=1e-8)
+    grad = jax.grad(lambda l2, s: jnp.sum(js.glm_refit(X, y, sup, l2=l2, solver=s, max_iter=200).coef), argnums=0)
+    np.testing.assert_allclose(grad(0.1, lbfgs), grad(0.1, "newton"), rtol=1e-5)
+    with count_compiles() as compiles:  # a fresh, equal transformation reuses the compiled solve
+        jax.block_until_ready(js.glm_refit(X, y, sup, l2=0.1, solver=optax.lbfgs(), max_iter=200, tol=1e-10))
+    assert compiles[0] == 0
+    # a plain first-order transformation stops at its cap and says so
+    slow = js.glm_refit(X, y, sup, l2=0.1, solver=optax.sgd(1e-3), max_iter=3)
+    assert int(slow.status) & js.status.NOT_CONVERGED and int(slow.info.n_iter) == 3
+    with pytest.raises(ValueError, match="solver"):
+        js.glm_refit(X, y, sup, solver="bfgs")
+    with pytest.raises(TypeError, match="solver"):
+        js.glm_refit(X, y, sup, solver=object())
 
 
 def test_glm_refit_validation():

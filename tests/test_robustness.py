@@ -86,9 +86,8 @@ def test_group_lasso_invariant_to_a_common_cost_factor():
     ids = np.repeat(np.arange(5), 4)
     fits = {}
     for c in (1.0, 100.0, 300.0, 1000.0, 1e-5):
-        path, fit = js.group_lasso_path(
-            js.prepare(X, y, js.Groups.from_ids(ids, np.full(5, c))), n_lambdas=20, return_fit=True
-        )
+        path = js.group_lasso_path(js.prepare(X, y, js.Groups.from_ids(ids, np.full(5, c))), n_lambdas=20)
+        fit = path.info
         assert bool(fit.converged.all()) and int(fit.status) == 0 and int(path.status) == 0, c
         fits[c] = (path, fit)
     ref_path, ref_fit = fits[1.0]

@@ -1,5 +1,7 @@
 """CS-G-OMP, CS-G-FR and Doubling against brute-force numpy oracles and the paper's theorems."""
 
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -304,6 +306,26 @@ def test_custom_rule_through_the_advanced_api():
     np.testing.assert_allclose(again.coef, path.coef)
 
 
+def test_init_step_protocol_reproduces_the_driver():
+    """sequencing_init(problem, rule, params) fixes the rule; sequencing_step(problem, state) takes
+    nothing else: k jitted steps by hand give the driver's order, costs and objective."""
+    from jaxselect.greedy import fr_rule, rule_params, sequencing_init, sequencing_step
+
+    X, Y, ids, costs = grouped_problem(23)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)
+    path = js.cs_fr(problem, k=4)
+    state = sequencing_init(problem, fr_rule, rule_params(problem))
+    assert state.config.rule is fr_rule and state.schur.shape[0] == problem.n_groups
+    step = jax.jit(sequencing_step)
+    groups, objective = [], []
+    for _ in range(4):
+        state, info = step(problem, state)
+        groups.append(int(info.group))
+        objective.append(float(info.objective))
+    assert groups == path.order.tolist() and int(state.step) == 4
+    np.testing.assert_allclose(objective, path.objective, rtol=1e-5)
+
+
 def cheapest_first(problem, state, params):
     costs = jnp.where(state.selected, jnp.inf, problem.groups.costs)
     return jnp.argmin(costs).astype(jnp.int32), ~jnp.all(state.selected)
@@ -317,3 +339,38 @@ def test_vmap_over_l2_prepare_and_fr():
     batched = jax.vmap(lambda l2: js.cs_fr(js.prepare(X, Y, groups, l2=l2)).objective)(grid)
     for l2, row in zip(np.asarray(grid), np.asarray(batched)):
         np.testing.assert_allclose(row, js.cs_fr(js.prepare(X, Y, groups, l2=float(l2))).objective, rtol=1e-5)
+
+
+def test_progress_bar_runs_the_same_steps_in_chunks(monkeypatch):
+    """progress=True: the scan runs in compiled chunks with a tqdm bar between them — the same path;
+    without tqdm a clear ImportError names the [progress] extra; the default path is untouched."""
+    pytest.importorskip("tqdm")
+    from jaxselect import _progress
+
+    X, Y, ids, costs = grouped_problem(24)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)
+    updates = []
+
+    class Bar:
+        def update(self, n):
+            updates.append(n)
+
+        def close(self):
+            updates.append("closed")
+
+    monkeypatch.setattr(_progress, "N_UPDATES", 3)
+    monkeypatch.setattr(js.fixed_order, "progress_bar", lambda total, desc: Bar())
+    for solve in (js.cs_omp, js.cs_fr, js.doubling):
+        updates.clear()
+        path, bar_path = solve(problem), solve(problem, progress=True)
+        J = problem.n_groups
+        assert updates[-1] == "closed" and sum(updates[:-1]) == J and len(updates) - 1 == 3
+        assert bar_path.order.tolist() == path.order.tolist()
+        np.testing.assert_allclose(bar_path.coef, path.coef, rtol=1e-6, atol=1e-7)
+        np.testing.assert_array_equal(bar_path.cum_cost, path.cum_cost)
+    monkeypatch.undo()
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # tqdm not installed
+    with pytest.raises(ImportError, match=r"jaxselect\[progress\]"):
+        js.cs_omp(problem, progress=True)
+    with pytest.raises(TypeError, match="progress"):
+        js.cs_omp(problem, progress=1)

@@ -7,24 +7,26 @@
 
 from jaxselect.greedy.glm import (
     GLM_LOSSES,
+    GLMConfig,
     GLMInfo,
     GLMOMPState,
     GLMProblem,
     GLMStepInfo,
-    glm_accuracy,
     glm_omp,
     glm_omp_init,
     glm_omp_run,
     glm_omp_step,
-    glm_predict,
     glm_problem,
 )
 from jaxselect.greedy.rls import (
+    RLSConfig,
     RLSInfo,
+    RLSProblem,
     RLSResult,
     RLSState,
     greedy_rls,
     rls_init,
+    rls_problem,
     rls_predict,
     rls_predict_path,
     rls_step,
@@ -32,6 +34,7 @@ from jaxselect.greedy.rls import (
 )
 from jaxselect.greedy.sequencing import (
     RuleParams,
+    SequencingConfig,
     SequencingState,
     StepInfo,
     cs_fr,
@@ -50,6 +53,7 @@ from jaxselect.greedy.sequencing import (
 
 __all__ = [
     "SequencingState",
+    "SequencingConfig",
     "StepInfo",
     "RuleParams",
     "rule_params",
@@ -65,11 +69,10 @@ __all__ = [
     "doubling",
     "fixed_order_path",
     "glm_omp",
-    "glm_predict",
-    "glm_accuracy",
     "GLMInfo",
     "GLM_LOSSES",
     "GLMProblem",
+    "GLMConfig",
     "GLMOMPState",
     "GLMStepInfo",
     "glm_problem",
@@ -83,6 +86,9 @@ __all__ = [
     "rls_to_path",
     "RLSState",
     "RLSInfo",
+    "RLSProblem",
+    "RLSConfig",
+    "rls_problem",
     "rls_init",
     "rls_step",
 ]

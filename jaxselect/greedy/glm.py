@@ -34,15 +34,17 @@ is the jitted scan driver that :func:`glm_omp` calls.
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from functools import partial
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxselect import anytime
 from jaxselect._budget import kahan_add
+from jaxselect._progress import check_progress, progress_bar, run_in_chunks
 from jaxselect._repr import short_repr
 from jaxselect._static import canonical
 from jaxselect._validation import (
@@ -54,25 +56,23 @@ from jaxselect._validation import (
     check_float,
     check_int,
     host_array,
-    host_value,
     is_traced,
 )
 from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores, selectable_groups, slot_capacity
 from jaxselect.groups import Groups
 from jaxselect.losses import GLM_LOSSES, GLMLoss, glm_loss
-from jaxselect.newton import choose_solver, default_tol, glm_newton
-from jaxselect.path import LINKS, SelectionPath, link_code
+from jaxselect.newton import NEWTON_SOLVERS, choose_solver, default_tol, glm_newton
+from jaxselect.path import SelectionPath, link_code
 from jaxselect.prepare import Transform, to_raw_coef, whiten_design
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, NOT_CONVERGED
 
 __all__ = [
     "glm_omp",
-    "glm_predict",
-    "glm_accuracy",
     "GLMInfo",
     "GLM_LOSSES",
     "GLMProblem",
+    "GLMConfig",
     "GLMOMPState",
     "GLMStepInfo",
     "glm_problem",
@@ -84,8 +84,23 @@ __all__ = [
 CRITERIA = OMP_CRITERIA
 
 
+@jax.tree_util.register_static
+@dataclasses.dataclass(frozen=True)
+class GLMConfig:
+    """Static options of a GLM problem (a pytree without leaves), fixed by :func:`glm_problem`.
+
+    Attributes:
+      loss: "logistic", "softmax", "squared" or the canonical instance of a loss callable.
+      newton_solver: "auto", "cholesky" or "cg"; "auto" is resolved per run from the static slot
+        capacity (:func:`jaxselect.newton.choose_solver`).
+    """
+
+    loss: str | Callable = "logistic"
+    newton_solver: str = "auto"
+
+
 class GLMInfo(NamedTuple):
-    """Solver diagnostics of :func:`glm_omp` (``return_info=True``), one entry per step.
+    """Solver diagnostics of :func:`glm_omp` (``path.info``), one entry per step.
 
     Attributes:
       n_iter: (m,) int32 Newton iterations of the refit after step j.
@@ -98,7 +113,7 @@ class GLMInfo(NamedTuple):
 
     >>> import numpy as np, jaxselect as js
     >>> rng = np.random.default_rng(0); X = rng.normal(size=(100, 3)); y = (X[:, 1] > 0).astype(int)
-    >>> path, info = js.glm_omp(X, y, return_info=True)
+    >>> info = js.glm_omp(X, y).info
     >>> info.converged.tolist(), bool(info.loss[0] < info.null_loss)
     ([True, True, True], True)
     """
@@ -128,6 +143,7 @@ class GLMProblem(NamedTuple):
       cost_sensitive: () bool, divide the criterion by c(g).
       sample_weight: None, or (n,) relative row weights ``n·w/Σw`` (mean 1): the risk's mean loss
         is then the weighted mean ``Σ w_i ℓ_i / Σw``.
+      config: the static :class:`GLMConfig` (loss and Newton solver).
     """
 
     Z: jax.Array
@@ -143,6 +159,7 @@ class GLMProblem(NamedTuple):
     criterion: jax.Array
     cost_sensitive: jax.Array
     sample_weight: jax.Array | None = None
+    config: GLMConfig = GLMConfig()
 
     __repr__ = short_repr
 
@@ -252,8 +269,8 @@ def _weighted_loss(parts: GLMLoss, rel) -> GLMLoss:
     )
 
 
-def _loss_parts(problem: GLMProblem, loss) -> GLMLoss:
-    parts = glm_loss(loss)
+def _loss_parts(problem: GLMProblem) -> GLMLoss:
+    parts = glm_loss(problem.config.loss)
     return parts if problem.sample_weight is None else _weighted_loss(parts, problem.sample_weight)
 
 
@@ -292,14 +309,17 @@ def glm_problem(
     constant_columns: str = "inert",
     rank_tol=None,
     sample_weight=None,
+    newton_solver: str = "auto",
 ) -> GLMProblem:
     """Validate and standardise the data of :func:`glm_omp` into a :class:`GLMProblem`.
 
-    Takes the arguments of :func:`glm_omp` (see there) except ``k``, ``newton_solver`` and
-    ``return_info``. Pass the same ``loss`` to :func:`glm_omp_init` / :func:`glm_omp_step` /
-    :func:`glm_omp_run`.
+    Takes the arguments of :func:`glm_omp` (see there) except ``k`` and ``progress``. The loss and
+    the Newton solver are stored in the problem's static :class:`GLMConfig`, so
+    :func:`glm_omp_init`, :func:`glm_omp_step` and :func:`glm_omp_run` take only the problem.
     """
     loss = _check_loss(loss)
+    if newton_solver not in NEWTON_SOLVERS:
+        raise ValueError(f"newton_solver must be one of {NEWTON_SOLVERS}; got {newton_solver!r}")
     check_choice(criterion, "criterion", CRITERIA)
     max_iter = check_int(max_iter, "max_iter", low=1)
     if n_classes is not None:
@@ -343,6 +363,7 @@ def glm_problem(
         jnp.asarray(CRITERIA.index(criterion), jnp.int32),
         jnp.asarray(bool(cost_sensitive)),
         rel,
+        GLMConfig(loss, newton_solver),
     )
 
 
@@ -376,9 +397,12 @@ def _slot_coef(problem: GLMProblem, state: GLMOMPState) -> jax.Array:
     return jnp.zeros((D, state.V.shape[1]), state.V.dtype).at[state.slot_feature].set(state.V, mode="drop")
 
 
-def _advance(problem: GLMProblem, state: GLMOMPState, add_group, *, loss, newton_solver):
+def _advance(problem: GLMProblem, state: GLMOMPState, add_group):
     """Select a group (when ``add_group``, a traced bool), add it, and refit by damped Newton."""
-    parts = _loss_parts(problem, loss)
+    parts = _loss_parts(problem)
+    loss = problem.config.loss
+    # "auto" resolves from static shapes: (P + 1)·T unknowns
+    newton_solver = choose_solver(problem.config.newton_solver, (state.V.shape[0] + 1) * problem.Y.shape[1])
     Z, Y = problem.Z, problem.Y
     n, D = Z.shape
     dtype = Z.dtype
@@ -445,49 +469,54 @@ def _advance(problem: GLMProblem, state: GLMOMPState, add_group, *, loss, newton
     return new, info
 
 
-def glm_omp_init(
-    problem: GLMProblem, capacity: int, *, loss="logistic", newton_solver: str = "cholesky"
-) -> GLMOMPState:
+def glm_omp_init(problem: GLMProblem, capacity: int | None = None) -> GLMOMPState:
     """The fitted intercept-only model: no slots filled, ``b`` minimising r with W = 0.
 
     Args:
-      problem: from :func:`glm_problem`.
+      problem: from :func:`glm_problem` (its static config holds the loss and the Newton solver).
       capacity: static number of feature slots P (at least the features of the groups you will add
-        plus the largest group size; :func:`~jaxselect.greedy.criteria.slot_capacity`).
-      loss: the loss the problem was built with.
-      newton_solver: "cholesky" or "cg" (static).
+        plus the largest group size; default: room for every group,
+        :func:`~jaxselect.greedy.criteria.slot_capacity`).
     """
-    return _advance(
-        problem, _empty_state(problem, capacity), jnp.zeros((), bool), loss=loss, newton_solver=newton_solver
-    )[0]
+    if capacity is None:
+        capacity = slot_capacity(problem.groups.mask, problem.groups.n_groups, problem.Z.shape[1])
+    return _advance(problem, _empty_state(problem, capacity), jnp.zeros((), bool))[0]
 
 
-def glm_omp_step(problem: GLMProblem, state: GLMOMPState, *, loss="logistic", newton_solver: str = "cholesky"):
+def glm_omp_step(problem: GLMProblem, state: GLMOMPState) -> tuple[GLMOMPState, GLMStepInfo]:
     """One step of Algorithm 3: score every remaining group at the current model, add the best, refit.
 
-    Pure and jit-able (``loss`` and ``newton_solver`` are static). When no selectable group is left
-    the step is empty: the state is unchanged (except ``step``) and the info's group is −1.
+    Pure and jit-able (the loss and the Newton solver are the problem's static config). When no
+    selectable group is left the step is empty: the state is unchanged (except ``step``) and the
+    info's group is −1.
 
     Returns:
       ``(state, GLMStepInfo)``.
     """
-    return _advance(problem, state, jnp.ones((), bool), loss=loss, newton_solver=newton_solver)
+    return _advance(problem, state, jnp.ones((), bool))
 
 
-@partial(jax.jit, static_argnames=("loss", "k", "capacity", "newton_solver"))
-def _glm_run(problem: GLMProblem, *, loss, k, capacity, newton_solver):
-    def body(state, j):
-        return _advance(problem, state, j > 0, loss=loss, newton_solver=newton_solver)
+@partial(jax.jit, static_argnames=("capacity",))
+def _glm_start(problem: GLMProblem, *, capacity: int):
+    """Iteration 0: the intercept-only fit, ``(state, null loss, null intercept)``."""
+    state, out = _advance(problem, _empty_state(problem, capacity), jnp.zeros((), bool))
+    return state, out.loss, out.b
 
-    state, out = jax.lax.scan(body, _empty_state(problem, capacity), jnp.arange(k + 1, dtype=jnp.int32))
-    null_f, null_b = out.loss[0], out.b[0]
-    out = jax.tree.map(lambda a: a[1:], out)
+
+@partial(jax.jit, static_argnames=("length",))
+def _glm_advance(problem: GLMProblem, state: GLMOMPState, *, length: int):
+    return jax.lax.scan(lambda st, _: glm_omp_step(problem, st), state, length=length)
+
+
+@jax.jit
+def _glm_finish(problem: GLMProblem, state: GLMOMPState, out: GLMStepInfo, null_f, null_b) -> SelectionPath:
     coef, offset = to_raw_coef(problem.transform, out.W)
     safe = jnp.where(null_f > 0, null_f, jnp.ones_like(null_f))
     objective = jnp.where(null_f > 0, 1.0 - out.loss / safe, -out.loss)
     finite = jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(out.b)) & jnp.all(jnp.isfinite(out.loss))
     status = state.status | jnp.where(finite, 0, NONFINITE).astype(jnp.int32)
-    path = SelectionPath(
+    converged = (out.status & (NOT_CONVERGED | NONFINITE)) == 0
+    return SelectionPath(
         order=out.group,
         cum_cost=out.cum_cost,
         objective=objective,
@@ -495,29 +524,42 @@ def _glm_run(problem: GLMProblem, *, loss, k, capacity, newton_solver):
         intercept=offset + out.b,
         null_intercept=null_b,
         status=status,
-        link=link_code(_link_name(loss)),
+        link=link_code(_link_name(problem.config.loss)),
+        info=GLMInfo(out.n_iter, out.grad_norm, converged, out.loss, null_f, out.status),
     )
-    converged = (out.status & (NOT_CONVERGED | NONFINITE)) == 0
-    info = GLMInfo(out.n_iter, out.grad_norm, converged, out.loss, null_f, out.status)
-    return path, info
 
 
-def glm_omp_run(problem: GLMProblem, *, loss="logistic", k=None, newton_solver: str = "auto"):
-    """Run k steps of GLM OMP in one jitted ``lax.scan``; returns ``(SelectionPath, GLMInfo)``.
+@partial(jax.jit, static_argnames=("k", "capacity"))
+def _glm_run(problem: GLMProblem, *, k, capacity):
+    state, null_f, null_b = _glm_start(problem, capacity=capacity)
+    state, out = _glm_advance(problem, state, length=k)
+    return _glm_finish(problem, state, out, null_f, null_b)
+
+
+def glm_omp_run(problem: GLMProblem, *, k=None, progress: bool = False) -> SelectionPath:
+    """Run k steps of GLM OMP in one jitted ``lax.scan``; returns the :class:`SelectionPath` (its
+    ``info`` is the :class:`GLMInfo`).
 
     Args:
-      problem: from :func:`glm_problem` (built with the same ``loss``).
-      loss, k, newton_solver: as in :func:`glm_omp`.
+      problem: from :func:`glm_problem`.
+      k, progress: as in :func:`glm_omp`.
     """
     if not isinstance(problem, GLMProblem):
         raise TypeError(f"expected a GLMProblem from glm_problem(X, Y, groups, ...); got {type(problem).__name__}")
-    loss = _check_loss(loss)
+    steps, capacity = _glm_steps(problem, k)
+    if not check_progress(progress):
+        return _glm_run(problem, k=steps, capacity=capacity)
+    bar = progress_bar(total=steps, desc="glm_omp")
+    state, null_f, null_b = _glm_start(problem, capacity=capacity)
+    state, out = run_in_chunks(lambda st, n: _glm_advance(problem, st, length=n), state, steps, "glm_omp", bar)
+    return _glm_finish(problem, state, out, null_f, null_b)
+
+
+def _glm_steps(problem: GLMProblem, k):
+    """(steps, slot capacity) of a run of ``k`` steps (default all J, clipped to J)."""
     J = problem.groups.n_groups
     steps = J if k is None else min(check_int(k, "k", low=1), J)
-    D = problem.Z.shape[1]
-    capacity = slot_capacity(problem.groups.mask, steps, D)
-    solver = choose_solver(newton_solver, (capacity + 1) * problem.Y.shape[1])
-    return _glm_run(problem, loss=loss, k=steps, capacity=capacity, newton_solver=solver)
+    return steps, slot_capacity(problem.groups.mask, steps, problem.Z.shape[1])
 
 
 @any_mesh
@@ -537,10 +579,11 @@ def glm_omp(
     n_classes=None,
     constant_columns: str = "inert",
     rank_tol=None,
-    return_info: bool = False,
+    return_info=None,
     newton_solver: str = "auto",
     sample_weight=None,
-):
+    progress: bool = False,
+) -> SelectionPath:
     """Cost-sensitive group OMP for GLMs (Hu et al., Algorithm 3): an anytime classifier.
 
     At step j the gradient ``∇_W r = Zᵀ G / n + λ W`` (eq. 22) of the regularised risk (eq. 21) is
@@ -580,7 +623,8 @@ def glm_omp(
       constant_columns: "inert" (default): constant columns (max == min) are never selected and get
         coefficient 0 (a group made only of them is never selected); "raise": a ValueError names them.
       rank_tol: relative eigenvalue threshold of the whitening, as in :func:`jaxselect.prepare`.
-      return_info: also return a :class:`GLMInfo` (per-step Newton diagnostics).
+      return_info: deprecated (the path always carries its :class:`GLMInfo` as ``path.info``);
+        ``True`` still returns ``(path, path.info)`` with a DeprecationWarning.
       newton_solver: how each Newton step is solved. "cholesky" forms the ((P+1)·T)² Hessian
         (O(n·P²·T²) per iteration, exact); "cg" uses preconditioned conjugate gradients on
         Hessian-vector products (O(n·P·T) each, inexact-Newton tolerance); "auto" picks "cg"
@@ -592,6 +636,9 @@ def glm_omp(
         weight 0 are absent — the weights of :func:`jaxselect.shard_rows` give the unpadded
         result. scikit-learn's ``LogisticRegression(C=…).fit(..., sample_weight=w)`` on the same
         columns is ``λ = 1/(C·Σw)``. A callable loss must then return per-example losses.
+      progress: show a ``tqdm`` progress bar over the steps (needs the optional ``tqdm``, the
+        ``[progress]`` extra); the steps then run in a few compiled chunks. Default False: one
+        compiled program.
 
     Returns:
       A :class:`SelectionPath` of m = min(k, J) prefixes: raw-space ``coef`` (m, D, T) and
@@ -599,8 +646,9 @@ def glm_omp(
       fraction ``1 − r(W_j)/r(W_0)`` of the intercept-only model's regularised risk removed,
       ``null_intercept`` the intercept-only scores, ``link`` the inverse link (logistic, softmax, or
       identity for the squared and callable losses), ``status`` the OR of the refits' flags
-      (:func:`jaxselect.raise_for_status`). Steps after the last selectable group are empty
-      (order −1). With ``return_info``: ``(path, info)``. :func:`glm_predict` gives probabilities
+      (:func:`jaxselect.raise_for_status`), ``info`` the per-step Newton diagnostics
+      (:class:`GLMInfo`). Steps after the last selectable group are empty (order −1).
+      :func:`glm_predict` gives probabilities
       at a budget (:func:`jaxselect.predict` gives the scores).
 
     Raises:
@@ -632,124 +680,16 @@ def glm_omp(
         constant_columns=constant_columns,
         rank_tol=rank_tol,
         sample_weight=sample_weight,
+        newton_solver=newton_solver,
     )
-    path, info = glm_omp_run(problem, loss=loss, k=k, newton_solver=newton_solver)
-    return (path, info) if return_info else path
-
-
-# ---------------------------------------------------------------------------------------------
-# Prediction and evaluation.
-
-
-def _apply_link(link, scores):
-    return jax.lax.switch(
-        jnp.clip(link, 0, len(LINKS) - 1),
-        [lambda s: s, jax.nn.sigmoid, lambda s: jax.nn.softmax(s, axis=-1)],
-        scores,
-    )
-
-
-_apply_link_jit = jax.jit(_apply_link)
-
-
-@any_mesh
-def glm_predict(path: SelectionPath, X, budget=None) -> jax.Array:
-    """Anytime GLM predictions through the path's inverse link (no loss argument needed).
-
-    At budget B the model of the longest prefix with ``cum_cost ≤ B`` is used (the intercept-only
-    model below the cheapest group), exactly as :func:`jaxselect.predict`, whose linear scores are
-    passed through ``path.link``: ``σ(s)`` (probabilities of class 1) for logistic paths,
-    ``softmax(s)`` over the classes (class probabilities) for softmax paths, the scores themselves
-    for identity paths (squared / callable losses). Works inside ``jax.jit`` (the link is applied
-    with ``lax.switch``).
-
-    Args:
-      path: from :func:`glm_omp` (any :class:`SelectionPath`: regression paths have the identity link).
-      X: (m, D) raw features.
-      budget: a cumulative cost B, or None for every prefix.
-
-    Returns:
-      With a budget: (m,) for one logistic column, else (m, T) (T classes for softmax).
-      Without: a leading (n_steps,) axis.
-
-    Raises:
-      ValueError: X with the wrong number of columns or NaN/Inf, a non-scalar budget.
-
-    >>> import numpy as np, jaxselect as js
-    >>> rng = np.random.default_rng(0); X = rng.normal(size=(100, 3)); y = (X[:, 1] > 0).astype(int)
-    >>> p = js.glm_predict(js.glm_omp(X, y), X, budget=1.0)
-    >>> bool(np.mean((np.asarray(p) > 0.5) == y) > 0.9)
-    True
-    """
-    path = anytime.as_path(path)
-    return _apply_link_jit(path.link, anytime.predict(path, X, budget))
-
-
-def _accuracy_labels(y, m: int, name: str = "y"):
-    """Held-out binary labels (m,) or (m, T) in {0, 1}, {−1, +1} or bool → float 0/1 (m, T)."""
-    y = np.asarray(y)
-    if y.ndim == 1:
-        y = y[:, None]
-    if y.ndim != 2 or y.shape[0] != m:
-        raise ValueError(f"{name} must have shape ({m},) or ({m}, T); got {y.shape}")
-    if y.dtype == object or y.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold binary labels in {{0, 1}}, {{-1, +1}} or bool; got dtype {y.dtype}")
-    values = set(np.unique(y.astype(np.float64)).tolist())
-    if not (values <= {0.0, 1.0} or values <= {-1.0, 1.0}):
-        raise ValueError(
-            f"{name} must hold binary labels in {{0, 1}}, {{-1, +1}} or bool; got values {sorted(values)[:6]}"
+    path = glm_omp_run(problem, k=k, progress=progress)
+    if return_info is not None:
+        warnings.warn(
+            "glm_omp(return_info=...) is deprecated: the path always carries its GLMInfo as path.info "
+            "(use path = glm_omp(...); path.info)",
+            DeprecationWarning,
+            stacklevel=2,
         )
-    return (y > 0).astype(np.float64)
-
-
-@any_mesh
-def glm_accuracy(path: SelectionPath, X, y) -> anytime.Curve:
-    """Held-out classification accuracy of every prefix against its cumulative cost.
-
-    Logistic paths predict class 1 where the score is > 0 (probability > ½), averaged over the label
-    columns; softmax paths predict the arg-max class. The first point is the intercept-only model.
-    A host-side summary (numpy): call it outside ``jax.jit``.
-
-    Args:
-      path: from :func:`glm_omp` with ``loss="logistic"`` or ``"softmax"`` (its ``link`` says which).
-      X: (m, D) raw features.
-      y: logistic: (m,) or (m, T) labels in {0, 1}, {−1, +1} or bool; softmax: (m,) classes 0..C−1.
-
-    Returns:
-      A :class:`jaxselect.Curve`.
-
-    Raises:
-      ValueError: a regression (identity-link) path, labels of the wrong shape or values.
-
-    >>> import numpy as np, jaxselect as js
-    >>> rng = np.random.default_rng(0); X = rng.normal(size=(100, 3)); y = (X[:, 1] > 0).astype(int)
-    >>> curve = js.glm_accuracy(js.glm_omp(X, y), X, y)
-    >>> curve.cost.tolist(), [round(v, 2) for v in curve.value.tolist()]
-    ([0.0, 1.0, 2.0, 3.0], [0.55, 0.99, 0.99, 0.99])
-    """
-    path = anytime.as_path(path)
-    code = host_value(lambda: path.link)
-    if code is None or np.ndim(code) != 0:
-        raise ValueError("glm_accuracy needs a concrete, unbatched path (call it outside jax.jit/vmap)")
-    link = LINKS[int(code)]
-    m = np.shape(X)[0]
-    C = path.coef.shape[-1]
-    if link == "softmax":
-        labels, _ = as_labels(y, m, "y", n_classes=C)
-        Yt = np.eye(C)[host_array(labels)]
-
-        def metric(Yt, S):
-            return float(np.mean(np.argmax(S, axis=1) == np.argmax(Yt, axis=1)))
-    elif link == "logistic":
-        Yt = _accuracy_labels(y, m)
-        if Yt.shape[1] != C:
-            raise ValueError(f"y has {Yt.shape[1]} label column(s) but the path has {C}")
-
-        def metric(Yt, S):
-            return float(np.mean((S > 0) == (Yt > 0.5)))
-    else:
-        raise ValueError(
-            "glm_accuracy needs a classification path (glm_omp with loss='logistic' or 'softmax'); "
-            "this path has the identity link — use jaxselect.objective_curve for regression paths"
-        )
-    return anytime.objective_curve(path, X, Yt, metric=metric)
+        if return_info:
+            return path, path.info
+    return path

@@ -38,9 +38,11 @@ are never selected. With concrete data, ``k`` above the number of non-constant c
 traced data (inside a user's ``jit``) the steps past the last selectable column select nothing
 (``selected = −1``, the model is unchanged).
 
-Advanced API (blackjax style): :class:`RLSState` is the scan carry, :func:`rls_init` builds it and
-:func:`rls_step` makes one greedy addition, returning ``(state, RLSInfo)``; :func:`greedy_rls` is
-the validated driver (a fixed-length ``lax.scan`` of ``rls_step`` inside one ``jit``).
+Advanced API (the library's solver protocol): :func:`rls_problem` gives the :class:`RLSProblem`
+(the design, targets, penalties and the static :class:`RLSConfig` — chunk size, re-check count);
+``state = rls_init(problem, k)`` the :class:`RLSState` at S = ∅; ``state, info = rls_step(problem,
+state)`` makes one greedy addition; :func:`greedy_rls` is the validated driver (a fixed-length
+``lax.scan`` of ``rls_step`` inside one ``jit``).
 
 Implementation (performance design):
 
@@ -68,6 +70,7 @@ Implementation (performance design):
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 from typing import NamedTuple
 
@@ -75,6 +78,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect._progress import check_progress, progress_bar, run_in_chunks
 from jaxselect._repr import short_repr
 from jaxselect._validation import (
     MIN_ROWS,
@@ -89,7 +93,7 @@ from jaxselect._validation import (
     host_value,
     raise_on_constant,
 )
-from jaxselect.path import SelectionPath, link_code
+from jaxselect.path import RLSResult, _check_result, _safe_index, rls_to_path
 from jaxselect.prepare import as_sample_weight
 from jaxselect.sharding import any_mesh
 from jaxselect.status import ILL_CONDITIONED, NONFINITE
@@ -98,7 +102,10 @@ __all__ = [
     "RLSResult",
     "RLSState",
     "RLSInfo",
+    "RLSProblem",
+    "RLSConfig",
     "greedy_rls",
+    "rls_problem",
     "rls_init",
     "rls_step",
     "rls_predict",
@@ -115,50 +122,39 @@ _BLOCK_BYTES = 1 << 30
 _MIN_CHUNK = 4
 
 
-class RLSResult(NamedTuple):
-    """Result of :func:`greedy_rls` (the model after every prefix, for anytime use).
-
-    Shapes use ``k`` selected features, ``d`` features and ``T`` targets; for a 1-D ``y`` the
-    trailing ``T`` axis is dropped. :func:`rls_to_path` turns it into a
-    :class:`~jaxselect.SelectionPath` for :func:`jaxselect.predict` and the anytime curves.
+@jax.tree_util.register_static
+@dataclasses.dataclass(frozen=True)
+class RLSConfig:
+    """Static options of greedy RLS (a pytree without leaves), fixed by :func:`rls_problem`.
 
     Attributes:
-      selected: (k,) int32 feature indices in the order they were added; −1 for a step that found
-        no selectable feature (only possible inside a user's ``jit``, where ``k`` larger than the
-        number of non-constant columns cannot be rejected up front).
-      loo_error: (k,) leave-one-out mean squared error ``Σ_jh (Ã_jh/g̃_j)² / (n·T)`` of the model
-        after each addition (RLScore's ``performances``).
-      coef: (d, T) final weights in feature space (zero for features not selected).
-      intercept: (T,) final intercept ``bias · 1ᵀA`` (zero when ``bias == 0``).
-      coef_path: (k, k, T) ``coef_path[t, j]`` is the weight of feature ``selected[j]`` in the model
-        with the first ``t + 1`` features (zero for ``j > t``).
-      intercept_path: (k, T) intercept of the model after each addition.
-      null_intercept: (T,) prediction of the model with no selected feature: 0 without bias, else
-        the intercept of the ridge model on the bias column alone, ``bias·mean(Y)/(bias + l2)``.
-      null_loo_error: () LOO mean squared error of that feature-less model (``mean(Y²)`` without
-        bias).
-      status: () int32, 0 when fine, else flags of :data:`jaxselect.STATUS_MESSAGES`
-        (``ILL_CONDITIONED`` = 2: diag(G) lost positivity or no candidate had a usable score;
-        ``NONFINITE`` = 1: NaN/Inf in the state). Raise with :func:`jaxselect.raise_for_status`.
-
-    >>> import numpy as np, jaxselect as js
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(100, 20)).astype(np.float32)
-    >>> Y = X[:, [3, 7]] @ np.array([[2.0, 0.5], [-1.0, 1.5]], dtype=np.float32)
-    >>> res = js.greedy_rls(X, Y, 2, l2=0.01)          # an RLSResult
-    >>> res.loo_error.shape, res.coef.shape, res.coef_path.shape, int(res.status)
-    ((2,), (20, 2), (2, 2, 2), 0)
+      chunk: candidates per block of ``C`` (the state's width is padded to a multiple of it).
+      n_recheck: for T > 1, how many screened candidates are re-scored term by term.
     """
 
-    selected: jax.Array
-    loo_error: jax.Array
-    coef: jax.Array
-    intercept: jax.Array
-    coef_path: jax.Array
-    intercept_path: jax.Array
-    null_intercept: jax.Array
-    null_loo_error: jax.Array
-    status: jax.Array
+    chunk: int
+    n_recheck: int = 8
+
+
+class RLSProblem(NamedTuple):
+    """The data of a greedy RLS run (build it with :func:`rls_problem`).
+
+    Attributes:
+      X: (n, d) features as used (rows scaled by √w with sample weights); Y: (n, T) targets (scaled alike).
+      live: (d,) bool, the selectable columns.
+      l2: () the penalty on the mean loss; bias: () RLScore's bias (0: no intercept column).
+      root_w: (n,) √sample_weight (ones without weights); n_eff: () Σ sample_weight (n without).
+      config: the static :class:`RLSConfig`.
+    """
+
+    X: jax.Array
+    Y: jax.Array
+    live: jax.Array
+    l2: jax.Array
+    bias: jax.Array
+    root_w: jax.Array
+    n_eff: jax.Array
+    config: RLSConfig
 
     __repr__ = short_repr
 
@@ -245,12 +241,26 @@ def _apply_pending(state: RLSState, CT, xc, xa):
     return CT, xc, xa
 
 
-def _init(X, Y, live, l2, bias, k: int, d_pad: int, root_w=None, n_eff=None) -> RLSState:
-    """The state at S = ∅. With ``root_w`` (√ weights) X and Y must already be scaled by it."""
-    n, d = X.shape
+def _make_problem(X, Y, live, l2, bias, w, chunk: int, n_recheck: int) -> RLSProblem:
+    """The :class:`RLSProblem` of validated arrays (traceable); ``w`` None or (n,) weights."""
+    n = X.shape[0]
     dt = X.dtype
-    root_w = jnp.ones((n,), dt) if root_w is None else root_w
-    n_eff = jnp.asarray(n, dt) if n_eff is None else n_eff
+    if w is None:
+        root_w, n_eff = jnp.ones((n,), dt), jnp.asarray(n, dt)
+    else:  # ridge on the rows scaled by √w: the weighted mean loss, LOO residuals of the scaled design
+        root_w, n_eff = jnp.sqrt(w), jnp.sum(w)
+        X, Y = X * root_w[:, None], Y * root_w[:, None]
+    return RLSProblem(X, Y, live, l2, bias, root_w, n_eff, RLSConfig(int(chunk), int(n_recheck)))
+
+
+def _init(problem: RLSProblem, k: int) -> RLSState:
+    """The state at S = ∅ (``problem.X`` and ``Y`` already scaled by √w)."""
+    X, Y, live, l2, bias = problem.X, problem.Y, problem.live, problem.l2, problem.bias
+    root_w, n_eff = problem.root_w, problem.n_eff
+    chunk = problem.config.chunk
+    n, d = X.shape
+    d_pad = -(-d // chunk) * chunk
+    dt = X.dtype
     inv = 1 / (n_eff * l2)  # 1/λ with RLScore's λ = n·l2
     A = Y * inv
     pad = ((0, d_pad - d), (0, 0))
@@ -362,7 +372,7 @@ def _argmin_lowest(values, index):
     return jnp.argmin(jnp.where(values == best, index, big))
 
 
-def _rls_step(X, state: RLSState, *, chunk: int, n_recheck: int):
+def _rls_step(problem: RLSProblem, state: RLSState):
     """One greedy addition: score all candidates, add the best, return ``(state, RLSInfo)``.
 
     With ``T == 1`` every candidate is scored by :func:`_exact_scores`. With ``T > 1`` all are
@@ -370,6 +380,8 @@ def _rls_step(X, state: RLSState, *, chunk: int, n_recheck: int):
     the exact minimum among them (ties to the lowest feature index). When every feature is taken
     (selected or constant) the step adds nothing: ``selected = −1`` and the model is unchanged.
     """
+    X = problem.X
+    chunk, n_recheck = problem.config.chunk, problem.config.n_recheck
     n = state.n_eff
     d_pad = state.CT.shape[0]
     T = state.A.shape[1]
@@ -423,27 +435,21 @@ def _null_model(state: RLSState):
     return state.bias * jnp.sum(state.root_w[:, None] * state.A, axis=0), _current_loo(state)
 
 
-def _safe_index(selected, d: int):
-    """Selected indices with −1 (no feature) mapped out of range, for ``.at[...].set(mode="drop")``."""
-    return jnp.where(selected >= 0, selected, d)
+@partial(jax.jit, static_argnames=("k",))
+def _rls_start(problem: RLSProblem, *, k: int):
+    state = _init(problem, k)
+    return (state,) + _null_model(state)
 
 
-@partial(jax.jit, static_argnames=("k", "chunk", "n_recheck"))
-def _greedy_rls_run(X, Y, live, l2, bias, w=None, *, k, chunk, n_recheck):
+@partial(jax.jit, static_argnames=("length",))
+def _rls_advance(problem: RLSProblem, state: RLSState, *, length: int):
+    return jax.lax.scan(lambda st, _: _rls_step(problem, st), state, length=length)
+
+
+@jax.jit
+def _rls_finish(problem: RLSProblem, state: RLSState, info: RLSInfo, null_intercept, null_loo) -> RLSResult:
+    X, Y = problem.X, problem.Y
     d = X.shape[1]
-    d_pad = -(-d // chunk) * chunk
-    if w is None:
-        state = _init(X, Y, live, l2, bias, k, d_pad)
-    else:  # ridge on the rows scaled by √w: the weighted mean loss, LOO residuals of the scaled design
-        root_w = jnp.sqrt(w)
-        X, Y = X * root_w[:, None], Y * root_w[:, None]
-        state = _init(X, Y, live, l2, bias, k, d_pad, root_w, jnp.sum(w))
-    null_intercept, null_loo = _null_model(state)
-
-    def body(state, _):
-        return _rls_step(X, state, chunk=chunk, n_recheck=n_recheck)
-
-    state, info = jax.lax.scan(body, state, length=k)
     coef = jnp.zeros((d, Y.shape[1]), dtype=X.dtype)
     coef = coef.at[_safe_index(info.selected, d)].set(info.coef[-1], mode="drop")
     return RLSResult(
@@ -457,6 +463,26 @@ def _greedy_rls_run(X, Y, live, l2, bias, w=None, *, k, chunk, n_recheck):
         null_loo_error=null_loo,
         status=state.status,
     )
+
+
+@partial(jax.jit, static_argnames=("k", "chunk", "n_recheck"))
+def _greedy_rls_run(X, Y, live, l2, bias, w=None, *, k, chunk, n_recheck):
+    problem = _make_problem(X, Y, live, l2, bias, w, chunk, n_recheck)
+    state, null_intercept, null_loo = _rls_start(problem, k=k)
+    state, info = _rls_advance(problem, state, length=k)
+    return _rls_finish(problem, state, info, null_intercept, null_loo)
+
+
+_make_problem_jit = jax.jit(_make_problem, static_argnames=("chunk", "n_recheck"))
+
+
+def _greedy_rls_chunked(X, Y, live, l2, bias, w, *, k, chunk, n_recheck):
+    """:func:`_greedy_rls_run` in a few compiled chunks with a progress bar between them."""
+    bar = progress_bar(total=k, desc="greedy_rls")
+    problem = _make_problem_jit(X, Y, live, l2, bias, w, chunk=chunk, n_recheck=n_recheck)
+    state, null_intercept, null_loo = _rls_start(problem, k=k)
+    state, info = run_in_chunks(lambda st, n: _rls_advance(problem, st, length=n), state, k, "greedy_rls", bar)
+    return _rls_finish(problem, state, info, null_intercept, null_loo)
 
 
 @jax.jit
@@ -480,7 +506,17 @@ def _resolve_chunk(chunk_size, n: int, d: int, dtype) -> int:
 
 @any_mesh
 def greedy_rls(
-    X, Y, k, *, l2=1e-3, bias=0.0, chunk_size=None, n_recheck=8, constant_columns="inert", sample_weight=None
+    X,
+    Y,
+    k,
+    *,
+    l2=1e-3,
+    bias=0.0,
+    chunk_size=None,
+    n_recheck=8,
+    constant_columns="inert",
+    sample_weight=None,
+    progress: bool = False,
 ) -> RLSResult:
     """Multi-target greedy RLS: add ``k`` shared features one at a time by lowest LOO error.
 
@@ -535,6 +571,9 @@ def greedy_rls(
         residuals ``e_i/(1 − h_ii)`` of the scaled design; rows with ``w_i = 0`` contribute nothing
         and never influence the model). Columns constant on the rows with ``w > 0`` are inert.
         The weights of :func:`jaxselect.shard_rows` (0 on padding rows) give the unpadded result.
+      progress: show a ``tqdm`` progress bar over the ``k`` steps (needs the optional ``tqdm``, the
+        ``[progress]`` extra); the steps then run in a few compiled chunks. Default False: one
+        compiled program.
 
     Returns:
       An :class:`RLSResult`; the trailing target axis is dropped for 1-D ``Y``. ``status`` is 0
@@ -584,7 +623,8 @@ def greedy_rls(
             f"k={k} exceeds the number of non-constant columns of X ({int(n_live)} of {d}; constant "
             f"columns are never selected); choose k <= {int(n_live)}"
         )
-    res = _greedy_rls_run(X, Y2, live, l2, bias, w, k=k, chunk=chunk, n_recheck=n_recheck)
+    run = _greedy_rls_chunked if check_progress(progress) else _greedy_rls_run
+    res = run(X, Y2, live, l2, bias, w, k=k, chunk=chunk, n_recheck=n_recheck)
     if was_1d:
         res = res._replace(
             coef=res.coef[:, 0],
@@ -596,21 +636,22 @@ def greedy_rls(
     return res
 
 
-def rls_init(X, Y, k, *, l2=1e-3, bias=0.0, live=None, chunk_size=None) -> RLSState:
-    """Advanced API: the :class:`RLSState` of greedy RLS before any feature is selected.
+def rls_problem(
+    X, Y, *, l2=1e-3, bias=0.0, live=None, chunk_size=None, n_recheck=8, sample_weight=None
+) -> RLSProblem:
+    """Advanced API: the :class:`RLSProblem` of greedy RLS (data, penalties, static config).
 
-    ``A = G Y``, ``g = diag G`` and ``C = G X`` for ``G = (λI + bias·11ᵀ)⁻¹``, ``λ = n·l2``. Pure
-    and traceable; no value checks (use :func:`greedy_rls` for validated input).
+    Pure and traceable in ``X``, ``Y``, ``l2``, ``bias``; checks shapes and options only (use
+    :func:`greedy_rls` for validated input: NaN/Inf, scales, ``k`` against the live columns).
 
     Args:
       X: (n, d) float features; Y: (n,) or (n, T) targets (cast to X's dtype).
-      k: how many :func:`rls_step` calls the state has room for (static).
-      l2, bias: as in :func:`greedy_rls` (may be traced).
+      l2, bias, sample_weight: as in :func:`greedy_rls`.
       live: (d,) bool, the selectable columns (default: the non-constant ones).
-      chunk_size: candidates per block (static); pass the same value to :func:`rls_step`.
+      chunk_size, n_recheck: as in :func:`greedy_rls` (static; stored in ``problem.config``).
 
     Returns:
-      An :class:`RLSState`.
+      An :class:`RLSProblem`; start with :func:`rls_init`, advance with :func:`rls_step`.
     """
     X = jnp.asarray(X)
     if X.ndim != 2 or not jnp.issubdtype(X.dtype, jnp.floating):
@@ -620,45 +661,55 @@ def rls_init(X, Y, k, *, l2=1e-3, bias=0.0, live=None, chunk_size=None) -> RLSSt
     Y = Y[:, None] if Y.ndim == 1 else Y
     if Y.ndim != 2 or Y.shape[0] != n:
         raise ValueError(f"Y must have shape ({n},) or ({n}, T); got {Y.shape}")
-    k = check_int(k, "k", low=1)
     chunk = _resolve_chunk(chunk_size, n, d, X.dtype)
+    n_recheck = min(check_int(n_recheck, "n_recheck", low=0), d)
+    w = as_sample_weight(sample_weight, n)
+    w = None if w is None else jnp.asarray(w).astype(X.dtype)
     if live is None:
-        live = column_standardization(X)[2]
+        live = column_standardization(X)[2] if w is None else _live_weighted(X, w)
     live = jnp.asarray(live)
     if live.shape != (d,) or live.dtype != bool:
         raise ValueError(f"live must be a ({d},) bool mask; got shape {live.shape} and dtype {live.dtype}")
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
     bias = as_hyper(bias, "bias", X.dtype, low=0.0)
-    return _init(X, Y, live, l2, bias, k, -(-d // chunk) * chunk)
+    return _make_problem(X, Y, live, l2, bias, w, chunk, n_recheck)
 
 
-def rls_step(X, state: RLSState, *, chunk_size=None, n_recheck=8) -> tuple[RLSState, RLSInfo]:
-    """Advanced API: one greedy addition, ``(state, info)`` → the state with one more feature.
+def rls_init(problem: RLSProblem, k) -> RLSState:
+    """Advanced API: the :class:`RLSState` of greedy RLS before any feature is selected.
 
-    Pure and traceable (``jax.lax.scan`` it ``k`` times, as :func:`greedy_rls` does; at most the
-    ``k`` given to :func:`rls_init`).
+    ``A = G Y``, ``g = diag G`` and ``C = G X`` for ``G = (λI + bias·11ᵀ)⁻¹``, ``λ = n·l2``. Pure
+    and traceable.
 
     Args:
-      X: (n, d) the features the state was built from.
-      state: an :class:`RLSState`.
-      chunk_size: candidates per block (static); must divide the state's padded width — use the
-        value given to :func:`rls_init`. ``None``: all candidates at once.
-      n_recheck: as in :func:`greedy_rls`.
+      problem: from :func:`rls_problem`.
+      k: how many :func:`rls_step` calls the state has room for (static).
+
+    Returns:
+      An :class:`RLSState`.
+    """
+    if not isinstance(problem, RLSProblem):
+        raise TypeError(f"expected an RLSProblem from rls_problem(X, Y, ...); got {type(problem).__name__}")
+    return _init(problem, check_int(k, "k", low=1))
+
+
+def rls_step(problem: RLSProblem, state: RLSState) -> tuple[RLSState, RLSInfo]:
+    """Advanced API: one greedy addition, ``(problem, state)`` → ``(state, RLSInfo)``.
+
+    Pure and traceable (``jax.lax.scan`` it ``k`` times, as :func:`greedy_rls` does; at most the
+    ``k`` given to :func:`rls_init`). The chunk size and the re-check count are the problem's
+    static config.
 
     Returns:
       ``(RLSState, RLSInfo)``.
     """
     d_pad = state.CT.shape[0]
-    chunk = d_pad if chunk_size is None else check_int(chunk_size, "chunk_size", low=1)
-    if d_pad % chunk:
-        raise ValueError(f"chunk_size={chunk} must divide the state's padded width {d_pad} (use rls_init's chunk_size)")
-    n_recheck = min(check_int(n_recheck, "n_recheck", low=0), d_pad)
-    return _rls_step(X, state, chunk=chunk, n_recheck=n_recheck)
-
-
-def _check_result(result) -> None:
-    if not isinstance(result, RLSResult):
-        raise TypeError(f"result must be an RLSResult from greedy_rls; got {type(result).__name__}")
+    if d_pad % problem.config.chunk:
+        raise ValueError(
+            f"the state's padded width {d_pad} is not a multiple of the problem's chunk {problem.config.chunk}: "
+            "build the state with rls_init(problem, k) from the same problem"
+        )
+    return _rls_step(problem, state)
 
 
 def _check_predict_X(result: RLSResult, X):
@@ -738,66 +789,4 @@ def rls_predict_path(result: RLSResult, X):
         )
     return check_finite_output(
         jnp.einsum("mj,tjh->tmh", Z, result.coef_path) + result.intercept_path[:, None, :], X, "rls_predict_path"
-    )
-
-
-def rls_to_path(result: RLSResult) -> SelectionPath:
-    """The greedy RLS result as a :class:`~jaxselect.SelectionPath` (anytime composition).
-
-    Features are unit-cost singleton groups, so with it :func:`jaxselect.predict` at
-    ``budget=b`` gives ``rls_predict(result, X, step=b)`` and the anytime curves
-    (:func:`jaxselect.objective_curve`, :func:`jaxselect.timeliness`, ...) apply.
-
-    Fields: ``order = selected``; ``cum_cost = 1, 2, …, k`` in the result's dtype (+inf for a
-    step that selected nothing); ``objective[t] = 1 − loo_error[t] / null_loo_error``, the
-    fraction of the feature-less model's LOO error removed by the first ``t + 1`` features (the
-    quantity each greedy step maximises; 0 for an all-zero ``Y``; not necessarily monotone);
-    ``coef`` (k, d, T) dense from ``coef_path``; ``intercept`` (k, T); ``null_intercept`` (T,)
-    the feature-less model (0 without bias); ``status``; ``link = "identity"``. A 1-D ``y`` gets
-    ``T = 1``. Traceable (no host reads).
-
-    Example:
-      >>> import numpy as np, jaxselect as js
-      >>> rng = np.random.default_rng(0)
-      >>> X = rng.normal(size=(100, 20)).astype(np.float32)
-      >>> Y = X[:, [3, 7]] @ np.array([[2.0, 0.5], [-1.0, 1.5]], dtype=np.float32)
-      >>> res = js.greedy_rls(X, Y, 2, l2=0.01)
-      >>> path = js.rls_to_path(res)
-      >>> path.order.tolist(), path.cum_cost.tolist()
-      ([3, 7], [1.0, 2.0])
-    """
-    _check_result(result)
-    coef_path, intercept_path, null = result.coef_path, result.intercept_path, result.null_intercept
-    if coef_path.ndim == 2:  # fit on a 1-D y: give the path its T = 1 axis
-        coef_path, intercept_path, null = coef_path[..., None], intercept_path[:, None], null[None]
-    return _to_path(
-        result.selected,
-        result.loo_error,
-        result.null_loo_error,
-        coef_path,
-        intercept_path,
-        null,
-        result.status,
-        d=result.coef.shape[0],
-    )
-
-
-@partial(jax.jit, static_argnames=("d",))
-def _to_path(selected, loo, null_loo, coef_path, intercept_path, null_intercept, status, *, d):
-    k, _, T = coef_path.shape
-    dt = coef_path.dtype
-    taken = selected >= 0
-    cum_cost = jnp.where(taken, jnp.arange(1, k + 1, dtype=dt), jnp.asarray(jnp.inf, dt))
-    safe_null = jnp.where(null_loo > 0, null_loo, jnp.ones_like(null_loo))
-    objective = jnp.where(null_loo > 0, 1 - loo / safe_null, jnp.zeros_like(loo))
-    coef = jnp.zeros((k, d, T), dt).at[:, _safe_index(selected, d), :].set(coef_path, mode="drop")
-    return SelectionPath(
-        order=selected,
-        cum_cost=cum_cost,
-        objective=objective,
-        coef=coef,
-        intercept=intercept_path,
-        null_intercept=null_intercept,
-        status=status,
-        link=link_code("identity"),
     )

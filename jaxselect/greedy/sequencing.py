@@ -26,10 +26,12 @@ besides the problem. On a ``gram=False`` problem (very large D) the default numb
 path is stored in slot space (``SelectionPath.features``; ``path.dense()`` gives the (m, D, T)
 form), so nothing D×D or m×D×T is ever formed.
 
-Advanced API (blackjax style): :class:`SequencingState`, :func:`sequencing_init`,
-:func:`sequencing_step` and :func:`sequencing_run` take a *selection rule* — :func:`omp_rule`,
+Advanced API (the library's solver protocol; the engine lives in :mod:`jaxselect.fixed_order`):
+``state = sequencing_init(problem, rule, params)`` fixes a *selection rule* — :func:`omp_rule`,
 :func:`fr_rule`, :func:`doubling_rule` or :func:`fixed_order_rule`, or a function of your own with
-the signature ``rule(problem, state, params) -> (group, take)`` — and its :class:`RuleParams`.
+the signature ``rule(problem, state, params) -> (group, take)`` — and its :class:`RuleParams`;
+``state, info = sequencing_step(problem, state)`` appends one group; :func:`sequencing_run` is the
+compiled scan of steps.
 Groups made only of inert coordinates (constant columns, dropped whitening directions) are never
 selected; once no selectable group is left the remaining steps are empty (order −1).
 """
@@ -37,29 +39,31 @@ selected; once no selectable group is left the remaining steps are empty (order 
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.scipy.linalg import solve_triangular
 
-from jaxselect._budget import kahan_add
-from jaxselect._repr import short_repr
-from jaxselect._validation import as_hyper, check_choice, check_int, is_traced
-from jaxselect.greedy.criteria import (
-    OMP_CRITERIA,
-    lean_steps,
-    omp_scores,
-    raw_slot_capacity,
+from jaxselect._validation import as_hyper, check_choice
+from jaxselect.fixed_order import (
+    RuleParams,
+    SequencingConfig,
+    SequencingState,
+    StepInfo,
+    _safe_cholesky,
+    default_params,
+    degenerate,
+    fixed_order_path,
+    fixed_order_rule,
     selectable_groups,
-    slot_capacity,
+    sequencing_init,
+    sequencing_run,
+    sequencing_step,
 )
-from jaxselect.linalg import floored_cholesky, gather_groups, pivot_rtol
-from jaxselect.path import SelectionPath, link_code
-from jaxselect.prepare import Problem, check_problem, to_raw_coef
+from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores
+from jaxselect.linalg import gather_groups
+from jaxselect.prepare import Problem, check_problem
 from jaxselect.sharding import any_mesh
-from jaxselect.status import ILL_CONDITIONED, NONFINITE
 
 __all__ = [
     "cs_omp",
@@ -67,6 +71,7 @@ __all__ = [
     "doubling",
     "fixed_order_path",
     "SequencingState",
+    "SequencingConfig",
     "StepInfo",
     "RuleParams",
     "rule_params",
@@ -80,226 +85,22 @@ __all__ = [
 ]
 
 
-class SequencingState(NamedTuple):
-    """Scan carry of the sequencing solvers (fixed shapes; P = slot capacity)."""
-
-    K: jax.Array  # (P, D) rows of the partial Cholesky factor, L⁻¹ C_{S,:}
-    beta: jax.Array  # (P, T) L⁻¹ b0_S
-    b: jax.Array  # (D, T) gradient b0 − C_{:,S} w(S)
-    schur: jax.Array  # (J, s, s) M_g = C_gg − C_gS C_S⁻¹ C_Sg (FR / Doubling; (0, s, s) otherwise)
-    U: jax.Array  # (P, P) = K[:, S] = Lᵀ, the upper Cholesky factor of C_S in slot order, identity-padded
-    slot_feature: jax.Array  # (P,) int32 feature of each slot, D when empty
-    selected: jax.Array  # (J,) bool
-    count: jax.Array  # () int32 number of filled slots
-    cum_cost: jax.Array  # () cost of the selected groups (compensated sum)
-    cost_carry: jax.Array  # () Kahan compensation of cum_cost
-    F: jax.Array  # () explained variance F(S)
-    step: jax.Array  # () int32 steps taken so far (taken or empty)
-    status: jax.Array  # () int32 status flags (jaxselect.status)
-
-    __repr__ = short_repr
-
-
-class StepInfo(NamedTuple):
-    """Per-step output of :func:`sequencing_step`."""
-
-    group: jax.Array  # () int32, −1 for an empty step
-    cum_cost: jax.Array  # () (+inf for an empty step)
-    objective: jax.Array  # () 2·F/T
-    w: jax.Array  # (D, T) problem-space model after the step
-
-    __repr__ = short_repr
-
-
-class RuleParams(NamedTuple):
-    """Traced parameters of the selection rules (one compiled solver serves every setting).
-
-    Attributes:
-      criterion: () int32 index into ``OMP_CRITERIA`` (:func:`omp_rule`).
-      cost_sensitive: () bool, divide scores by c(g).
-      c_min: () cap of Doubling's first pick (:func:`doubling_rule`).
-      order: (m,) int32 forced group order, −1 to stop (:func:`fixed_order_rule`).
-    """
-
-    criterion: jax.Array
-    cost_sensitive: jax.Array
-    c_min: jax.Array
-    order: jax.Array
-
-    __repr__ = short_repr
-
-
 def rule_params(
     problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool = True, c_min=None, order=None
 ) -> RuleParams:
     """Build :class:`RuleParams` (defaults: whitened criterion, cost-sensitive, c_min = cheapest cost)."""
     check_choice(criterion, "criterion", OMP_CRITERIA)
-    dtype = problem.b0.dtype
-    c_min = jnp.min(problem.groups.costs).astype(dtype) if c_min is None else jnp.asarray(c_min, dtype)
-    order = jnp.zeros((1,), jnp.int32) if order is None else jnp.asarray(order, jnp.int32)
-    return RuleParams(
-        jnp.asarray(OMP_CRITERIA.index(criterion), jnp.int32), jnp.asarray(bool(cost_sensitive)), c_min, order
+    return default_params(
+        problem, criterion=OMP_CRITERIA.index(criterion), cost_sensitive=cost_sensitive, c_min=c_min, order=order
     )
 
-
-def sequencing_init(problem: Problem, capacity: int, *, track_schur: bool) -> SequencingState:
-    """The empty selection: ``b = b0``, no factor rows, identity-padded U.
-
-    Args:
-      problem: a :class:`~jaxselect.Problem`.
-      capacity: static number of feature slots P (:func:`jaxselect.greedy.criteria.slot_capacity`).
-      track_schur: keep the per-group Schur complements (needed by FR and Doubling).
-    """
-    d, t = problem.b0.shape
-    dtype = problem.b0.dtype
-    J, s = problem.groups.index.shape
-    zero = jnp.zeros((), dtype)
-    return SequencingState(
-        K=jnp.zeros((capacity, d), dtype),
-        beta=jnp.zeros((capacity, t), dtype),
-        b=problem.b0,
-        schur=problem.diag_blocks if track_schur else jnp.zeros((0, s, s), dtype),
-        U=jnp.eye(capacity, dtype=dtype),
-        slot_feature=jnp.full((capacity,), d, jnp.int32),
-        selected=jnp.zeros((J,), bool),
-        count=jnp.zeros((), jnp.int32),
-        cum_cost=zero,
-        cost_carry=zero,
-        F=zero,
-        step=jnp.zeros((), jnp.int32),
-        status=jnp.zeros((), jnp.int32),
-    )
-
-
-def _c_rows(problem: Problem, idx: jax.Array, m: jax.Array) -> jax.Array:
-    """Rows C[idx, :] (s, D) of the regularised covariance, zero on padding."""
-    if problem.C is not None:
-        return jnp.take(problem.C, idx, axis=0, mode="fill", fill_value=0) * m[:, None].astype(problem.C.dtype)
-    if problem.z_affine is None:
-        Zh = jnp.take(problem.Z, idx, axis=1, mode="fill", fill_value=0)  # (n, s)
-        rows = jax.lax.dot_general(Zh, problem.Z, (((0,), (0,)), ((), ()))) / problem.n_samples
-    else:  # Z is raw X: Zh = (X_h − μ_h) c_h; Zhᵀ Z = (Zhᵀ X − (Zhᵀ1) μᵀ) ⊙ c, no copy of X
-        shift, scale = problem.z_affine[0], problem.z_affine[1]
-        Xh = jnp.take(problem.Z, idx, axis=1, mode="fill", fill_value=0)
-        Zh = (Xh - jnp.take(shift, idx, mode="fill", fill_value=0)[None, :]) * jnp.take(
-            scale, idx, mode="fill", fill_value=0
-        )[None, :]
-        raw = jax.lax.dot_general(Zh, problem.Z, (((0,), (0,)), ((), ())))
-        raw = raw - jnp.sum(Zh, axis=0)[:, None] * shift[None, :]
-        rows = raw * scale[None, :] / problem.n_samples
-    diag = jnp.where(problem.live, problem.l2, jnp.ones_like(problem.b0[:, 0]))
-    rows = rows.at[jnp.arange(idx.shape[0], dtype=jnp.int32), idx].add(
-        jnp.take(diag, idx, mode="fill", fill_value=0), mode="drop"
-    )
-    return rows * m[:, None].astype(rows.dtype)
-
-
-def _pivot_floor(scale: jax.Array) -> jax.Array:
-    """Pivot thresholds (s,) of a block whose original diagonal C_hh is ``scale`` (s,).
-
-    A Schur pivot below ``√ε · C_jj`` (:func:`jaxselect.linalg.pivot_rtol`) is at the rounding level
-    of the moments: the coordinate is numerically dependent on the selection (e.g. an earlier prefix
-    already fits Y exactly, or a duplicated column with ``l2 = 0``) and is dropped.
-    """
-    return pivot_rtol(scale.dtype) * jnp.abs(scale)
-
-
-def _safe_cholesky(S: jax.Array, m: jax.Array, scale: jax.Array):
-    """Floored Cholesky ``(L, keep)`` of the ``m`` block of S (:func:`jaxselect.linalg.floored_cholesky`)."""
-    return floored_cholesky(0.5 * (S + S.T), m, _pivot_floor(scale))
-
-
-def _block_diagonal(rows: jax.Array, idx: jax.Array, m: jax.Array) -> jax.Array:
-    """The diagonal C_hh[a, a] (s,) of a row block C[idx, :] (1 on padding)."""
-    d = rows.shape[1]
-    diag = jnp.take_along_axis(rows, jnp.minimum(idx, d - 1)[:, None], axis=1)[:, 0]
-    return jnp.where(m, diag, jnp.ones_like(diag))
-
-
-def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array, take=True) -> SequencingState:
-    """Append group h to the selection: block Cholesky append + gradient and Schur downdates.
-
-    With ``take`` False (a traced bool) the group's mask is empty, so every update writes zeros or
-    identity padding where the state already has them: an exact no-op without a select over the
-    whole state. A coordinate whose Schur pivot falls below ``√ε · C_jj`` (numerically dependent on
-    the selection: an exactly fitting prefix, a duplicated column with ``l2 = 0``) is dropped — it
-    gets coefficient 0 and no slot — and the ILL_CONDITIONED status flag is set; nothing turns NaN.
-    Inert coordinates of the group (constant columns, dropped whitening directions) take no slot
-    either (their coefficient is 0), so the slots a path needs follow the live coordinates.
-    """
-    index, mask = problem.groups.index, problem.groups.mask
-    idx = index[h]
-    m = mask[h] & take & jnp.take(problem.live, idx, mode="fill", fill_value=False)
-    P = state.K.shape[0]
-    s = idx.shape[0]
-    dtype = state.K.dtype
-    Kh = jnp.take(state.K, idx, axis=1, mode="fill", fill_value=0)  # (P, s)
-    rows = _c_rows(problem, idx, m)  # (s, D)
-    cross = jax.lax.dot_general(Kh, state.K, (((0,), (0,)), ((), ())))  # Kh^T K, (s, D)
-    R = rows - cross
-    S = jnp.take(R, idx, axis=1, mode="fill", fill_value=0)  # M_h = C_hh - Kh^T Kh
-    Lh, keep = _safe_cholesky(S, m, _block_diagonal(rows, idx, m))
-    floored = jnp.any(m & ~keep)  # a coordinate numerically dependent on the selection: dropped
-    kf = keep[:, None].astype(dtype)
-    Q = solve_triangular(Lh, R, lower=True) * kf  # (s, D)
-    bh = jnp.take(state.b, idx, axis=0, mode="fill", fill_value=0) * kf
-    beta_h = solve_triangular(Lh, bh, lower=True) * kf  # (s, T)
-    b = state.b - (beta_h.T @ Q).T
-    schur = state.schur
-    if schur.shape[0]:
-        Qg = gather_groups(Q, index, mask, axis=1)  # (s, J, s)
-        schur = schur - jnp.einsum("rja,rjb->jab", Qg, Qg)
-    # Kept coordinates fill consecutive slots (a stable partition keeps their factor order).
-    perm = jnp.argsort(~keep, stable=True)
-    Q, beta_h, idx, m = Q[perm], beta_h[perm], idx[perm], keep[perm]
-
-    count = state.count
-    K = jax.lax.dynamic_update_slice(state.K, Q, (count, jnp.zeros((), jnp.int32)))
-    beta = jax.lax.dynamic_update_slice(state.beta, beta_h, (count, jnp.zeros((), jnp.int32)))
-    new_slots = jnp.where(m, idx, problem.n_features).astype(jnp.int32)
-    slot_feature = jax.lax.dynamic_update_slice(state.slot_feature, new_slots, (count,))
-    # New columns of U = K[:, S]: the updated factor rows at the new features' columns.
-    U_cols = jnp.take(K, idx, axis=1, mode="fill", fill_value=0)  # (P, s)
-    eye_cols = (jnp.arange(P, dtype=jnp.int32)[:, None] == (count + jnp.arange(s, dtype=jnp.int32))[None, :]).astype(
-        dtype
-    )
-    U_cols = jnp.where(m[None, :], U_cols, eye_cols)
-    U = jax.lax.dynamic_update_slice(state.U, U_cols, (jnp.zeros((), jnp.int32), count))
-    cost = jnp.where(take, problem.groups.costs[h].astype(dtype), jnp.zeros((), dtype))
-    cum_cost, cost_carry = kahan_add(state.cum_cost, state.cost_carry, cost)
-    return SequencingState(
-        K=K,
-        beta=beta,
-        b=b,
-        schur=schur,
-        U=U,
-        slot_feature=slot_feature,
-        selected=state.selected.at[h].set(state.selected[h] | take),
-        count=count + m.sum(dtype=jnp.int32),
-        cum_cost=cum_cost,
-        cost_carry=cost_carry,
-        F=state.F + 0.5 * jnp.sum(beta_h * beta_h),
-        step=state.step,
-        status=state.status | jnp.where(floored, ILL_CONDITIONED, 0).astype(jnp.int32),
-    )
-
-
-def sequencing_coef(problem: Problem, state: SequencingState) -> jax.Array:
-    """Problem-space ridge model w(S) (D, T) = scatter of U⁻¹ β (C_S = UᵀU, β = U⁻ᵀ b0_S)."""
-    w_slots = solve_triangular(state.U, state.beta, lower=False)
-    d, t = problem.b0.shape
-    return jnp.zeros((d, t), w_slots.dtype).at[state.slot_feature].set(w_slots, mode="drop")
-
-
-# ---------------------------------------------------------------------------------------------
-# Selection rules: rule(problem, state, params) -> (group h, take). A step with take=False
-# leaves the state unchanged (an empty step, order −1).
 
 
 def _remaining(problem: Problem, state: SequencingState) -> jax.Array:
-    """(J,) bool: unselected groups that are not inert."""
+    """(J,) bool: unselected groups that are not inert; none when b0 = 0 (a constant target: there is
+    nothing to explain, so the path stays the intercept-only model, :func:`~jaxselect.fixed_order.degenerate`)."""
     groups = problem.groups
-    return ~state.selected & selectable_groups(groups.index, groups.mask, problem.live)
+    return ~state.selected & selectable_groups(groups.index, groups.mask, problem.live) & ~degenerate(problem)
 
 
 def _pick(scores: jax.Array, allowed: jax.Array):
@@ -350,148 +151,16 @@ def doubling_rule(problem: Problem, state: SequencingState, params: RuleParams):
     return _pick(_fr_gains(problem, state) / _denominator(problem, params), remaining & (costs <= cap))
 
 
-def fixed_order_rule(problem: Problem, state: SequencingState, params: RuleParams):
-    """The group ``params.order[step]`` (−1 ends the path)."""
-    g = params.order[jnp.minimum(state.step, params.order.shape[0] - 1)]
-    return jnp.maximum(g, 0).astype(jnp.int32), g >= 0
-
 
 fr_rule.needs_schur = True
 doubling_rule.needs_schur = True
 
 
-def sequencing_step(
-    problem: Problem, state: SequencingState, rule: Callable, params: RuleParams, *, slots: bool = False
-):
-    """One step: ``rule`` picks a group, which is appended (or nothing, when ``take`` is False).
-
-    Returns ``(state, StepInfo)``; pure and jit-able (``rule`` is a static Python function). With
-    ``slots`` the step's model ``StepInfo.w`` is the (P, T) problem-space model over the state's
-    slots (``state.slot_feature``) instead of the dense (D, T) one.
-    """
-    h, take = rule(problem, state, params)
-    new = sequencing_add(problem, state, h, take)._replace(step=state.step + 1)
-    w = solve_triangular(new.U, new.beta, lower=False) if slots else sequencing_coef(problem, new)
-    inf = jnp.full((), jnp.inf, new.cum_cost.dtype)
-    info = StepInfo(jnp.where(take, h, -1), jnp.where(take, new.cum_cost, inf), 2.0 * new.F / problem.n_targets, w)
-    return new, info
-
-
-@partial(jax.jit, static_argnames=("rule", "k", "capacity", "raw_capacity"))
-def _sequence(problem: Problem, params: RuleParams, *, rule, k, capacity, raw_capacity=None):
-    """``raw_capacity`` None: a dense path; else a slot path with that many raw-feature slots."""
-    state0 = sequencing_init(problem, capacity, track_schur=getattr(rule, "needs_schur", False))
-    slots = raw_capacity is not None
-
-    def body(state, _):
-        return sequencing_step(problem, state, rule, params, slots=slots)
-
-    state, info = jax.lax.scan(body, state0, length=k)
-    if slots:
-        coef, intercept, features = _raw_slot_coef(problem, info.group, state.slot_feature, info.w, raw_capacity)
-    else:
-        coef, intercept = to_raw_coef(problem.transform, info.w)
-        features = None
-    finite = jnp.all(jnp.isfinite(info.objective)) & jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(intercept))
-    return SelectionPath(
-        order=info.group,
-        cum_cost=info.cum_cost,
-        objective=info.objective,
-        coef=coef,
-        intercept=intercept,
-        null_intercept=problem.transform.y_mean,
-        status=state.status | jnp.where(finite, 0, NONFINITE).astype(jnp.int32),
-        link=link_code("identity"),
-        features=features,
-    )
-
-
-def _raw_slot_coef(problem: Problem, order, slot_feature, ws, raw_capacity: int):
-    """Raw-space slot coefficients of a path from its problem-space slot models.
-
-    ``ws`` (m, P, T) are the models over the solver's slots (``slot_feature`` (P,), fixed once
-    filled). Raw slots hold the features of the selected groups in selection order, each group a
-    contiguous block; a group's raw coefficients are ``basis_g @ w_g · y_scale / x_scale`` as in
-    :func:`~jaxselect.prepare.to_raw_coef`. Returns ``(coef (m, R, T), intercept (m, T), features (R,))``.
-    """
-    tr = problem.transform
-    d = problem.n_features
-    index, mask = tr.index, tr.mask
-    s = index.shape[1]
-    P = slot_feature.shape[0]
-    R = raw_capacity
-    taken = order >= 0
-    g = jnp.maximum(order, 0)
-    gm = mask[g] & taken[:, None]  # (k, s) features of each step's group
-    sizes = jnp.sum(gm, axis=1, dtype=jnp.int32)
-    offsets = jnp.cumsum(sizes) - sizes
-    pos = jnp.where(gm, offsets[:, None] + jnp.arange(s, dtype=jnp.int32)[None, :], R)  # (k, s) raw slot
-    feats = jnp.where(gm, index[g], d).astype(jnp.int32)
-    features = jnp.full((R,), d, jnp.int32).at[pos.ravel()].set(feats.ravel(), mode="drop")
-    # The solver slot of every feature (P when it has none): an O(D) map, never O(D·P).
-    pslot = jnp.full((d,), P, jnp.int32).at[slot_feature].set(jnp.arange(P, dtype=jnp.int32), mode="drop")
-    src = jnp.where(gm, jnp.take(pslot, feats, mode="fill", fill_value=P), P)  # (k, s)
-    basis = tr.basis[g]  # (k, s, s)
-    scale = jnp.take(tr.x_scale, feats, mode="fill", fill_value=1)[:, :, None]  # (k, s, 1)
-
-    def one(w):  # (P, T) -> (R, T)
-        wb = jnp.take(w, src, axis=0, mode="fill", fill_value=0)  # (k, s, T)
-        raw = jnp.einsum("kba,kat->kbt", basis, wb) * tr.y_scale[None, None, :] / scale
-        raw = jnp.where(gm[:, :, None], raw, jnp.zeros_like(raw))
-        return jnp.zeros((R, w.shape[1]), w.dtype).at[pos.ravel()].set(raw.reshape((-1, w.shape[1])), mode="drop")
-
-    coef = jax.lax.map(one, ws)
-    x_mean = jnp.take(tr.x_mean, features, mode="fill", fill_value=0)
-    intercept = tr.y_mean[None, :] - jnp.einsum("r,mrt->mt", x_mean, coef)
-    return coef, intercept, features
-
-
-def _steps(problem: Problem, k) -> int:
-    """Steps of a path: ``k`` capped at J; by default J, or :func:`~jaxselect.greedy.criteria.lean_steps`
-    (the most steps whose slots fit in min(n, D)) on a ``gram=False`` problem."""
-    J = problem.n_groups
-    if k is None:
-        if problem.C is None:
-            g = problem.groups
-            return lean_steps(g.mask, problem.Z.shape[0], problem.n_features, index=g.index, live=problem.live)
-        return J
-    return min(check_int(k, "k", low=1), J)
-
-
-def _capacities(problem: Problem, steps: int):
-    """(solver slots P, raw slots R or None): slot paths (raw slots) for ``gram=False`` problems."""
-    g = problem.groups
-    capacity = slot_capacity(g.mask, steps, problem.n_features, index=g.index, live=problem.live)
-    if problem.C is not None:
-        return capacity, None
-    return capacity, raw_slot_capacity(g.mask, steps, problem.n_features, index=g.index, live=problem.live)
-
-
-def sequencing_run(problem: Problem, rule: Callable, params: RuleParams | None = None, *, k=None) -> SelectionPath:
-    """Run ``k`` steps of a selection rule in one jitted ``lax.scan`` and return the anytime path.
-
-    ``cs_omp``, ``cs_fr``, ``doubling`` and ``fixed_order_path`` are this driver with their rules.
-    A custom ``rule(problem, state, params) -> (group, take)`` may be passed (a module-level function,
-    so the compiled solver is reused; set ``rule.needs_schur = True`` if it reads ``state.schur``).
-
-    >>> import numpy as np, jaxselect as js
-    >>> from jaxselect.greedy import sequencing_run, omp_rule, rule_params
-    >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
-    >>> problem = js.prepare(X, y)
-    >>> sequencing_run(problem, omp_rule, rule_params(problem), k=2).order.tolist()
-    [2, 0]
-    """
-    check_problem(problem)
-    if not callable(rule):
-        raise TypeError(f"rule must be a selection rule function (e.g. omp_rule); got {rule!r}")
-    params = rule_params(problem) if params is None else params
-    steps = _steps(problem, k)
-    capacity, raw_capacity = _capacities(problem, steps)
-    return _sequence(problem, params, rule=rule, k=steps, capacity=capacity, raw_capacity=raw_capacity)
-
 
 @any_mesh
-def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool = True, k=None) -> SelectionPath:
+def cs_omp(
+    problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool = True, k=None, progress: bool = False
+) -> SelectionPath:
     """Cost-sensitive group orthogonal matching pursuit (Hu et al., Algorithm 1).
 
     At step j, with the ridge model w(G_{j−1}) refitted on the selected groups, every remaining
@@ -511,6 +180,8 @@ def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool 
       k: number of groups to sequence (default all J; values above J are clipped to J). On a
         ``gram=False`` problem the default is the most steps whose slots fit in min(n, D), and the
         path is in slot space (:class:`~jaxselect.SelectionPath`, ``path.dense()``).
+      progress: show a ``tqdm`` progress bar (needs the optional ``tqdm``, the ``[progress]``
+        extra); the steps then run in a few compiled chunks. Default False: one compiled program.
 
     Returns:
       A :class:`SelectionPath` of ``k`` prefixes (``status`` flags a floored pivot or NaN).
@@ -527,11 +198,11 @@ def cs_omp(problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool 
     """
     check_problem(problem)
     params = rule_params(problem, criterion=criterion, cost_sensitive=cost_sensitive)
-    return sequencing_run(problem, omp_rule, params, k=k)
+    return sequencing_run(problem, omp_rule, params, k=k, progress=progress)
 
 
 @any_mesh
-def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None) -> SelectionPath:
+def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None, progress: bool = False) -> SelectionPath:
     """Cost-sensitive group forward regression (CS-G-FR, Hu et al. §2).
 
     Picks ``argmax_g [F(G_{j−1} ⊕ g) − F(G_{j−1})] / c(g)``, evaluated exactly and without refits as
@@ -542,6 +213,7 @@ def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None) -> Selection
       problem: from :func:`jaxselect.prepare`.
       cost_sensitive: divide the gain by c(g) (False: plain group forward regression).
       k: number of groups to sequence (default all J; on a ``gram=False`` problem see :func:`cs_omp`).
+      progress: a progress bar, as in :func:`cs_omp`.
 
     Raises:
       ValueError: ``k`` < 1.
@@ -553,11 +225,12 @@ def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None) -> Selection
     [2, 0]
     """
     check_problem(problem)
-    return sequencing_run(problem, fr_rule, rule_params(problem, cost_sensitive=cost_sensitive), k=k)
+    params = rule_params(problem, cost_sensitive=cost_sensitive)
+    return sequencing_run(problem, fr_rule, params, k=k, progress=progress)
 
 
 @any_mesh
-def doubling(problem: Problem, *, c_min=None, k=None) -> SelectionPath:
+def doubling(problem: Problem, *, c_min=None, k=None, progress: bool = False) -> SelectionPath:
     """The Doubling algorithm (Hu et al., Algorithm 2): FR whose total cost at most doubles per step.
 
     Step 1 picks the best gain per cost among groups with ``c(g) ≤ c_min``; step j among the
@@ -574,6 +247,7 @@ def doubling(problem: Problem, *, c_min=None, k=None) -> SelectionPath:
       problem: from :func:`jaxselect.prepare`.
       c_min: cap of the first pick (default: the cheapest group's cost); may be traced.
       k: number of groups to sequence (default all J; on a ``gram=False`` problem see :func:`cs_omp`).
+      progress: a progress bar, as in :func:`cs_omp`.
 
     Returns:
       A :class:`SelectionPath` of ``k`` prefixes.
@@ -591,56 +265,4 @@ def doubling(problem: Problem, *, c_min=None, k=None) -> SelectionPath:
     check_problem(problem)
     if c_min is not None:
         c_min = as_hyper(c_min, "c_min", problem.b0.dtype, low=0.0, strict_low=True)
-    return sequencing_run(problem, doubling_rule, rule_params(problem, c_min=c_min), k=k)
-
-
-@any_mesh
-def fixed_order_path(problem: Problem, order) -> SelectionPath:
-    """The anytime path of a given group order: ridge refits on every prefix of ``order``.
-
-    Used to turn any ranking of groups (group-lasso entry order, an oracle reordering, a user's
-    hand-made sequence) into a :class:`SelectionPath`. Entries −1 end the path early.
-
-    Args:
-      problem: from :func:`jaxselect.prepare`.
-      order: (m,) distinct group indices in 0..J−1, optionally followed by −1 entries (may be traced).
-
-    Returns:
-      A :class:`SelectionPath` of m prefixes (cost +inf after the first −1).
-
-    Raises:
-      ValueError: repeated or out-of-range group indices, or a non-1-D ``order``.
-
-    >>> import numpy as np, jaxselect as js
-    >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
-    >>> path = js.fixed_order_path(js.prepare(X, y), [2, 0, -1, -1])
-    >>> path.order.tolist(), path.cum_cost.tolist()
-    ([2, 0, -1, -1], [1.0, 2.0, inf, inf])
-    """
-    check_problem(problem)
-    J = problem.n_groups
-    if is_traced(order):  # inside a user's jit: shapes only (group_lasso_path builds its order traced)
-        if jnp.ndim(order) != 1 or not jnp.issubdtype(jnp.result_type(order), jnp.integer):
-            raise ValueError("order must be a 1-D integer array of group indices")
-    else:
-        _check_order(np.asarray(order), J)
-    params = rule_params(problem, order=order)
-    steps = int(order.shape[0] if is_traced(order) else np.shape(order)[0])
-    capacity, raw_capacity = _capacities(problem, steps)
-    return _sequence(problem, params, rule=fixed_order_rule, k=steps, capacity=capacity, raw_capacity=raw_capacity)
-
-
-def _check_order(order: np.ndarray, J: int) -> None:
-    if order.ndim != 1 or order.size < 1:
-        raise ValueError(f"order must be a non-empty 1-D array of group indices; got shape {order.shape}")
-    if order.dtype.kind not in "iu":
-        raise TypeError(f"order must hold integer group indices; got dtype {order.dtype}")
-    taken = order[order >= 0]
-    if (order < -1).any() or (taken >= J).any():
-        raise ValueError(f"order entries must be group indices in 0..{J - 1} (or −1 to stop)")
-    if (order[: taken.size] < 0).any():
-        raise ValueError("order may end with −1 entries but not contain −1 before a group index")
-    if len(np.unique(taken)) != len(taken):
-        raise ValueError("order must not repeat a group")
-    if order.size > J:
-        raise ValueError(f"order has {order.size} entries but there are only {J} groups")
+    return sequencing_run(problem, doubling_rule, rule_params(problem, c_min=c_min), k=k, progress=progress)

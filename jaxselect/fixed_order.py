@@ -1,0 +1,642 @@
+"""Moment-space sequencing engine and the anytime path of a given group order.
+
+The machinery under every feature-group sequencing method (Hu et al., "Efficient Feature Group
+Sequencing for Anytime Linear Prediction"): with S the selected features, ``w(S) = C_S⁻¹ b0_S``,
+``F(S) = ½ b0_Sᵀ C_S⁻¹ b0_S`` and the gradient ``b = b0 − C_{:,S} w(S)``, the state keeps a partial
+block Cholesky factor of C in selection order, ``K = L⁻¹ C_{S,:}`` (P × D, rows = selected slots),
+and ``β = L⁻¹ b0_S``; then ``b = b0 − Kᵀβ``, ``F(S) = ½‖β‖²`` and the Schur complements
+``M_g = C_gg − K_gᵀK_g``. Adding group h appends ``Q = L_h⁻¹ (C_{h,:} − K_hᵀK)`` (L_h the Cholesky
+factor of M_h) and ``β_h = L_h⁻¹ b_h``: O(P·D·s) per step, independent of n once C is formed. On a
+``gram=False`` problem the row block ``C_{h,:}`` is computed from the design (:func:`c_rows`),
+O(n·D·s) per step.
+
+The solver protocol (shared by every family of the library):
+
+* :func:`sequencing_init` ``(problem, rule, params) -> state`` fixes the *selection rule* (a static
+  :class:`SequencingConfig` in the state) and its traced :class:`RuleParams`;
+* :func:`sequencing_step` ``(problem, state) -> (state, StepInfo)`` appends the group the rule picks;
+* :func:`sequencing_run` is the compiled ``lax.scan`` of steps that returns a
+  :class:`~jaxselect.SelectionPath` (with ``status``).
+
+:func:`fixed_order_path` is this engine with :func:`fixed_order_rule`: ridge refits on every prefix
+of a given order (group-lasso entry order, a user's sequence). The greedy rules (CS-G-OMP, CS-G-FR,
+Doubling) live in :mod:`jaxselect.greedy.sequencing`, above this module; the evaluation layer
+(:mod:`jaxselect.anytime`) and the baselines (:mod:`jaxselect.baselines`) build on it too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.linalg import solve_triangular
+
+from jaxselect._budget import kahan_add
+from jaxselect._progress import check_progress, progress_bar, run_in_chunks
+from jaxselect._repr import short_repr
+from jaxselect._validation import check_int, is_traced
+from jaxselect.linalg import floored_cholesky, gather_groups, pivot_rtol
+from jaxselect.path import SelectionPath, link_code
+from jaxselect.prepare import Problem, check_problem, to_raw_coef
+from jaxselect.sharding import any_mesh
+from jaxselect.status import DEGENERATE, ILL_CONDITIONED, NONFINITE
+
+__all__ = [
+    "RuleParams",
+    "SequencingConfig",
+    "SequencingState",
+    "StepInfo",
+    "default_params",
+    "sequencing_init",
+    "sequencing_add",
+    "sequencing_coef",
+    "sequencing_step",
+    "sequencing_run",
+    "fixed_order_rule",
+    "fixed_order_path",
+    "fixed_order",
+    "c_rows",
+    "c_matvec",
+    "degenerate",
+    "selectable_groups",
+    "slot_capacity",
+    "raw_slot_capacity",
+    "lean_steps",
+]
+
+
+class RuleParams(NamedTuple):
+    """Traced parameters of the selection rules (one compiled solver serves every setting).
+
+    Attributes:
+      criterion: () int32 index into ``OMP_CRITERIA`` (:func:`omp_rule`).
+      cost_sensitive: () bool, divide scores by c(g).
+      c_min: () cap of Doubling's first pick (:func:`doubling_rule`).
+      order: (m,) int32 forced group order, −1 to stop (:func:`fixed_order_rule`).
+    """
+
+    criterion: jax.Array
+    cost_sensitive: jax.Array
+    c_min: jax.Array
+    order: jax.Array
+
+    __repr__ = short_repr
+
+
+@jax.tree_util.register_static
+@dataclasses.dataclass(frozen=True)
+class SequencingConfig:
+    """Static options of a sequencing run, fixed at :func:`sequencing_init` (a pytree without leaves).
+
+    Attributes:
+      rule: the selection rule ``rule(problem, state, params) -> (group, take)`` (:func:`omp_rule`,
+        :func:`fr_rule`, :func:`doubling_rule`, :func:`fixed_order_rule` or your own).
+      slots: ``StepInfo.w`` is the (P, T) model over the state's slots instead of the dense (D, T) one.
+    """
+
+    rule: Callable
+    slots: bool = False
+
+
+class SequencingState(NamedTuple):
+    """Scan carry of the sequencing solvers (fixed shapes; P = slot capacity)."""
+
+    K: jax.Array  # (P, D) rows of the partial Cholesky factor, L⁻¹ C_{S,:}
+    beta: jax.Array  # (P, T) L⁻¹ b0_S
+    b: jax.Array  # (D, T) gradient b0 − C_{:,S} w(S)
+    schur: jax.Array  # (J, s, s) M_g = C_gg − C_gS C_S⁻¹ C_Sg (FR / Doubling; (0, s, s) otherwise)
+    U: jax.Array  # (P, P) = K[:, S] = Lᵀ, the upper Cholesky factor of C_S in slot order, identity-padded
+    slot_feature: jax.Array  # (P,) int32 feature of each slot, D when empty
+    selected: jax.Array  # (J,) bool
+    count: jax.Array  # () int32 number of filled slots
+    cum_cost: jax.Array  # () cost of the selected groups (compensated sum)
+    cost_carry: jax.Array  # () Kahan compensation of cum_cost
+    F: jax.Array  # () explained variance F(S)
+    step: jax.Array  # () int32 steps taken so far (taken or empty)
+    status: jax.Array  # () int32 status flags (jaxselect.status)
+    params: RuleParams  # traced parameters of the rule (criterion, cost_sensitive, c_min, order)
+    config: SequencingConfig  # static: the rule and the storage form of StepInfo.w
+
+    __repr__ = short_repr
+
+
+class StepInfo(NamedTuple):
+    """Per-step output of :func:`sequencing_step`."""
+
+    group: jax.Array  # () int32, −1 for an empty step
+    cum_cost: jax.Array  # () (+inf for an empty step)
+    objective: jax.Array  # () 2·F/T
+    w: jax.Array  # (D, T) problem-space model after the step
+
+    __repr__ = short_repr
+
+
+
+def default_params(problem: Problem, *, criterion: int = 0, cost_sensitive: bool = True, c_min=None, order=None):
+    """:class:`RuleParams` from already-validated values (``criterion`` an index into
+    :data:`jaxselect.greedy.criteria.OMP_CRITERIA`; defaults: whitened, cost-sensitive, c_min =
+    the cheapest cost). :func:`jaxselect.greedy.rule_params` is the validated front door."""
+    dtype = problem.b0.dtype
+    c_min = jnp.min(problem.groups.costs).astype(dtype) if c_min is None else jnp.asarray(c_min, dtype)
+    order = jnp.zeros((1,), jnp.int32) if order is None else jnp.asarray(order, jnp.int32)
+    return RuleParams(jnp.asarray(criterion, jnp.int32), jnp.asarray(bool(cost_sensitive)), c_min, order)
+
+
+def sequencing_init(
+    problem: Problem,
+    rule: Callable,
+    params: RuleParams | None = None,
+    *,
+    capacity: int | None = None,
+    slots: bool = False,
+) -> SequencingState:
+    """The empty selection: ``b = b0``, no factor rows, identity-padded U; the rule is fixed here.
+
+    Args:
+      problem: a :class:`~jaxselect.Problem`.
+      rule: the selection rule (static; stored in ``state.config``). A rule that reads
+        ``state.schur`` sets ``rule.needs_schur = True`` (FR and Doubling do).
+      params: its :class:`RuleParams` (default :func:`default_params`); traced.
+      capacity: static number of feature slots P (default: what a path over every reachable group
+        needs, :func:`slot_capacity`; needs concrete groups).
+      slots: ``StepInfo.w`` over the slots (P, T) instead of dense (D, T) (static).
+
+    Returns:
+      A :class:`SequencingState`; advance it with :func:`sequencing_step`.
+    """
+    if not callable(rule):
+        raise TypeError(f"rule must be a selection rule function (e.g. omp_rule); got {rule!r}")
+    params = default_params(problem) if params is None else params
+    if capacity is None:
+        capacity = _capacities(problem, _steps(problem, None))[0]
+    track_schur = bool(getattr(rule, "needs_schur", False))
+    d, t = problem.b0.shape
+    dtype = problem.b0.dtype
+    J, s = problem.groups.index.shape
+    zero = jnp.zeros((), dtype)
+    return SequencingState(
+        K=jnp.zeros((capacity, d), dtype),
+        beta=jnp.zeros((capacity, t), dtype),
+        b=problem.b0,
+        schur=problem.diag_blocks if track_schur else jnp.zeros((0, s, s), dtype),
+        U=jnp.eye(capacity, dtype=dtype),
+        slot_feature=jnp.full((capacity,), d, jnp.int32),
+        selected=jnp.zeros((J,), bool),
+        count=jnp.zeros((), jnp.int32),
+        cum_cost=zero,
+        cost_carry=zero,
+        F=zero,
+        step=jnp.zeros((), jnp.int32),
+        status=jnp.zeros((), jnp.int32),
+        params=params,
+        config=SequencingConfig(rule, bool(slots)),
+    )
+
+
+def c_rows(problem: Problem, idx: jax.Array, m: jax.Array) -> jax.Array:
+    """Rows C[idx, :] (s, D) of the regularised covariance, zero on padding."""
+    if problem.C is not None:
+        return jnp.take(problem.C, idx, axis=0, mode="fill", fill_value=0) * m[:, None].astype(problem.C.dtype)
+    if problem.z_affine is None:
+        Zh = jnp.take(problem.Z, idx, axis=1, mode="fill", fill_value=0)  # (n, s)
+        rows = jax.lax.dot_general(Zh, problem.Z, (((0,), (0,)), ((), ()))) / problem.n_samples
+    else:  # Z is raw X: Zh = (X_h − μ_h) c_h; Zhᵀ Z = (Zhᵀ X − (Zhᵀ1) μᵀ) ⊙ c, no copy of X
+        shift, scale = problem.z_affine[0], problem.z_affine[1]
+        Xh = jnp.take(problem.Z, idx, axis=1, mode="fill", fill_value=0)
+        Zh = (Xh - jnp.take(shift, idx, mode="fill", fill_value=0)[None, :]) * jnp.take(
+            scale, idx, mode="fill", fill_value=0
+        )[None, :]
+        raw = jax.lax.dot_general(Zh, problem.Z, (((0,), (0,)), ((), ())))
+        raw = raw - jnp.sum(Zh, axis=0)[:, None] * shift[None, :]
+        rows = raw * scale[None, :] / problem.n_samples
+    diag = jnp.where(problem.live, problem.l2, jnp.ones_like(problem.b0[:, 0]))
+    rows = rows.at[jnp.arange(idx.shape[0], dtype=jnp.int32), idx].add(
+        jnp.take(diag, idx, mode="fill", fill_value=0), mode="drop"
+    )
+    return rows * m[:, None].astype(rows.dtype)
+
+
+def degenerate(problem: Problem) -> jax.Array:
+    """() bool: ``b0 = 0`` — every target constant (``prepare`` gives a constant target a zero column)
+    or uncorrelated with every feature. The greedy rules then select nothing (the intercept-only
+    model, like scikit-learn's OrthogonalMatchingPursuit) and paths carry the DEGENERATE flag."""
+    return ~jnp.any(problem.b0 != 0)
+
+
+def c_matvec(problem: Problem, w: jax.Array) -> jax.Array:
+    """``C @ w`` (D, T) for coefficients w (D, T) in problem coordinates, in either mode: from the
+    Gram matrix, or (``gram=False``) from the design as ``Zᵀ(Z w)/n + diag·w`` (λ on live
+    coordinates, 1 on inert ones, as :func:`c_rows`), without forming C."""
+    if problem.C is not None:
+        return problem.C @ w
+    if problem.z_affine is None:
+        Zw = problem.Z @ w  # (n, T)
+        cross = jax.lax.dot_general(problem.Z, Zw, (((0,), (0,)), ((), ())))
+    else:  # Z is raw X: Z_std = (X − μ) c, so Z_std w = X (c w) − μ·(c w) and Z_stdᵀ u = c (Xᵀu − μ 1ᵀu)
+        shift, scale = problem.z_affine[0], problem.z_affine[1]
+        v = w * scale[:, None]
+        Zw = problem.Z @ v - (shift @ v)[None, :]
+        cross = jax.lax.dot_general(problem.Z, Zw, (((0,), (0,)), ((), ())))
+        cross = (cross - shift[:, None] * jnp.sum(Zw, axis=0)[None, :]) * scale[:, None]
+    diag = jnp.where(problem.live, problem.l2, jnp.ones_like(problem.b0[:, 0]))
+    return cross / problem.n_samples + diag[:, None] * w
+
+
+def _pivot_floor(scale: jax.Array) -> jax.Array:
+    """Pivot thresholds (s,) of a block whose original diagonal C_hh is ``scale`` (s,).
+
+    A Schur pivot below ``√ε · C_jj`` (:func:`jaxselect.linalg.pivot_rtol`) is at the rounding level
+    of the moments: the coordinate is numerically dependent on the selection (e.g. an earlier prefix
+    already fits Y exactly, or a duplicated column with ``l2 = 0``) and is dropped.
+    """
+    return pivot_rtol(scale.dtype) * jnp.abs(scale)
+
+
+def _safe_cholesky(S: jax.Array, m: jax.Array, scale: jax.Array):
+    """Floored Cholesky ``(L, keep)`` of the ``m`` block of S (:func:`jaxselect.linalg.floored_cholesky`)."""
+    return floored_cholesky(0.5 * (S + S.T), m, _pivot_floor(scale))
+
+
+def _block_diagonal(rows: jax.Array, idx: jax.Array, m: jax.Array) -> jax.Array:
+    """The diagonal C_hh[a, a] (s,) of a row block C[idx, :] (1 on padding)."""
+    d = rows.shape[1]
+    diag = jnp.take_along_axis(rows, jnp.minimum(idx, d - 1)[:, None], axis=1)[:, 0]
+    return jnp.where(m, diag, jnp.ones_like(diag))
+
+
+def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array, take=True) -> SequencingState:
+    """Append group h to the selection: block Cholesky append + gradient and Schur downdates.
+
+    With ``take`` False (a traced bool) the group's mask is empty, so every update writes zeros or
+    identity padding where the state already has them: an exact no-op without a select over the
+    whole state. A coordinate whose Schur pivot falls below ``√ε · C_jj`` (numerically dependent on
+    the selection: an exactly fitting prefix, a duplicated column with ``l2 = 0``) is dropped — it
+    gets coefficient 0 and no slot — and the ILL_CONDITIONED status flag is set; nothing turns NaN.
+    Inert coordinates of the group (constant columns, dropped whitening directions) take no slot
+    either (their coefficient is 0), so the slots a path needs follow the live coordinates.
+    """
+    index, mask = problem.groups.index, problem.groups.mask
+    idx = index[h]
+    m = mask[h] & take & jnp.take(problem.live, idx, mode="fill", fill_value=False)
+    P = state.K.shape[0]
+    s = idx.shape[0]
+    dtype = state.K.dtype
+    Kh = jnp.take(state.K, idx, axis=1, mode="fill", fill_value=0)  # (P, s)
+    rows = c_rows(problem, idx, m)  # (s, D)
+    cross = jax.lax.dot_general(Kh, state.K, (((0,), (0,)), ((), ())))  # Kh^T K, (s, D)
+    R = rows - cross
+    S = jnp.take(R, idx, axis=1, mode="fill", fill_value=0)  # M_h = C_hh - Kh^T Kh
+    Lh, keep = _safe_cholesky(S, m, _block_diagonal(rows, idx, m))
+    floored = jnp.any(m & ~keep)  # a coordinate numerically dependent on the selection: dropped
+    kf = keep[:, None].astype(dtype)
+    Q = solve_triangular(Lh, R, lower=True) * kf  # (s, D)
+    bh = jnp.take(state.b, idx, axis=0, mode="fill", fill_value=0) * kf
+    beta_h = solve_triangular(Lh, bh, lower=True) * kf  # (s, T)
+    b = state.b - (beta_h.T @ Q).T
+    schur = state.schur
+    if schur.shape[0]:
+        Qg = gather_groups(Q, index, mask, axis=1)  # (s, J, s)
+        schur = schur - jnp.einsum("rja,rjb->jab", Qg, Qg)
+    # Kept coordinates fill consecutive slots (a stable partition keeps their factor order).
+    perm = jnp.argsort(~keep, stable=True)
+    Q, beta_h, idx, m = Q[perm], beta_h[perm], idx[perm], keep[perm]
+
+    count = state.count
+    K = jax.lax.dynamic_update_slice(state.K, Q, (count, jnp.zeros((), jnp.int32)))
+    beta = jax.lax.dynamic_update_slice(state.beta, beta_h, (count, jnp.zeros((), jnp.int32)))
+    new_slots = jnp.where(m, idx, problem.n_features).astype(jnp.int32)
+    slot_feature = jax.lax.dynamic_update_slice(state.slot_feature, new_slots, (count,))
+    # New columns of U = K[:, S]: the updated factor rows at the new features' columns.
+    U_cols = jnp.take(K, idx, axis=1, mode="fill", fill_value=0)  # (P, s)
+    eye_cols = (jnp.arange(P, dtype=jnp.int32)[:, None] == (count + jnp.arange(s, dtype=jnp.int32))[None, :]).astype(
+        dtype
+    )
+    U_cols = jnp.where(m[None, :], U_cols, eye_cols)
+    U = jax.lax.dynamic_update_slice(state.U, U_cols, (jnp.zeros((), jnp.int32), count))
+    cost = jnp.where(take, problem.groups.costs[h].astype(dtype), jnp.zeros((), dtype))
+    cum_cost, cost_carry = kahan_add(state.cum_cost, state.cost_carry, cost)
+    return state._replace(
+        K=K,
+        beta=beta,
+        b=b,
+        schur=schur,
+        U=U,
+        slot_feature=slot_feature,
+        selected=state.selected.at[h].set(state.selected[h] | take),
+        count=count + m.sum(dtype=jnp.int32),
+        cum_cost=cum_cost,
+        cost_carry=cost_carry,
+        F=state.F + 0.5 * jnp.sum(beta_h * beta_h),
+        status=state.status | jnp.where(floored, ILL_CONDITIONED, 0).astype(jnp.int32),
+    )
+
+
+def sequencing_coef(problem: Problem, state: SequencingState) -> jax.Array:
+    """Problem-space ridge model w(S) (D, T) = scatter of U⁻¹ β (C_S = UᵀU, β = U⁻ᵀ b0_S)."""
+    w_slots = solve_triangular(state.U, state.beta, lower=False)
+    d, t = problem.b0.shape
+    return jnp.zeros((d, t), w_slots.dtype).at[state.slot_feature].set(w_slots, mode="drop")
+
+
+# ---------------------------------------------------------------------------------------------
+# Selection rules: rule(problem, state, params) -> (group h, take). A step with take=False
+# leaves the state unchanged (an empty step, order −1).
+
+
+
+def fixed_order_rule(problem: Problem, state: SequencingState, params: RuleParams):
+    """The group ``params.order[step]`` (−1 ends the path)."""
+    g = params.order[jnp.minimum(state.step, params.order.shape[0] - 1)]
+    return jnp.maximum(g, 0).astype(jnp.int32), g >= 0
+
+
+
+def sequencing_step(problem: Problem, state: SequencingState) -> tuple[SequencingState, StepInfo]:
+    """One step: the state's rule picks a group, which is appended (or nothing, when ``take`` is False).
+
+    Returns ``(state, StepInfo)``; pure and jit-able (the rule and the storage form are the static
+    ``state.config`` set by :func:`sequencing_init`). With ``config.slots`` the step's model
+    ``StepInfo.w`` is the (P, T) problem-space model over the state's slots
+    (``state.slot_feature``) instead of the dense (D, T) one.
+    """
+    h, take = state.config.rule(problem, state, state.params)
+    new = sequencing_add(problem, state, h, take)._replace(step=state.step + 1)
+    w = solve_triangular(new.U, new.beta, lower=False) if state.config.slots else sequencing_coef(problem, new)
+    inf = jnp.full((), jnp.inf, new.cum_cost.dtype)
+    info = StepInfo(jnp.where(take, h, -1), jnp.where(take, new.cum_cost, inf), 2.0 * new.F / problem.n_targets, w)
+    return new, info
+
+
+@partial(jax.jit, static_argnames=("rule", "capacity", "slots"))
+def _start(problem: Problem, params: RuleParams, *, rule, capacity: int, slots: bool) -> SequencingState:
+    return sequencing_init(problem, rule, params, capacity=capacity, slots=slots)
+
+
+@partial(jax.jit, static_argnames=("length",))
+def _advance(problem: Problem, state: SequencingState, *, length: int):
+    """``length`` steps in one ``lax.scan``: ``(state, stacked StepInfo)``."""
+    return jax.lax.scan(lambda st, _: sequencing_step(problem, st), state, length=length)
+
+
+@partial(jax.jit, static_argnames=("raw_capacity",))
+def _finish(problem: Problem, state: SequencingState, info: StepInfo, *, raw_capacity) -> SelectionPath:
+    """The :class:`SelectionPath` of a finished run (``raw_capacity`` None: a dense path)."""
+    if raw_capacity is not None:
+        coef, intercept, features = _raw_slot_coef(problem, info.group, state.slot_feature, info.w, raw_capacity)
+    else:
+        coef, intercept = to_raw_coef(problem.transform, info.w)
+        features = None
+    finite = jnp.all(jnp.isfinite(info.objective)) & jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(intercept))
+    flags = jnp.where(finite, 0, NONFINITE) | jnp.where(degenerate(problem), DEGENERATE, 0)
+    return SelectionPath(
+        order=info.group,
+        cum_cost=info.cum_cost,
+        objective=info.objective,
+        coef=coef,
+        intercept=intercept,
+        null_intercept=problem.transform.y_mean,
+        status=state.status | flags.astype(jnp.int32),
+        link=link_code("identity"),
+        features=features,
+    )
+
+
+@partial(jax.jit, static_argnames=("rule", "k", "capacity", "raw_capacity"))
+def _sequence(problem: Problem, params: RuleParams, *, rule, k, capacity, raw_capacity=None):
+    """``raw_capacity`` None: a dense path; else a slot path with that many raw-feature slots."""
+    state = _start(problem, params, rule=rule, capacity=capacity, slots=raw_capacity is not None)
+    state, info = _advance(problem, state, length=k)
+    return _finish(problem, state, info, raw_capacity=raw_capacity)
+
+
+def _run(problem: Problem, params: RuleParams, *, rule, k, capacity, raw_capacity, progress: bool, desc: str):
+    """The compiled run (one program), or with ``progress`` the same steps in a few compiled chunks
+    with a progress bar between them (:mod:`jaxselect._progress`)."""
+    if not check_progress(progress):
+        return _sequence(problem, params, rule=rule, k=k, capacity=capacity, raw_capacity=raw_capacity)
+    bar = progress_bar(total=k, desc=desc)
+    state = _start(problem, params, rule=rule, capacity=capacity, slots=raw_capacity is not None)
+    state, info = run_in_chunks(lambda st, n: _advance(problem, st, length=n), state, k, desc, bar)
+    return _finish(problem, state, info, raw_capacity=raw_capacity)
+
+
+def _raw_slot_coef(problem: Problem, order, slot_feature, ws, raw_capacity: int):
+    """Raw-space slot coefficients of a path from its problem-space slot models.
+
+    ``ws`` (m, P, T) are the models over the solver's slots (``slot_feature`` (P,), fixed once
+    filled). Raw slots hold the features of the selected groups in selection order, each group a
+    contiguous block; a group's raw coefficients are ``basis_g @ w_g · y_scale / x_scale`` as in
+    :func:`~jaxselect.prepare.to_raw_coef`. Returns ``(coef (m, R, T), intercept (m, T), features (R,))``.
+    """
+    tr = problem.transform
+    d = problem.n_features
+    index, mask = tr.index, tr.mask
+    s = index.shape[1]
+    P = slot_feature.shape[0]
+    R = raw_capacity
+    taken = order >= 0
+    g = jnp.maximum(order, 0)
+    gm = mask[g] & taken[:, None]  # (k, s) features of each step's group
+    sizes = jnp.sum(gm, axis=1, dtype=jnp.int32)
+    offsets = jnp.cumsum(sizes) - sizes
+    pos = jnp.where(gm, offsets[:, None] + jnp.arange(s, dtype=jnp.int32)[None, :], R)  # (k, s) raw slot
+    feats = jnp.where(gm, index[g], d).astype(jnp.int32)
+    features = jnp.full((R,), d, jnp.int32).at[pos.ravel()].set(feats.ravel(), mode="drop")
+    # The solver slot of every feature (P when it has none): an O(D) map, never O(D·P).
+    pslot = jnp.full((d,), P, jnp.int32).at[slot_feature].set(jnp.arange(P, dtype=jnp.int32), mode="drop")
+    src = jnp.where(gm, jnp.take(pslot, feats, mode="fill", fill_value=P), P)  # (k, s)
+    basis = tr.basis[g]  # (k, s, s)
+    scale = jnp.take(tr.x_scale, feats, mode="fill", fill_value=1)[:, :, None]  # (k, s, 1)
+
+    def one(w):  # (P, T) -> (R, T)
+        wb = jnp.take(w, src, axis=0, mode="fill", fill_value=0)  # (k, s, T)
+        raw = jnp.einsum("kba,kat->kbt", basis, wb) * tr.y_scale[None, None, :] / scale
+        raw = jnp.where(gm[:, :, None], raw, jnp.zeros_like(raw))
+        return jnp.zeros((R, w.shape[1]), w.dtype).at[pos.ravel()].set(raw.reshape((-1, w.shape[1])), mode="drop")
+
+    coef = jax.lax.map(one, ws)
+    x_mean = jnp.take(tr.x_mean, features, mode="fill", fill_value=0)
+    intercept = tr.y_mean[None, :] - jnp.einsum("r,mrt->mt", x_mean, coef)
+    return coef, intercept, features
+
+
+def _steps(problem: Problem, k) -> int:
+    """Steps of a path: ``k`` capped at J; by default J, or :func:`~jaxselect.greedy.criteria.lean_steps`
+    (the most steps whose slots fit in min(n, D)) on a ``gram=False`` problem."""
+    J = problem.n_groups
+    if k is None:
+        if problem.C is None:
+            g = problem.groups
+            return lean_steps(g.mask, problem.Z.shape[0], problem.n_features, index=g.index, live=problem.live)
+        return J
+    return min(check_int(k, "k", low=1), J)
+
+
+def _capacities(problem: Problem, steps: int):
+    """(solver slots P, raw slots R or None): slot paths (raw slots) for ``gram=False`` problems."""
+    g = problem.groups
+    capacity = slot_capacity(g.mask, steps, problem.n_features, index=g.index, live=problem.live)
+    if problem.C is not None:
+        return capacity, None
+    return capacity, raw_slot_capacity(g.mask, steps, problem.n_features, index=g.index, live=problem.live)
+
+
+def sequencing_run(
+    problem: Problem, rule: Callable, params: RuleParams | None = None, *, k=None, progress: bool = False
+) -> SelectionPath:
+    """Run ``k`` steps of a selection rule in one jitted ``lax.scan`` and return the anytime path.
+
+    ``cs_omp``, ``cs_fr``, ``doubling`` and ``fixed_order_path`` are this driver with their rules.
+    A custom ``rule(problem, state, params) -> (group, take)`` may be passed (a module-level function,
+    so the compiled solver is reused; set ``rule.needs_schur = True`` if it reads ``state.schur``).
+    ``progress=True`` shows a ``tqdm`` bar (optional package, the ``[progress]`` extra): the steps
+    then run in about 20 compiled chunks with the bar updated between them; the default runs one
+    compiled program.
+
+    >>> import numpy as np, jaxselect as js
+    >>> from jaxselect.greedy import sequencing_run, omp_rule, rule_params
+    >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
+    >>> problem = js.prepare(X, y)
+    >>> sequencing_run(problem, omp_rule, rule_params(problem), k=2).order.tolist()
+    [2, 0]
+    """
+    check_problem(problem)
+    if not callable(rule):
+        raise TypeError(f"rule must be a selection rule function (e.g. omp_rule); got {rule!r}")
+    params = default_params(problem) if params is None else params
+    steps = _steps(problem, k)
+    capacity, raw_capacity = _capacities(problem, steps)
+    name = getattr(rule, "__name__", "sequencing")
+    return _run(
+        problem, params, rule=rule, k=steps, capacity=capacity, raw_capacity=raw_capacity, progress=progress, desc=name
+    )
+
+
+@any_mesh
+def fixed_order_path(problem: Problem, order) -> SelectionPath:
+    """The anytime path of a given group order: ridge refits on every prefix of ``order``.
+
+    Used to turn any ranking of groups (group-lasso entry order, an oracle reordering, a user's
+    hand-made sequence) into a :class:`SelectionPath`. Entries −1 end the path early.
+
+    Args:
+      problem: from :func:`jaxselect.prepare`.
+      order: (m,) distinct group indices in 0..J−1, optionally followed by −1 entries (may be traced).
+
+    Returns:
+      A :class:`SelectionPath` of m prefixes (cost +inf after the first −1).
+
+    Raises:
+      ValueError: repeated or out-of-range group indices, or a non-1-D ``order``.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
+    >>> path = js.fixed_order_path(js.prepare(X, y), [2, 0, -1, -1])
+    >>> path.order.tolist(), path.cum_cost.tolist()
+    ([2, 0, -1, -1], [1.0, 2.0, inf, inf])
+    """
+    check_problem(problem)
+    if is_traced(order):  # a user's traced order: what its shape and dtype say
+        if jnp.ndim(order) != 1 or not jnp.issubdtype(jnp.result_type(order), jnp.integer):
+            raise ValueError("order must be a 1-D integer array of group indices")
+    else:  # a host value: every value check, before anything is traced
+        order = np.asarray(order)
+        _check_order(order, problem.n_groups)
+    return fixed_order(problem, order)
+
+
+def fixed_order(problem: Problem, order) -> SelectionPath:
+    """:func:`fixed_order_path` without input checks, for an ``order`` built by the library (e.g. the
+    group-lasso entry order, valid by construction; traced or not)."""
+    params = default_params(problem, order=order)
+    steps = int(jnp.shape(order)[0])
+    capacity, raw_capacity = _capacities(problem, steps)
+    return _sequence(problem, params, rule=fixed_order_rule, k=steps, capacity=capacity, raw_capacity=raw_capacity)
+
+
+def _check_order(order: np.ndarray, J: int) -> None:
+    if order.ndim != 1 or order.size < 1:
+        raise ValueError(f"order must be a non-empty 1-D array of group indices; got shape {order.shape}")
+    if order.dtype.kind not in "iu":
+        raise TypeError(f"order must hold integer group indices; got dtype {order.dtype}")
+    taken = order[order >= 0]
+    if (order < -1).any() or (taken >= J).any():
+        raise ValueError(f"order entries must be group indices in 0..{J - 1} (or −1 to stop)")
+    if (order[: taken.size] < 0).any():
+        raise ValueError("order may end with −1 entries but not contain −1 before a group index")
+    if len(np.unique(taken)) != len(taken):
+        raise ValueError("order must not repeat a group")
+    if order.size > J:
+        raise ValueError(f"order has {order.size} entries but there are only {J} groups")
+
+
+def _group_sizes(mask, index=None, live=None):
+    """Concrete (J,) sizes of the groups (live coordinates only when ``live`` is given), or None when traced."""
+    try:
+        mask = np.asarray(mask)
+        if live is None or index is None:
+            return mask.sum(axis=1)
+        live = np.asarray(live)
+        index = np.asarray(index)
+        inside = (index >= 0) & (index < live.shape[0])
+        return (mask & inside & live[np.where(inside, index, 0)]).sum(axis=1)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return None
+
+
+def slot_capacity(mask, k: int, n_features: int | None = None, *, index=None, live=None) -> int:
+    """Static number of feature slots a k-step path needs: the k largest groups' sizes + one pad block.
+
+    With ``index`` and ``live`` (the problem's group table and live coordinates) only the live
+    coordinates count — the groups actually reachable: inert coordinates never take a slot and
+    groups with no live coordinate are never selected.
+
+    Args:
+      mask: (J, s) the group table's mask (concrete; a traced mask falls back to ``k·s`` slots,
+        capped at ``n_features``).
+      k: number of steps.
+      n_features: D, used by the traced fallback.
+      index, live: optional (J, s) group table and (D,) live mask of a :class:`~jaxselect.Problem`.
+    """
+    s_max = mask.shape[1]
+    sizes = _group_sizes(mask, index, live)
+    if sizes is None:  # traced groups (e.g. vmap over problems)
+        used = k * s_max if n_features is None else min(n_features, k * s_max)
+    else:
+        used = int(np.sort(sizes)[::-1][:k].sum())
+    return used + s_max
+
+
+def raw_slot_capacity(mask, k: int, n_features: int, *, index=None, live=None) -> int:
+    """Static number of raw-feature slots of a k-step slot path (:class:`~jaxselect.SelectionPath`):
+    every feature of the k largest selectable groups, plus one slot that always stays empty."""
+    full = _group_sizes(mask)
+    reach = _group_sizes(mask, index, live)
+    if full is None or reach is None:
+        return min(n_features, k * mask.shape[1]) + 1
+    full = np.where(reach > 0, full, 0)
+    return int(np.sort(full)[::-1][:k].sum()) + 1
+
+
+def lean_steps(mask, n_rows: int, n_features: int, *, index=None, live=None) -> int:
+    """Default number of steps of a ``gram=False`` path: the most steps whose slots (live coordinates
+    of the largest groups) fit in ``min(n, D)``, so the solver state (P×D factor rows, P×P factor,
+    the path's m×P×T slot coefficients) stays O(n·D), the size of the design it already holds.
+    At least 1, at most J."""
+    sizes = _group_sizes(mask, index, live)
+    J, s_max = mask.shape
+    cap = max(1, min(int(n_rows), int(n_features)))
+    if sizes is None:
+        return max(1, min(J, cap // max(1, s_max)))
+    used = np.cumsum(np.sort(sizes)[::-1])
+    return max(1, min(J, int(np.searchsorted(used, cap, side="right"))))
+
+
+def selectable_groups(index: jax.Array, mask: jax.Array, live: jax.Array) -> jax.Array:
+    """(J,) bool: groups with at least one live coordinate; the others (constant columns, dropped
+    whitening directions only) are inert and never selected, by every greedy solver."""
+    return jnp.any(jnp.take(live, index, mode="fill", fill_value=False) & mask, axis=1)
