@@ -29,7 +29,7 @@ import numpy as np
 from jaxselect._budget import within_budget
 from jaxselect._repr import short_repr
 from jaxselect._validation import as_float_matrix, check_float, host_array, host_value, is_traced
-from jaxselect.path import SelectionPath
+from jaxselect.path import RLSResult, SelectionPath, rls_to_path
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, status_message
 
@@ -114,10 +114,8 @@ def as_path(result) -> SelectionPath:
     """
     if isinstance(result, SelectionPath):
         return result
-    from jaxselect.greedy import rls  # noqa: PLC0415 - avoids an import cycle
-
-    if isinstance(result, rls.RLSResult):
-        return rls.rls_to_path(result)
+    if isinstance(result, RLSResult):
+        return rls_to_path(result)
     raise TypeError(
         "expected an anytime result: a SelectionPath (from cs_omp, cs_fr, doubling, glm_omp, "
         f"group_lasso_path, ...) or an RLSResult (from greedy_rls); got {type(result).__name__}"

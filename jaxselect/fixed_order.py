@@ -256,7 +256,7 @@ def _pivot_floor(scale: jax.Array) -> jax.Array:
     return pivot_rtol(scale.dtype) * jnp.abs(scale)
 
 
-def _safe_cholesky(S: jax.Array, m: jax.Array, scale: jax.Array):
+def safe_cholesky(S: jax.Array, m: jax.Array, scale: jax.Array):
     """Floored Cholesky ``(L, keep)`` of the ``m`` block of S (:func:`jaxselect.linalg.floored_cholesky`)."""
     return floored_cholesky(0.5 * (S + S.T), m, _pivot_floor(scale))
 
@@ -290,7 +290,7 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array, take=
     cross = jax.lax.dot_general(Kh, state.K, (((0,), (0,)), ((), ())))  # Kh^T K, (s, D)
     R = rows - cross
     S = jnp.take(R, idx, axis=1, mode="fill", fill_value=0)  # M_h = C_hh - Kh^T Kh
-    Lh, keep = _safe_cholesky(S, m, _block_diagonal(rows, idx, m))
+    Lh, keep = safe_cholesky(S, m, _block_diagonal(rows, idx, m))
     floored = jnp.any(m & ~keep)  # a coordinate numerically dependent on the selection: dropped
     kf = keep[:, None].astype(dtype)
     Q = solve_triangular(Lh, R, lower=True) * kf  # (s, D)

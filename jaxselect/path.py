@@ -199,12 +199,12 @@ class RLSResult(NamedTuple):
     __repr__ = short_repr
 
 
-def _check_result(result) -> None:
+def check_rls_result(result) -> None:
     if not isinstance(result, RLSResult):
         raise TypeError(f"result must be an RLSResult from greedy_rls; got {type(result).__name__}")
 
 
-def _safe_index(selected, d: int):
+def safe_index(selected, d: int):
     """Selected indices with −1 (no feature) mapped out of range, for ``.at[...].set(mode="drop")``."""
     return jnp.where(selected >= 0, selected, d)
 
@@ -234,7 +234,7 @@ def rls_to_path(result: RLSResult) -> SelectionPath:
       >>> path.order.tolist(), path.cum_cost.tolist()
       ([3, 7], [1.0, 2.0])
     """
-    _check_result(result)
+    check_rls_result(result)
     coef_path, intercept_path, null = result.coef_path, result.intercept_path, result.null_intercept
     if coef_path.ndim == 2:  # fit on a 1-D y: give the path its T = 1 axis
         coef_path, intercept_path, null = coef_path[..., None], intercept_path[:, None], null[None]
@@ -258,7 +258,7 @@ def _to_path(selected, loo, null_loo, coef_path, intercept_path, null_intercept,
     cum_cost = jnp.where(taken, jnp.arange(1, k + 1, dtype=dt), jnp.asarray(jnp.inf, dt))
     safe_null = jnp.where(null_loo > 0, null_loo, jnp.ones_like(null_loo))
     objective = jnp.where(null_loo > 0, 1 - loo / safe_null, jnp.zeros_like(loo))
-    coef = jnp.zeros((k, d, T), dt).at[:, _safe_index(selected, d), :].set(coef_path, mode="drop")
+    coef = jnp.zeros((k, d, T), dt).at[:, safe_index(selected, d), :].set(coef_path, mode="drop")
     return SelectionPath(
         order=selected,
         cum_cost=cum_cost,

@@ -21,11 +21,11 @@ LAYERS = {
     # 1 — data layer: the front door, the design operators, the moments engine
     "design": 1, "moments": 1,
     # 2 — problems and the shared result of the sequencing family
-    "prepare": 2, "streaming": 2, "path": 2,
+    "prepare": 2, "streaming": 2, "path": 2, "fixed_order": 2,
     # 3 — solver families (each imports no other family)
     "greedy": 3, "anneal": 3, "sequential": 3, "baselines": 3, "refit": 3,
     # 4 — evaluation across families
-    "anytime": 4, "prediction": 4, "model_selection": 4,
+    "anytime": 4, "prediction": 4, "glm_eval": 4, "model_selection": 4,
     # 5 — front ends
     "sklearn": 5, "": 5,
 }

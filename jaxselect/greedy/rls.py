@@ -93,7 +93,7 @@ from jaxselect._validation import (
     host_value,
     raise_on_constant,
 )
-from jaxselect.path import RLSResult, _check_result, _safe_index, rls_to_path
+from jaxselect.path import RLSResult, check_rls_result, safe_index, rls_to_path
 from jaxselect.prepare import as_sample_weight
 from jaxselect.sharding import any_mesh
 from jaxselect.status import ILL_CONDITIONED, NONFINITE
@@ -451,7 +451,7 @@ def _rls_finish(problem: RLSProblem, state: RLSState, info: RLSInfo, null_interc
     X, Y = problem.X, problem.Y
     d = X.shape[1]
     coef = jnp.zeros((d, Y.shape[1]), dtype=X.dtype)
-    coef = coef.at[_safe_index(info.selected, d)].set(info.coef[-1], mode="drop")
+    coef = coef.at[safe_index(info.selected, d)].set(info.coef[-1], mode="drop")
     return RLSResult(
         selected=info.selected,
         loo_error=info.loo_error,
@@ -746,7 +746,7 @@ def rls_predict(result: RLSResult, X, *, step=None):
       >>> js.rls_predict(res, X[:3], step=1).shape   # (m, T); (m,) for a 1-D y
       (3, 2)
     """
-    _check_result(result)
+    check_rls_result(result)
     k = result.selected.shape[0]
     X = _check_predict_X(result, X)
     step = k if step is None else check_int(step, "step", low=1, high=k)
@@ -780,7 +780,7 @@ def rls_predict_path(result: RLSResult, X):
       >>> js.rls_predict_path(res, X[:3]).shape      # (k, m, T)
       (2, 3, 2)
     """
-    _check_result(result)
+    check_rls_result(result)
     X = _check_predict_X(result, X)
     Z = jnp.take(X, jnp.maximum(result.selected, 0), axis=1)  # (m, k); −1 slots have weight 0
     if result.coef_path.ndim == 2:

@@ -50,7 +50,7 @@ from jaxselect.fixed_order import (
     SequencingConfig,
     SequencingState,
     StepInfo,
-    _safe_cholesky,
+    safe_cholesky,
     default_params,
     degenerate,
     fixed_order_path,
@@ -120,7 +120,7 @@ def _fr_gains(problem: Problem, state: SequencingState) -> jax.Array:
     eye = jnp.eye(index.shape[1], dtype=bg.dtype)
     schur = jnp.where(state.selected[:, None, None], eye, state.schur)
     scale = jnp.where(mask, jnp.diagonal(problem.diag_blocks, axis1=1, axis2=2), jnp.ones(mask.shape, bg.dtype))
-    Lg, keep = jax.vmap(_safe_cholesky)(schur, mask, scale)
+    Lg, keep = jax.vmap(safe_cholesky)(schur, mask, scale)
     # dependent coordinates (dropped pivots) add nothing, as in sequencing_add
     y = jax.vmap(partial(solve_triangular, lower=True))(Lg, bg * keep[:, :, None].astype(bg.dtype))
     gains = 0.5 * jnp.sum(y * y, axis=(1, 2))
