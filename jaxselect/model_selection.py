@@ -536,7 +536,7 @@ def cross_validate_fsa(
 def _check_fsa_options(X, k_max: int, options: dict) -> None:
     """Run FSA's own option and data checks (k against the non-constant columns) before vmapping."""
     from jaxselect._validation import column_standardization
-    from jaxselect.anneal.fsa import _validate_options
+    from jaxselect.anneal.fsa import validate_fsa_options as _validate_options
 
     _validate_options(
         X.shape,
