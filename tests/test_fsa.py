@@ -385,6 +385,35 @@ def test_no_recompilation_with_fresh_equal_arguments():
     np.testing.assert_array_equal(first[3], second[3])
 
 
+def test_one_compiled_run_mu_lr_l2_compile_nothing_k_in_its_bucket_only_the_extraction():
+    """The whole schedule is one program per (N, M, k-bucket): mu, lr, l2 are its data."""
+    run = sys.modules["jaxselect.anneal.run"].run
+    X, y, labels = _problem(13)
+    assert k_bucket(9, M) == k_bucket(10, M) == 10
+    for target, kw in ((y, dict(lr=0.05)), (y, {}), (labels, dict(loss="logistic"))):
+        first = fsa(X, target, 9, n_iter=NITER, mu=MU, **kw)
+        programs = run._cache_size()
+        with count_compiles() as compiles:
+            a = fsa(X, target, 9, n_iter=NITER, mu=3.0, **kw)
+            b = fsa(X, target, 9, n_iter=NITER, mu=MU, l2=0.3, **kw)
+            if "lr" in kw:
+                c = fsa(X, target, 9, n_iter=NITER, mu=MU, lr=0.02)
+                np.testing.assert_allclose(c.step_size, 0.02)
+        assert compiles[0] == 0
+        np.testing.assert_array_equal(a.n_kept, annealing_schedule(M, 9, NITER, 3.0))
+        assert not np.array_equal(a.n_kept, first.n_kept) and not np.allclose(b.coef, first.coef)
+        with count_compiles() as compiles:
+            d = fsa(X, target, 10, n_iter=NITER, mu=MU, **kw)
+        assert compiles[0] <= 1 and run._cache_size() == programs  # only the tiny k-survivor extraction
+        assert d.support.shape == (10,) and d.n_kept[-1] == 10
+        if "lr" in kw:  # k = 9 runs its last stage at the bucket's width 10: the masked oracle agrees
+            for k, res in ((9, a), (10, d)):
+                mu = 3.0 if k == 9 else MU
+                out = ref.masked_fsa(X, y, k, n_iter=NITER, mu=mu, lr=0.05)
+                np.testing.assert_array_equal(res.support, out["support"])
+                np.testing.assert_allclose(res.coef, out["coef"], rtol=2e-3, atol=2e-4)
+
+
 # --------------------------------------------------------------------------- jit / grad
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 def test_inside_user_jit_with_traced_data(loss):

@@ -448,11 +448,12 @@ def fsa(
     plan = RunPlan(widths, cap, mode, gram, bounds)
     padded = np.full((cap,), k, np.int32)
     padded[:n_iter] = schedule
+    # device_put, not jnp.asarray: converting a numpy array with jnp compiles a program per shape
     state, cols, objective, step_size, mean, inv_scale, basis_mean = run(
         problem,
-        jnp.asarray(padded),
-        jnp.asarray(n_iter, jnp.int32),
-        jnp.asarray(0.0 if lr is None else lr, dtype),
+        jax.device_put(padded),
+        jax.device_put(np.int32(n_iter)),
+        jax.device_put(np.asarray(0.0 if lr is None else lr, dtype)),
         plan=plan,
     )
     grid = problem.grid
@@ -473,7 +474,7 @@ def fsa(
         coef=coef,
         intercept=intercept,
         loss_path=loss_path,
-        n_kept=jnp.asarray(schedule),
+        n_kept=jax.device_put(schedule),
         step_size=step_size,
         status=status,
         x_min=x_min,
