@@ -1,7 +1,8 @@
-"""FSA (Barbu et al.): schedule, compacted solver vs a masked full-width oracle, the step API by hand,
-Theorem 2.1(i), the l2 convention (ridge oracle), piecewise-linear learners, ranking, labels,
-constant columns, bad input, status, no recompilation, jit/vmap/grad. float32 (the default) is
-covered everywhere; float64 runs under the ``x64`` context."""
+"""FSA (Barbu et al.): schedule and stage widths, the one compiled run vs a masked full-width oracle,
+the solver protocol (fsa_prepare / fsa_init / fsa_step) by hand, the optax update rule, Theorem
+2.1(i), the l2 convention (ridge oracle), piecewise-linear learners, ranking, labels, constant
+columns, bad input, status, compilation counts (mu / lr / l2 / k in its bucket), jit/vmap/grad.
+float32 (the default) is covered everywhere; float64 runs under the ``x64`` context."""
 
 import sys
 

@@ -15,8 +15,8 @@ its width, :func:`~jaxselect.anneal.plan_stages`) are computed from the schedule
 the kept columns are gathered into a smaller array (compacted linear designs are stored
 transposed, see :mod:`.design`); each stage sets its step (power iteration, warm-started, with a
 traced number of iterations) and runs its iterations as a ``lax.fori_loop`` with traced bounds,
-a ``while`` loop that does no masked padding work. For the squared loss a stage narrower than its
-length iterates in moment space (``G = AᵀA/N``, :func:`~jaxselect.anneal.step.gram_oracle`),
+a ``while`` loop that does no masked padding work. For the squared loss one of the last two stages
+that is narrower than its length iterates in moment space (``G = AᵀA/N``, :func:`~jaxselect.anneal.step.gram_oracle`),
 chosen by ``lax.cond``. Nothing leaves the device.
 
 Reverse-mode differentiation cannot go through a ``while`` loop, so when :func:`~jaxselect.fsa`
@@ -221,7 +221,10 @@ def run(problem: FSAProblem, schedule, n_iter, lr, *, plan: RunPlan):
         else:
             step = jnp.full((), jnp.nan, dtype)
         steps.append(step)
-        state, objective = _iterate(stage, state, objective, starts[i], ends[i], plan.gram and width < plan.cap)
+        # moment space: only the last two stages, where the schedule's long flat tail runs (each
+        # candidate stage compiles both loops); never for a width no stage length can exceed
+        gram = plan.gram and i >= len(widths) - 2 and width < plan.cap
+        state, objective = _iterate(stage, state, objective, starts[i], ends[i], gram)
     if isinstance(design, PLDesign):
         mean = inv_scale = None
         basis_mean = design.basis_mean
