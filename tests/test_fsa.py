@@ -415,6 +415,24 @@ def test_one_compiled_run_mu_lr_l2_compile_nothing_k_in_its_bucket_only_the_extr
                 np.testing.assert_allclose(res.coef, out["coef"], rtol=2e-3, atol=2e-4)
 
 
+def test_compiled_run_holds_at_most_three_quarters_of_x_in_compacted_copies():
+    """The stage copies live one after another: the first (M/2 columns) and the second (M/4) at
+    the gather between them; no select copy of a gathered design, no copy of X."""
+    run_mod = sys.modules["jaxselect.anneal.run"]
+    rng = np.random.default_rng(14)
+    X = rng.standard_normal((2001, 64)).astype(np.float32)
+    labels = (X[:, 3] > 0).astype(np.int32)
+    problem = fsa_prepare(X, labels, loss="logistic")
+    plan = run_mod.RunPlan(stage_widths(64, 4), 512, "power", False)
+    assert plan.widths == (64, 32, 16, 8, 4)
+    compiled = run_mod.run.lower(
+        problem, jnp.zeros(512, jnp.int32), jnp.int32(500), jnp.float32(0.1), plan=plan
+    ).compile()
+    stats = compiled.memory_analysis()
+    assert stats.argument_size_in_bytes >= X.nbytes
+    assert stats.temp_size_in_bytes <= 0.8 * X.nbytes
+
+
 # --------------------------------------------------------------------------- jit / grad
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 def test_inside_user_jit_with_traced_data(loss):

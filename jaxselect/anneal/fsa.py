@@ -92,6 +92,8 @@ __all__ = ["FSAResult", "fsa", "fsa_predict", "fsa_prepare", "validate_fsa_optio
 # a halving of the stage width that drops fewer columns than this is skipped (tiny problems:
 # each stage adds to the compiled program more than it saves)
 _MIN_DROP = 32
+# rows per block of the first (transposing) compaction of X
+_GATHER_BLOCK = 1024
 
 
 class FSAResult(NamedTuple):
@@ -445,7 +447,9 @@ def fsa(
     if traced:  # under jit/grad/vmap: static stage bounds, every loop a differentiable scan
         bounds = tuple((st.start, st.start + st.length) for st in plan_stages(m, schedule, widths))
     mode = "optimizer" if optimizer is not None else ("power" if lr is None else "fixed")
-    plan = RunPlan(widths, cap, mode, gram, bounds)
+    # the first compaction transposes X in row blocks, unless X is spread over devices or traced
+    one_device = isinstance(Xj, jax.Array) and not traced and len(Xj.sharding.device_set) == 1
+    plan = RunPlan(widths, cap, mode, gram, bounds, _GATHER_BLOCK if one_device else 0)
     padded = np.full((cap,), k, np.int32)
     padded[:n_iter] = schedule
     # device_put, not jnp.asarray: converting a numpy array with jnp compiles a program per shape

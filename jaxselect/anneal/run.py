@@ -60,6 +60,8 @@ class RunPlan(NamedTuple):
       gram: the squared loss on a linear design may iterate in moment space.
       bounds: None (stage bounds computed in the program from the schedule), or static
         ``((start, end), ...)`` per stage (traced calls: every loop a differentiable scan).
+      gather_block: rows per block of the first (transposing) compaction of a linear design, 0
+        for one fused gather (row-sharded or traced X; see :func:`~jaxselect.anneal.design.take_columns`).
     """
 
     widths: tuple
@@ -67,6 +69,7 @@ class RunPlan(NamedTuple):
     step_mode: str
     gram: bool
     bounds: tuple | None = None
+    gather_block: int = 0
 
 
 def iteration_cap(n_iter: int) -> int:
@@ -204,7 +207,7 @@ def run(problem: FSAProblem, schedule, n_iter, lr, *, plan: RunPlan):
     for i, width in enumerate(widths):
         if i > 0:
             keep = _first_true(state.active, width)
-            design = take_columns(design, keep)
+            design = take_columns(design, keep, plan.gather_block)
             state = state._replace(
                 coef=jnp.take(state.coef, keep, axis=0),
                 active=jnp.take(state.active, keep),
