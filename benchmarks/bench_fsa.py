@@ -214,7 +214,9 @@ def part2(n, m, k):
     stages = plan_stages(m, sched, stage_widths(m, k, _fsa_mod._MIN_DROP))
     # columns read per iteration: 2 passes (scores + gradient) for direct stages; the Gram stages
     # read their columns once; each compaction reads the new width once
-    cols_read = sum((2 * s.length * s.width if s.width >= s.length else 2 * s.width) + s.width for s in stages if s.length)
+    cols_read = sum(
+        (2 * s.length * s.width if s.width >= s.length else 2 * s.width) + s.width for s in stages if s.length
+    )
     floor = cols_read / m * t_pass
     found = len(set(np.asarray(res.support).tolist()) & set(true.tolist()))
     dev = device_memory()  # accelerators: the allocator's peak, X included (None on CPU)
@@ -298,7 +300,8 @@ def part3(n, m, k, repeat=3):
     )
     print(
         f"  fsa {t_fsa:.3f}s (numpy in; first call {first:.1f}s)  fixed-lr {t_fix:.3f}s  device in {t_dev:.3f}s  "
-        f"masked scan {t_mask:.2f}s -> {out['speedup_vs_masked']:.1f}x (same lr {out['speedup_vs_masked_same_lr']:.1f}x); "
+        f"masked scan {t_mask:.2f}s -> {out['speedup_vs_masked']:.1f}x "
+        f"(same lr {out['speedup_vs_masked_same_lr']:.1f}x); "
         f"masked==compacted {same}; found {out['found']}/{k}"
     )
     print(f"  compilations on a repeat call: {compiles}; stages {out['stage_widths']} x {out['stage_lengths']}")
