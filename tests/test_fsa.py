@@ -433,6 +433,17 @@ def test_compiled_run_holds_at_most_three_quarters_of_x_in_compacted_copies():
     assert stats.temp_size_in_bytes <= 0.8 * X.nbytes
 
 
+def test_blocked_transposing_gather_equals_the_fused_one(dtype):
+    from jaxselect.anneal.design import LinearDesign, take_columns
+
+    X = np.random.default_rng(15).standard_normal((2500, 40)).astype(dtype)  # 2 blocks of 1024 + 452 rows
+    d = LinearDesign(jnp.asarray(X), jnp.zeros(40, dtype), jnp.ones(40, dtype))
+    cols = jnp.asarray([0, 3, 4, 17, 39], jnp.int32)
+    blocked = jax.jit(lambda d, c: take_columns(d, c, 1024))(d, cols)
+    np.testing.assert_array_equal(blocked.Xt, X[:, [0, 3, 4, 17, 39]].T)
+    np.testing.assert_array_equal(blocked.Xt, take_columns(d, cols).Xt)
+
+
 # --------------------------------------------------------------------------- jit / grad
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 def test_inside_user_jit_with_traced_data(loss):
