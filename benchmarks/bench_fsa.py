@@ -7,9 +7,14 @@
 2. N = 100 000, M = 10 000 float32 (4 GB): time and peak resident memory of ``fsa`` relative to
    the bytes of X (goal ≤ 2×), and the schedule's bandwidth floor: (columns touched per iteration,
    summed over the schedule) × N × 4 bytes / measured read bandwidth (one pass over X).
+3. One compiled run (issue 23): N = 50 000, M = 2 000, k = 30, float32 numpy input, ``fsa`` (the
+   whole schedule one XLA program) vs a masked full-width ``lax.scan`` of the same schedule and
+   step on the same input (goal ≥ 25×), and the XLA compilations of repeat calls that change
+   only ``mu``, only ``lr``, only ``l2``, ``k`` within its bucket, ``k`` to another bucket.
 
 Usage: ``python benchmarks/bench_fsa.py [--quick]`` — prints a table, writes
-``benchmarks/results/bench_fsa[_quick].json``.
+``benchmarks/results/bench_fsa[_quick].json``; ``--compiled-run`` runs only part 3 and writes
+``benchmarks/results/bench_fsa_run[_quick].json``.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from scipy.signal import lfilter  # noqa: E402
 
 from common import device_memory, environment  # noqa: E402
+from compile_count import count_compiles  # noqa: E402
 from jaxselect.anneal import (  # noqa: E402
     annealing_schedule,
     fsa,
@@ -39,6 +46,7 @@ from jaxselect.anneal import (  # noqa: E402
     fsa_step,
     plan_stages,
     schedule_area,
+    stage_widths,
 )
 
 _fsa_mod = sys.modules["jaxselect.anneal.fsa"]
@@ -77,20 +85,15 @@ def timed(fn, repeat=3):
 
 def masked_full_width(X, y, k, lr, n_iter=500, mu=300.0):
     """Algorithm 1 as one masked lax.scan of ``fsa_step`` over all M columns (what compaction replaces)."""
-    m = X.shape[1]
     problem = fsa_prepare(X, y)
-    kept = jnp.asarray(annealing_schedule(m, k, n_iter, mu), jnp.int32)
+    state = fsa_init(problem, k, n_iter=n_iter, mu=mu, lr=lr)
 
     @jax.jit
-    def run(problem, kept, lr):
-        def body(state, m_e):
-            return fsa_step(problem, state, m_e, lr=lr)
-
-        state, _ = jax.lax.scan(body, fsa_init(problem), kept)
-        return state.active
+    def run(problem, state):
+        return jax.lax.fori_loop(0, n_iter, lambda i, s: fsa_step(problem, s), state).active  # static: a scan
 
     def call():
-        return run(problem, kept, jnp.asarray(lr, X.dtype))
+        return run(problem, state)
 
     return call
 
@@ -158,7 +161,8 @@ def part1(n, m, k, seeds):
             f"  seed {seed}: fsa {t_fsa:.3f}s (first call {first:.1f}s)  fixed-lr {t_fix:.3f}s  masked {t_mask:.3f}s  "
             f"abess {t_ab:.3f}s  found fsa {rows[-1]['fsa_found']}/{k} abess {rows[-1]['abess_found']}/{k}  masked==compacted {same}"
         )
-    stages = plan_stages(m, annealing_schedule(m, k, 500, 300.0), min_drop=_fsa_mod._MIN_DROP)
+    widths = stage_widths(m, k, _fsa_mod._MIN_DROP)
+    stages = plan_stages(m, annealing_schedule(m, k, 500, 300.0), widths)
     summary = dict(
         N=n,
         M=m,
@@ -207,10 +211,12 @@ def part2(n, m, k):
     t_warm, res = timed(lambda: fsa(Xj, yj, k), repeat=2)
     peak_warm = peak_rss_bytes() if can_reset else -1
     sched = annealing_schedule(m, k, 500, 300.0)
-    stages = plan_stages(m, sched, min_drop=_fsa_mod._MIN_DROP)
+    stages = plan_stages(m, sched, stage_widths(m, k, _fsa_mod._MIN_DROP))
     # columns read per iteration: 2 passes (scores + gradient) for direct stages; the Gram stages
     # read their columns once; each compaction reads the new width once
-    cols_read = sum((2 * s.length * s.width if s.width >= s.length else 2 * s.width) + s.width for s in stages)
+    cols_read = sum(
+        (2 * s.length * s.width if s.width >= s.length else 2 * s.width) + s.width for s in stages if s.length
+    )
     floor = cols_read / m * t_pass
     found = len(set(np.asarray(res.support).tolist()) & set(true.tolist()))
     dev = device_memory()  # accelerators: the allocator's peak, X included (None on CPU)
@@ -238,6 +244,70 @@ def part2(n, m, k):
     )
 
 
+def part3(n, m, k, repeat=3):
+    """One compiled run vs the masked scan on the same float32 numpy input; compile counts of repeat calls."""
+    X, y, true = regression_data(11, n, m, k)
+    t0 = time.perf_counter()
+    res = fsa(X, y, k)
+    jax.block_until_ready(res)
+    first = time.perf_counter() - t0
+    t_fsa, res = timed(lambda: fsa(X, y, k), repeat=repeat)  # numpy in: includes the host -> device copy
+    lr = float(res.step_size[0])
+    t_fix, res_fix = timed(lambda: fsa(X, y, k, lr=lr), repeat=repeat)
+    Xj, yj = jax.device_put(X), jax.device_put(y)
+    t_dev, _ = timed(lambda: fsa(Xj, yj, k), repeat=repeat)
+    masked = masked_full_width(X, y, k, lr)
+    t0 = time.perf_counter()
+    active = jax.block_until_ready(masked())
+    masked_first = time.perf_counter() - t0
+    t_mask, active = timed(masked, repeat=2)
+    same = np.flatnonzero(np.asarray(active)).tolist() == np.asarray(res_fix.support).tolist()
+    compiles = {}
+    for name, call in (
+        ("mu_only", lambda: fsa(X, y, k, mu=200.0)),
+        ("lr_only", lambda: fsa(X, y, k, lr=0.5 * lr)),
+        ("lr_only_again", lambda: fsa(X, y, k, lr=0.25 * lr)),
+        ("l2_only", lambda: fsa(X, y, k, l2=1e-3)),
+        ("k_within_bucket", lambda: fsa(X, y, k + 1)),
+        ("k_other_bucket", lambda: fsa(X, y, k + 5)),
+    ):
+        with count_compiles() as c:
+            jax.block_until_ready(call())
+        compiles[name] = c[0]
+    sched = annealing_schedule(m, k, 500, 300.0)
+    widths = stage_widths(m, k, _fsa_mod._MIN_DROP)
+    out = dict(
+        N=n,
+        M=m,
+        k=k,
+        input="numpy float32",
+        fsa_s=t_fsa,
+        fsa_first_call_s=first,
+        fsa_fixed_lr_s=t_fix,
+        fsa_device_input_s=t_dev,
+        masked_scan_s=t_mask,
+        masked_first_call_s=masked_first,
+        masked_same_support=bool(same),
+        speedup_vs_masked=t_mask / t_fsa,
+        speedup_vs_masked_same_lr=t_mask / t_fix,
+        speedup_vs_masked_device_input=t_mask / t_dev,
+        found=len(set(np.asarray(res.support).tolist()) & set(true.tolist())),
+        compiles_on_repeat=compiles,
+        stage_widths=list(widths),
+        stage_lengths=[st.length for st in plan_stages(m, sched, widths)],
+        schedule_area=schedule_area(m, sched),
+        masked_area=500 * m,
+    )
+    print(
+        f"  fsa {t_fsa:.3f}s (numpy in; first call {first:.1f}s)  fixed-lr {t_fix:.3f}s  device in {t_dev:.3f}s  "
+        f"masked scan {t_mask:.2f}s -> {out['speedup_vs_masked']:.1f}x "
+        f"(same lr {out['speedup_vs_masked_same_lr']:.1f}x); "
+        f"masked==compacted {same}; found {out['found']}/{k}"
+    )
+    print(f"  compilations on a repeat call: {compiles}; stages {out['stage_widths']} x {out['stage_lengths']}")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, finishes in well under a minute")
@@ -251,7 +321,21 @@ def main():
         default=100_000,
         help="N of the large run (1 000 000 on an accelerator with ≥ 80 GB: X is 40 GB)",
     )
+    ap.add_argument(
+        "--compiled-run", action="store_true", help="only part 3 (one compiled run vs masked scan, compile counts)"
+    )
     args = ap.parse_args()
+    if args.compiled_run:
+        p3 = dict(n=5000, m=400, k=30) if args.quick else dict(n=50_000, m=2000, k=30)
+        print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({os.cpu_count()} cores, {platform.machine()})")
+        print(f"[3] N={p3['n']} M={p3['m']} k={p3['k']} float32 numpy: one compiled run vs masked scan")
+        out = dict(part3=part3(**p3), quick=args.quick, environment=environment())
+        path = os.path.join(RESULTS, "bench_fsa_run_quick.json" if args.quick else "bench_fsa_run.json")
+        os.makedirs(RESULTS, exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(out, f, indent=2, default=float)
+        print(f"\nwrote {path}")
+        return
     if args.quick:
         p1 = dict(n=3000, m=300, k=10, seeds=1)
         p2 = dict(n=3000, m=300, k=10)  # same shapes as part 1: a smoke test of the measurement

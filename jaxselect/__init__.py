@@ -40,7 +40,7 @@ from jaxselect.greedy import (
     greedy_rls,
     rls_to_path,
 )
-from jaxselect.glm_eval import glm_accuracy, glm_predict
+from jaxselect.glm_eval import glm_accuracy
 from jaxselect.groups import Groups
 from jaxselect.model_selection import CVResult, cross_validate_fsa, cross_validate_path
 from jaxselect.moments import Moments

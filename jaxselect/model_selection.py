@@ -53,6 +53,7 @@ from jaxselect._validation import (
     host_array,
     is_traced,
 )
+from jaxselect.anneal.fsa import LOSSES, fsa, fsa_predict, validate_fsa_options
 from jaxselect.design import column_summary
 from jaxselect.greedy.criteria import OMP_CRITERIA
 from jaxselect.groups import as_groups
@@ -414,8 +415,6 @@ def cross_validate_path(
 
 @partial(jax.jit, static_argnames=("k", "score", "options"))
 def _cv_fsa(X, y, rows, test_w, l2, *, k, score, options):
-    from jaxselect.anneal import fsa, fsa_predict
-
     opts = dict(options)
 
     def fold(r, vw):
@@ -477,7 +476,6 @@ def cross_validate_fsa(
     >>> cv.best, cv.scores.shape
     (2.0, (5, 2))
     """
-    from jaxselect.anneal.fsa import LOSSES
 
     if not isinstance(loss, str) or loss not in LOSSES or loss == "ranking":
         raise ValueError(f"loss must be one of {tuple(x for x in LOSSES if x != 'ranking')}; got {loss!r}")
@@ -533,9 +531,7 @@ def cross_validate_fsa(
 
 def _check_fsa_options(X, k_max: int, options: dict) -> None:
     """Run FSA's own option and data checks (k against the non-constant columns) before vmapping."""
-    from jaxselect.anneal.fsa import _validate_options
-
-    _validate_options(
+    validate_fsa_options(
         X.shape,
         k_max,
         options["n_iter"],

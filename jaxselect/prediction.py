@@ -41,7 +41,7 @@ from jaxselect._validation import as_float_matrix, check_finite_output
 from jaxselect.anneal.fsa import FSAResult
 from jaxselect.anneal.fsa import fsa_predict as _fsa_predict
 from jaxselect.baselines import GroupLassoFit
-from jaxselect.greedy.glm import glm_predict as _glm_predict
+from jaxselect.glm_eval import glm_predict as _glm_predict
 from jaxselect.greedy.rls import RLSResult
 from jaxselect.greedy.rls import rls_predict as _rls_predict
 from jaxselect.greedy.rls import rls_predict_path as _rls_predict_path

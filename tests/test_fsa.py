@@ -1,7 +1,8 @@
-"""FSA (Barbu et al.): schedule, compacted solver vs a masked full-width oracle, the step API by hand,
-Theorem 2.1(i), the l2 convention (ridge oracle), piecewise-linear learners, ranking, labels,
-constant columns, bad input, status, no recompilation, jit/vmap/grad. float32 (the default) is
-covered everywhere; float64 runs under the ``x64`` context."""
+"""FSA (Barbu et al.): schedule and stage widths, the one compiled run vs a masked full-width oracle,
+the solver protocol (fsa_prepare / fsa_init / fsa_step) by hand, the optax update rule, Theorem
+2.1(i), the l2 convention (ridge oracle), piecewise-linear learners, ranking, labels, constant
+columns, bad input, status, compilation counts (mu / lr / l2 / k in its bucket), jit/vmap/grad.
+float32 (the default) is covered everywhere; float64 runs under the ``x64`` context."""
 
 import sys
 
@@ -21,6 +22,8 @@ from jaxselect.anneal import (
     fsa_predict,
     fsa_prepare,
     fsa_step,
+    gradient_descent,
+    k_bucket,
     pl_basis_mean,
     pl_encode,
     pl_grid,
@@ -29,6 +32,7 @@ from jaxselect.anneal import (
     plan_stages,
     schedule_area,
     smoothness_penalty,
+    stage_widths,
 )
 from jaxselect.losses import squared_loss
 from jaxselect.status import NONFINITE, SolverError, raise_for_status
@@ -80,24 +84,32 @@ def test_schedule_matches_eq3(args):
     s = annealing_schedule(M_, k, n_iter, mu)
     np.testing.assert_array_equal(s, ref.schedule(M_, k, n_iter, mu))
     assert s[-1] == k and np.all(np.diff(s) <= 0) and s.min() >= k and s.max() <= M_
-    stages = plan_stages(M_, s)
+    widths = stage_widths(M_, k)
+    stages = plan_stages(M_, s, widths)
     assert stages[0].start == 0 and sum(st.length for st in stages) == n_iter
     assert all(a.start + a.length == b.start for a, b in zip(stages, stages[1:]))
-    widths = [st.width for st in stages]
-    assert widths[0] == M_ and all(a > b for a, b in zip(widths, widths[1:]))
+    assert [st.width for st in stages] == list(widths) and widths[0] == M_ and widths[-1] == k_bucket(k, M_)
+    assert all(a > b for a, b in zip(widths, widths[1:]))
     prev = np.concatenate([[M_], s[:-1]])
-    for st in stages:  # every stage is wide enough for its active counts, and at most 2x wider
-        assert prev[st.start] == st.width and prev[st.start : st.start + st.length].max() <= st.width
+    for i, st in enumerate(stages):  # each iteration runs in the narrowest width that holds its active count
+        seg = prev[st.start : st.start + st.length]
+        assert np.all(seg <= st.width)
+        if i + 1 < len(stages):
+            assert np.all(seg > stages[i + 1].width)
     masked_work = sum(st.width * st.length for st in stages)
     assert masked_work <= 2 * schedule_area(M_, s)
 
 
-def test_min_drop_skips_tiny_compactions():
-    s = annealing_schedule(40, 3, 500, 300.0)
-    assert [st.width for st in plan_stages(40, s)] == [40, 19, 9, 4, 3]
-    assert [st.width for st in plan_stages(40, s, min_drop=32)] == [40, 8]
-    big = plan_stages(1000, annealing_schedule(1000, 30, 500, 300.0), min_drop=32)
-    assert [st.width for st in big] == [1000, 469, 194, 95, 47]
+def test_stage_widths_depend_on_m_and_the_k_bucket_only():
+    assert stage_widths(40, 3) == (40, 20, 10, 5, 3)
+    assert stage_widths(40, 3, min_drop=32) == (40, 5, 3)
+    assert stage_widths(1000, 30, min_drop=32) == (1000, 500, 250, 125, 63, 32)
+    assert stage_widths(16, 16) == (16,)
+    for k in range(1, 300):  # k <= bucket <= 1.25 k; every k of a bucket shares the widths
+        b = k_bucket(k, 10_000)
+        assert k <= b <= 1.25 * k
+        assert stage_widths(10_000, k) == stage_widths(10_000, b)
+    assert k_bucket(30, 31) == 31  # never above M
 
 
 def test_schedule_area_matches_table1_order():
@@ -160,22 +172,24 @@ def test_jit_matches_disable_jit():
 # --------------------------------------------------------------------------- the step API by hand
 def _by_hand(X, target, loss, lr=None, optimizer=None, l2=L2):
     """Algorithm 1 on the full width with fsa_init / fsa_step (no compaction), mapped to raw space."""
-    problem = fsa_prepare(X, target, loss=loss)
-    schedule = jnp.asarray(annealing_schedule(M, K, NITER, MU))
+    problem = fsa_prepare(X, target, loss=loss, l2=l2, optimizer=optimizer)
+    state = fsa_init(problem, K, n_iter=NITER, mu=MU, lr=lr)
 
     @jax.jit
-    def run(problem):
-        def body(state, m_e):
-            return fsa_step(problem, state, m_e, loss=loss, lr=lr, l2=l2, optimizer=optimizer)
+    def run(problem, state):
+        def body(state, _):
+            state = fsa_step(problem, state)
+            return state, state.objective
 
-        return jax.lax.scan(body, fsa_init(problem, optimizer=optimizer), schedule)
+        return jax.lax.scan(body, state, length=NITER)
 
-    state, info = run(problem)
+    state, objective = run(problem, state)
+    assert int(state.iteration) == NITER
     support = np.flatnonzero(np.asarray(state.active))
     d = problem.design
     raw = np.asarray(state.coef)[support, 0] * np.asarray(d.inv_scale)[support]
     intercept = float(state.intercept) - np.asarray(d.mean)[support] @ raw
-    return support, raw, intercept, np.asarray(info.objective)
+    return support, raw, intercept, np.asarray(objective)
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
@@ -206,16 +220,57 @@ def test_step_by_hand_with_optimizer_equals_compacted_fsa():
     assert np.isnan(np.asarray(res.step_size)).all()
 
 
-def test_step_needs_exactly_one_of_lr_and_optimizer():
+def test_protocol_options_live_in_the_problem():
     X, y, _ = _problem()
-    problem = fsa_prepare(X, y)
-    state = fsa_init(problem)
-    with pytest.raises(ValueError, match="exactly one of lr"):
-        fsa_step(problem, state, K)
-    with pytest.raises(ValueError, match="exactly one of lr"):
-        fsa_step(problem, state, K, lr=0.1, optimizer=optax.sgd(0.1))
+    problem = fsa_prepare(X, y, l2=0.5)
+    assert float(problem.l2) == 0.5 and problem.config.optimizer is gradient_descent()
+    assert jax.tree.leaves(problem.config) == []  # static: part of the compiled program's key
+    with pytest.raises(ValueError, match="not both"):
+        fsa_init(fsa_prepare(X, y, optimizer=optax.sgd(0.1)), K, lr=0.1)
     with pytest.raises(ValueError, match="loss must be one of"):
-        fsa_step(problem, state, K, lr=0.1, loss="hinge")
+        fsa_prepare(X, y, loss="hinge")
+    with pytest.raises(ValueError, match="also pass bins"):
+        fsa_prepare(X, y, smoothness=1.0)
+    with pytest.raises(ValueError, match="k must be <= 16"):
+        fsa_init(problem, M + 1)
+    # lr=None: the scale-free default 1/L of the full problem, L by power iteration (a lower bound)
+    step = float(fsa_init(problem, K).opt_state.step)
+    lip = ref.lipschitz(X) + 0.5
+    assert 1.0 / lip <= step <= 1.05 / lip
+    # a step past the schedule keeps k variables
+    state = fsa_init(problem, K, n_iter=3, mu=MU, lr=0.1)
+    for _ in range(5):
+        state = fsa_step(problem, state)
+    assert int(state.active.sum()) == K and int(state.iteration) == 5
+
+
+def test_default_update_is_a_gradient_step_and_any_optax_optimizer_works():
+    X, y, _ = _problem(3)
+    lr = 0.5 / ref.lipschitz(X)
+    problem = fsa_prepare(X, y, l2=L2)
+    state = fsa_init(problem, K, n_iter=NITER, mu=MU, lr=lr)
+    nxt = fsa_step(problem, state)
+    # by hand: c <- c - lr (dF/dc) with F = 1/2 mean (A c + b - y)^2 + (l2/2)|c|^2, from c = 0, b = 0
+    Z, mean, inv = ref.standardize(np.asarray(X, np.float64))
+    r = -np.asarray(y, np.float64)
+    g_coef, g_icpt = Z.T @ r / N, r.mean()
+    step = -lr * g_coef
+    keep = np.asarray(nxt.active)
+    n_keep = annealing_schedule(M, K, NITER, MU)[0]
+    assert keep.sum() == n_keep and set(np.flatnonzero(keep)) == set(np.argsort(-np.abs(step))[:n_keep])
+    np.testing.assert_allclose(np.asarray(nxt.coef)[keep, 0], step[keep], rtol=1e-5, atol=1e-7)
+    assert np.all(np.asarray(nxt.coef)[~keep] == 0)
+    np.testing.assert_allclose(float(nxt.intercept), -lr * g_icpt, rtol=1e-5)
+    np.testing.assert_allclose(float(nxt.objective), 0.5 * np.mean(r * r), rtol=1e-6)
+    # optax's own plain SGD with the same learning rate takes the very same step
+    sgd = fsa_prepare(X, y, l2=L2, optimizer=optax.sgd(lr))
+    np.testing.assert_allclose(fsa_step(sgd, fsa_init(sgd, K, n_iter=NITER, mu=MU)).coef, nxt.coef, rtol=1e-6)
+    # and a user optimizer with state (momentum) runs through the same code, compacted by fsa
+    res_m = fsa(X, y, K, n_iter=NITER, mu=MU, l2=L2, optimizer=optax.sgd(lr, momentum=0.5))
+    support, coef, _, _ = _by_hand(X, y, "squared", optimizer=optax.sgd(lr, momentum=0.5))
+    np.testing.assert_array_equal(res_m.support, support)
+    np.testing.assert_allclose(res_m.coef, coef, rtol=1e-3, atol=1e-4)
+    assert sorted(res_m.support.tolist()) == TRUE
 
 
 # --------------------------------------------------------------------------- Theorem 2.1 / defaults
@@ -329,6 +384,64 @@ def test_no_recompilation_with_fresh_equal_arguments():
         np.testing.assert_array_equal(a.support, b.support)
         np.testing.assert_array_equal(a.coef, b.coef)
     np.testing.assert_array_equal(first[3], second[3])
+
+
+def test_one_compiled_run_mu_lr_l2_compile_nothing_k_in_its_bucket_only_the_extraction():
+    """The whole schedule is one program per (N, M, k-bucket): mu, lr, l2 are its data."""
+    run = sys.modules["jaxselect.anneal.run"].run
+    X, y, labels = _problem(13)
+    assert k_bucket(9, M) == k_bucket(10, M) == 10
+    for target, kw in ((y, dict(lr=0.05)), (y, {}), (labels, dict(loss="logistic"))):
+        first = fsa(X, target, 9, n_iter=NITER, mu=MU, **kw)
+        programs = run._cache_size()
+        with count_compiles() as compiles:
+            a = fsa(X, target, 9, n_iter=NITER, mu=3.0, **kw)
+            b = fsa(X, target, 9, n_iter=NITER, mu=MU, l2=0.3, **kw)
+            if "lr" in kw:
+                c = fsa(X, target, 9, n_iter=NITER, mu=MU, lr=0.02)
+                np.testing.assert_allclose(c.step_size, 0.02)
+        assert compiles[0] == 0
+        np.testing.assert_array_equal(a.n_kept, annealing_schedule(M, 9, NITER, 3.0))
+        assert not np.array_equal(a.n_kept, first.n_kept) and not np.allclose(b.coef, first.coef)
+        with count_compiles() as compiles:
+            d = fsa(X, target, 10, n_iter=NITER, mu=MU, **kw)
+        assert compiles[0] <= 1 and run._cache_size() == programs  # only the tiny k-survivor extraction
+        assert d.support.shape == (10,) and d.n_kept[-1] == 10
+        if "lr" in kw:  # k = 9 runs its last stage at the bucket's width 10: the masked oracle agrees
+            for k, res in ((9, a), (10, d)):
+                mu = 3.0 if k == 9 else MU
+                out = ref.masked_fsa(X, y, k, n_iter=NITER, mu=mu, lr=0.05)
+                np.testing.assert_array_equal(res.support, out["support"])
+                np.testing.assert_allclose(res.coef, out["coef"], rtol=2e-3, atol=2e-4)
+
+
+def test_compiled_run_holds_at_most_three_quarters_of_x_in_compacted_copies():
+    """The stage copies live one after another: the first (M/2 columns) and the second (M/4) at
+    the gather between them; no select copy of a gathered design, no copy of X."""
+    run_mod = sys.modules["jaxselect.anneal.run"]
+    rng = np.random.default_rng(14)
+    X = rng.standard_normal((2001, 64)).astype(np.float32)
+    labels = (X[:, 3] > 0).astype(np.int32)
+    problem = fsa_prepare(X, labels, loss="logistic")
+    plan = run_mod.RunPlan(stage_widths(64, 4), 512, "power", False)
+    assert plan.widths == (64, 32, 16, 8, 4)
+    compiled = run_mod.run.lower(
+        problem, jnp.zeros(512, jnp.int32), jnp.int32(500), jnp.float32(0.1), plan=plan
+    ).compile()
+    stats = compiled.memory_analysis()
+    assert stats.argument_size_in_bytes >= X.nbytes
+    assert stats.temp_size_in_bytes <= 0.8 * X.nbytes
+
+
+def test_blocked_transposing_gather_equals_the_fused_one(dtype):
+    from jaxselect.anneal.design import LinearDesign, take_columns
+
+    X = np.random.default_rng(15).standard_normal((2500, 40)).astype(dtype)  # 2 blocks of 1024 + 452 rows
+    d = LinearDesign(jnp.asarray(X), jnp.zeros(40, dtype), jnp.ones(40, dtype))
+    cols = jnp.asarray([0, 3, 4, 17, 39], jnp.int32)
+    blocked = jax.jit(lambda d, c: take_columns(d, c, 1024))(d, cols)
+    np.testing.assert_array_equal(blocked.Xt, X[:, [0, 3, 4, 17, 39]].T)
+    np.testing.assert_array_equal(blocked.Xt, take_columns(d, cols).Xt)
 
 
 # --------------------------------------------------------------------------- jit / grad
@@ -543,7 +656,7 @@ def test_short_repr():
     text = repr(res)
     assert isinstance(res, FSAResult) and text.startswith("FSAResult(support=int32[4], coef=float32[4]")
     assert "status=0" in text and len(text) < 400
-    assert repr(fsa_init(fsa_prepare(X, y))).startswith("FSAState(coef=float32[16, 1]")
+    assert repr(fsa_init(fsa_prepare(X, y), K)).startswith("FSAState(coef=float32[16, 1]")
 
 
 # The row-sharded case runs with every other solver in tests/sharded_cases.py (4 fake devices).

@@ -1,36 +1,34 @@
 """Feature Selection with Annealing (Barbu, She, Ding & Gramajo): schedule, solver, PL learners.
 
-:func:`fsa` is the solver; :class:`FSAProblem` / :func:`fsa_prepare`, :class:`FSAState` /
-:func:`fsa_init` and :func:`fsa_step` (one iteration of Algorithm 1, pure and jit-able) are the
-advanced API it is built on.
+:func:`fsa` is the solver, one compiled run of the whole schedule. The solver protocol it is built
+on: :func:`fsa_prepare` builds an :class:`FSAProblem` (data, priors and the static
+:class:`FSAConfig`), :func:`fsa_init` gives the :class:`FSAState` and :func:`fsa_step` (one
+iteration of Algorithm 1, pure and jit-able) advances it. :func:`gradient_descent` is the default
+update rule as an optax ``GradientTransformation``.
 """
 
-from .fsa import (
-    FSAInfo,
-    FSAProblem,
-    FSAResult,
-    FSAState,
-    fsa,
-    fsa_init,
-    fsa_predict,
-    fsa_prepare,
-    fsa_step,
-)
+from .fsa import FSAResult, fsa, fsa_predict, fsa_prepare
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_response, pl_scores, smoothness_penalty
-from .schedule import Stage, annealing_schedule, plan_stages, schedule_area
+from .schedule import Stage, annealing_schedule, k_bucket, plan_stages, schedule_area, stage_widths
+from .step import FSAConfig, FSAProblem, FSAState, fsa_init, fsa_step
+from .update import StepState, gradient_descent
 
 __all__ = [
     "fsa",
     "fsa_predict",
     "FSAResult",
     "FSAProblem",
+    "FSAConfig",
     "FSAState",
-    "FSAInfo",
     "fsa_prepare",
     "fsa_init",
     "fsa_step",
+    "gradient_descent",
+    "StepState",
     "annealing_schedule",
     "plan_stages",
+    "stage_widths",
+    "k_bucket",
     "schedule_area",
     "Stage",
     "PLGrid",

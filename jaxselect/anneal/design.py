@@ -19,6 +19,7 @@ the kept features between compacted stages.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple, Union
 
 import jax
@@ -99,21 +100,46 @@ def rmatvec(design: FSADesign, u: jax.Array) -> jax.Array:
     return vjp(u)[0]
 
 
-def take_columns(design: FSADesign, cols: jax.Array) -> FSADesign:
-    """Keep features ``cols`` (int (W',), ascending) of the design (linear -> transposed copy)."""
+def take_columns(design: FSADesign, cols: jax.Array, block: int = 0) -> FSADesign:
+    """Keep features ``cols`` (int (W',), ascending, in range) of the design (linear -> transposed copy).
+
+    The gathers clip their (always valid) indices instead of filling out-of-range ones: a fill
+    adds a select over the gathered copy, a second buffer as large as the copy inside a compiled run.
+    ``block`` > 0 gathers a row-major X into its transposed copy ``block`` rows at a time (a
+    ``fori_loop``): on the CPU the fused gather-transpose reads X with a stride of M floats per
+    element and is about 5× slower than the blocked one, which reads cache-resident row blocks.
+    Use 0 for row-sharded X (the blocks would cross shards).
+    """
+    take = functools.partial(jnp.take, mode="clip")
     if isinstance(design, LinearDesign):
         return LinearDesignT(
-            jnp.take(design.X, cols, axis=1).T, jnp.take(design.mean, cols), jnp.take(design.inv_scale, cols)
+            _gather_transposed(design.X, cols, block), take(design.mean, cols), take(design.inv_scale, cols)
         )
     if isinstance(design, LinearDesignT):
-        return LinearDesignT(
-            jnp.take(design.Xt, cols, axis=0), jnp.take(design.mean, cols), jnp.take(design.inv_scale, cols)
-        )
+        return LinearDesignT(take(design.Xt, cols, axis=0), take(design.mean, cols), take(design.inv_scale, cols))
     return PLDesign(
-        jnp.take(design.idx, cols, axis=1),
-        jnp.take(design.alpha, cols, axis=1),
-        jnp.take(design.basis_mean, cols, axis=0),
+        take(design.idx, cols, axis=1),
+        take(design.alpha, cols, axis=1),
+        take(design.basis_mean, cols, axis=0),
     )
+
+
+def _gather_transposed(X, cols, block: int):
+    """``X[:, cols].T`` (W, N), in row blocks of ``block`` (0: one fused gather)."""
+    n = X.shape[0]
+    if block <= 0 or n < 2 * block:
+        return jnp.take(X, cols, axis=1, mode="clip").T
+    n_blocks = n // block
+
+    def body(i, out):
+        rows = jax.lax.dynamic_slice_in_dim(X, i * block, block, 0)
+        return jax.lax.dynamic_update_slice_in_dim(out, jnp.take(rows, cols, axis=1, mode="clip").T, i * block, 1)
+
+    out = jax.lax.fori_loop(0, n_blocks, body, jnp.zeros((cols.shape[0], n), X.dtype))
+    if n_blocks * block < n:
+        tail = jnp.take(X[n_blocks * block :], cols, axis=1, mode="clip").T
+        out = jax.lax.dynamic_update_slice_in_dim(out, tail, n_blocks * block, 1)
+    return out
 
 
 def take_rows(design: FSADesign, stride: int) -> FSADesign:

@@ -1,15 +1,20 @@
-"""The FSA annealing schedule (eq. 3) and its split into compacted stages (DESIGN.md §5).
+"""The FSA annealing schedule (eq. 3) and the fixed stage widths of the compiled run (DESIGN.md §5).
 
 Barbu et al., "Feature Selection with Annealing", §2.2, eq. (3):
 
     M_e = k + (M − k) · max(0, (N_iter − 2e) / (2eμ + N_iter)),   e = 1, …, N_iter,
 
-the number of variables kept after iteration ``e``. It is a pure function of (M, k, N_iter, μ),
-so it is computed on the host with numpy and everything derived from it (stage widths, stage
-lengths) is static: the compiled stage programs are cached by width.
+the number of variables kept after iteration ``e``. It is computed on the host in float64
+(:func:`annealing_schedule`) and handed to the compiled run as *data* (an int32 array), so μ and
+N_iter never enter a compiled program.
 
 Rounding: ``M_e`` is rounded down (``floor``), which keeps it an integer in [k, M], non-increasing
 in e, and equal to k from ``e = N_iter/2`` on (in particular ``M_{N_iter} = k``).
+
+Stages. :func:`fsa` runs the schedule on a problem that shrinks: the widths of its stages depend
+only on M and the *k-bucket* (:func:`stage_widths`: successive halvings of M down to
+:func:`k_bucket`), never on μ, N_iter or k itself, so one compiled program serves every schedule
+of a shape. :func:`plan_stages` says which iterations each width runs (some may run none).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["annealing_schedule", "Stage", "plan_stages", "schedule_area"]
+__all__ = ["annealing_schedule", "Stage", "plan_stages", "schedule_area", "stage_widths", "k_bucket"]
 
 
 def annealing_schedule(n_features: int, k: int, n_iter: int, mu: float) -> np.ndarray:
@@ -48,6 +53,42 @@ def schedule_area(n_features: int, schedule: np.ndarray) -> int:
     return int(prev.sum())
 
 
+def k_bucket(k: int, n_features: int) -> int:
+    """The width of the last stage for a given k: k rounded up to ``m·2^j`` with m ∈ {4, 5, 6, 7}
+    (at most 25 % above k, at most M). Every k of a bucket shares the compiled run.
+
+    >>> [k_bucket(k, 1000) for k in (1, 5, 9, 30, 33, 100)]
+    [1, 5, 10, 32, 40, 112]
+    """
+    if k <= 4:
+        return min(k, n_features)
+    j = (k - 1).bit_length() - 3  # 2^(j+2) < k <= 2^(j+3)
+    step = 1 << j
+    return min(-(-k // step) * step, n_features)
+
+
+def stage_widths(n_features: int, k: int, min_drop: int = 0) -> tuple[int, ...]:
+    """Widths of the compacted stages: M, then successive halvings ⌈W/2⌉ while they stay above the
+    k-bucket, then the k-bucket. A halving that would drop fewer than ``min_drop`` columns from the
+    previous width is skipped (on tiny problems a stage costs more to compile than it saves).
+
+    >>> stage_widths(1000, 30)
+    (1000, 500, 250, 125, 63, 32)
+    >>> stage_widths(40, 3, min_drop=32)
+    (40, 5, 3)
+    """
+    last = k_bucket(k, n_features)
+    widths = [int(n_features)]
+    w = int(n_features)
+    while -(-w // 2) > last:
+        w = -(-w // 2)
+        if widths[-1] - w >= max(min_drop, 1):
+            widths.append(w)
+    if widths[-1] > last:
+        widths.append(last)
+    return tuple(widths)
+
+
 class Stage(NamedTuple):
     """One compacted stage: iterations ``start .. start + length − 1`` (0-based) at ``width``."""
 
@@ -56,36 +97,27 @@ class Stage(NamedTuple):
     width: int
 
 
-def plan_stages(n_features: int, schedule: np.ndarray, shrink: float = 0.5, min_drop: int = 0) -> list[Stage]:
-    """Split the schedule into stages of static width.
+def plan_stages(n_features: int, schedule: np.ndarray, widths: tuple[int, ...]) -> list[Stage]:
+    """The iterations each stage width runs (the host mirror of the compiled run's stage bounds).
 
-    A stage starts at full width M. Before iteration e the active count is M_{e−1}; a new stage
-    (compacting to width M_{e−1}) starts when M_{e−1} ≤ ``shrink`` · width, and also once the
-    schedule has reached its final value (so the long tail at M_e = k runs at width exactly k).
-    The masked work inside a stage is thus at most 1/shrink times the schedule's area. A
-    compaction that would drop fewer than ``min_drop`` columns is skipped (on tiny problems a
-    stage costs more in compilation and dispatch than it saves).
+    Before iteration e the active count is M_{e−1} (M_0 = M); iteration e runs in the narrowest
+    stage whose width holds M_{e−1}. Stages are contiguous and in order; a stage the schedule
+    jumps over has ``length`` 0. Since consecutive widths differ by at most 2×, the masked work
+    Σ width·length is at most 2× the schedule's area (plus the last stage's bucket padding).
 
     Args:
       n_features: M.
       schedule: (n_iter,) output of :func:`annealing_schedule`.
-      shrink: compaction threshold in (0, 1).
-      min_drop: smallest number of columns worth a new stage.
+      widths: decreasing stage widths starting at M (:func:`stage_widths`); the last must be ≥ k.
 
     Returns:
-      List of :class:`Stage`, covering iterations 0..n_iter−1 in order.
+      One :class:`Stage` per width, covering iterations 0..n_iter−1 in order.
 
-    >>> [s.width for s in plan_stages(8, np.array([6, 3, 2, 2, 2]))]
-    [8, 3, 2]
+    >>> [(s.length, s.width) for s in plan_stages(8, np.array([6, 3, 2, 2, 2]), (8, 4, 2))]
+    [(2, 8), (1, 4), (2, 2)]
     """
     n_iter = len(schedule)
-    final = int(schedule[-1])
-    stages = []
-    start, width = 0, int(n_features)
-    for e in range(1, n_iter):
-        active = int(schedule[e - 1])  # count before (0-based) iteration e
-        if width - active >= max(min_drop, 1) and (active <= shrink * width or active == final):
-            stages.append(Stage(start, e - start, width))
-            start, width = e, active
-    stages.append(Stage(start, n_iter - start, width))
-    return stages
+    prev = np.concatenate([[n_features], np.asarray(schedule)[:-1]])
+    starts = [0] + [int(np.sum(prev > w)) for w in widths[1:]]
+    ends = starts[1:] + [n_iter]
+    return [Stage(s, e - s, w) for s, e, w in zip(starts, ends, widths)]

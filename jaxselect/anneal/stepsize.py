@@ -20,7 +20,6 @@ that bound and well inside plain gradient descent's stability limit ``2/L``.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -60,17 +59,19 @@ def _score_hessian(loss_fn: Callable, target, curvature: float | None, n: int, d
     return hvp
 
 
-@partial(jax.jit, static_argnames=("loss_fn", "curvature", "n_power"))
-def power_iteration(design: FSADesign, target, v_coef: jax.Array, v_icpt: jax.Array, *, loss_fn, curvature, n_power):
-    """λ_max of ``[A 1]ᵀ H [A 1]`` by ``n_power`` power iterations.
+def power_iteration(
+    design: FSADesign, target, v_coef: jax.Array, v_icpt: jax.Array, *, loss_fn, curvature, n_power, lam=None
+):
+    """λ_max of ``[A 1]ᵀ H [A 1]`` by ``n_power`` power iterations (pure; call it inside ``jit``).
 
     Args:
       design: the stage's design (W features).
       target: loss target (labels, or pairs for ranking).
       v_coef: (W, P) start vector, coefficient part; v_icpt: () intercept part.
-      loss_fn: the loss (static); curvature: κ for built-in pointwise losses, or None to use the
-        exact score-space Hessian at zero.
-      n_power: number of iterations (static).
+      loss_fn: the loss; curvature: κ for built-in pointwise losses, or None to use the exact
+        score-space Hessian at zero.
+      n_power: number of iterations: a Python int or a traced int32 scalar (a ``fori_loop``).
+      lam: () the estimate returned when ``n_power`` is 0 (default 0).
 
     Returns:
       ``(lam, v_coef, v_icpt)``: the Rayleigh-quotient estimate (a lower bound on λ_max) and the
@@ -90,13 +91,14 @@ def power_iteration(design: FSADesign, target, v_coef: jax.Array, v_icpt: jax.Ar
         nrm = jnp.maximum(nrm, tiny)
         return vc / nrm, vb / nrm
 
-    def body(carry, _):
+    def body(_, carry):
         vc, vb, _ = carry
         gc, gb = apply(vc, vb)
-        lam = jnp.sum(gc * vc) + gb * vb  # Rayleigh quotient of the unit vector (vc, vb)
+        lam = jnp.abs(jnp.sum(gc * vc) + gb * vb)  # Rayleigh quotient of the unit vector (vc, vb)
         gc, gb = normalize(gc, gb)
-        return (gc, gb, lam), None
+        return gc, gb, lam
 
     vc, vb = normalize(v_coef, v_icpt)
-    (vc, vb, lam), _ = jax.lax.scan(body, (vc, vb, jnp.zeros((), dtype)), length=n_power)
-    return jnp.abs(lam), vc, vb
+    lam = jnp.zeros((), dtype) if lam is None else jnp.asarray(lam, dtype)
+    vc, vb, lam = jax.lax.fori_loop(0, n_power, body, (vc, vb, lam))
+    return lam, vc, vb

@@ -62,6 +62,7 @@ from jaxselect.fixed_order import (
 )
 from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores
 from jaxselect.linalg import gather_groups
+from jaxselect.path import SelectionPath
 from jaxselect.prepare import Problem, check_problem
 from jaxselect.sharding import any_mesh
 
@@ -154,7 +155,6 @@ def doubling_rule(problem: Problem, state: SequencingState, params: RuleParams):
 
 fr_rule.needs_schur = True
 doubling_rule.needs_schur = True
-
 
 
 @any_mesh

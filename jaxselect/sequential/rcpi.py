@@ -103,11 +103,11 @@ from .policy_fit import (  # noqa: F401 - the names this module had before it wa
 from .problem import RCPIConfig, RCPIProblem, check_key, rcpi_problem  # noqa: F401
 from .rollouts import rollout_capacity, rollout_statistics, row_state_action_values, state_action_values  # noqa: F401
 from .states import (  # noqa: F401
-    trajectory_draws,
-    trajectory_states,
     max_units_within_budget,
     sample_states,
+    trajectory_draws,
     trajectory_states,
+    trajectory_states_given_draws,
 )
 
 __all__ = [
@@ -274,7 +274,7 @@ def rcpi_step(problem: RCPIProblem, state: RCPIState) -> RCPIState:
     """
     cfg = problem.config
     mixture = cfg.mixture
-    Xs, y, spec, rw = problem.X, problem.y, problem.spec, problem.weights
+    Xs, spec, rw = problem.X, problem.spec, problem.weights
     n, d = Xs.shape
     dt = Xs.dtype
     C = spec.cost_matrix.shape[0]
@@ -294,7 +294,7 @@ def rcpi_step(problem: RCPIProblem, state: RCPIState) -> RCPIState:
         parts_d.append(jnp.zeros((n, n_unif), bool))
     if n_pol > 0:
         draws = trajectory_draws(kp, (n, n_pol), spec, dt, problem.explore)
-        traj = partial(trajectory_states, batch=max(cfg.rollout_batch, n_pol))
+        traj = partial(trajectory_states_given_draws, batch=max(cfg.rollout_batch, n_pol))
         if cfg.row_axes is None:
             zp, dev = traj(thetas, comp[:, n_unif:], spec, Xs, *draws)
         else:

@@ -81,7 +81,7 @@ def trajectory_states(key, thetas, comp, spec: DWSMSpec, Xs, explore=0.0, *, bat
       batch: about how many episodes run side by side in one ``while_loop``.
     """
     draws = trajectory_draws(key, comp.shape, spec, Xs.dtype, explore)
-    return trajectory_states(thetas, comp, spec, Xs, *draws, batch=batch)
+    return trajectory_states_given_draws(thetas, comp, spec, Xs, *draws, batch=batch)
 
 
 def trajectory_draws(key, shape, spec: DWSMSpec, dtype, explore):
@@ -95,7 +95,7 @@ def trajectory_draws(key, shape, spec: DWSMSpec, dtype, explore):
     return u, e, pick
 
 
-def trajectory_states(thetas, comp, spec: DWSMSpec, Xs, u, e, pick, *, batch: int = 64):
+def trajectory_states_given_draws(thetas, comp, spec: DWSMSpec, Xs, u, e, pick, *, batch: int = 64):
     """:func:`trajectory_states` given its random numbers (per row: a row-sharded fit runs it on each device's rows)."""
     n, m = comp.shape
     J = spec.groups.costs.shape[0]

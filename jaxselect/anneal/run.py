@@ -1,0 +1,255 @@
+"""FSA's whole annealing schedule as one compiled program (DESIGN.md §5).
+
+:func:`run` takes an :class:`~jaxselect.anneal.FSAProblem`, the schedule M_e of eq. (3) as data
+(an int32 array padded to a power-of-two length ``cap``) and the traced ``n_iter`` and ``lr``, and
+runs every stage, compaction and step-size estimate in one XLA program; :func:`finish` (tiny,
+static ``k`` and ``n_iter``) extracts the k survivors. Only the static :class:`RunPlan` shapes the
+program: the stage widths (successive halvings of M down to the k-bucket,
+:func:`~jaxselect.anneal.stage_widths`), ``cap``, how the step is set, and whether the squared
+loss may iterate in moment space. So a call that changes only ``mu``, ``lr``, ``l2`` or
+``smoothness`` compiles nothing, one that changes ``k`` within its bucket or ``n_iter`` within
+its ``cap`` compiles only :func:`finish`.
+
+Inside the program (:func:`run`): the bounds of each stage (the iterations whose active count fits
+its width, :func:`~jaxselect.anneal.plan_stages`) are computed from the schedule; between stages
+the kept columns are gathered into a smaller array (compacted linear designs are stored
+transposed, see :mod:`.design`); each stage sets its step (power iteration, warm-started, with a
+traced number of iterations) and runs its iterations as a ``lax.fori_loop`` with traced bounds,
+a ``while`` loop that does no masked padding work. For the squared loss one of the last two stages
+that is narrower than its length iterates in moment space (``G = AᵀA/N``, :func:`~jaxselect.anneal.step.gram_oracle`),
+chosen by ``lax.cond``. Nothing leaves the device.
+
+Reverse-mode differentiation cannot go through a ``while`` loop, so when :func:`~jaxselect.fsa`
+is called under a transformation (``jax.grad``, ``jax.jit``, ``jax.vmap``: traced inputs) the
+plan carries the stage bounds as static integers (``RunPlan.bounds``, computed on the host by
+:func:`~jaxselect.anneal.plan_stages`), every loop is then a ``lax.scan`` of exactly the
+stage's iterations, and ``coef``/``intercept``/``loss_path`` are differentiable through them.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ..status import NONFINITE, OK
+from .design import LinearDesign, LinearDesignT, PLDesign, n_rows, take_columns, take_rows
+from .step import FSAProblem, FSAState, Params, advance, default_step, design_shape, direct_oracle, gram_oracle
+from .step import start_vector
+from .stepsize import WeightedTarget
+
+__all__ = ["RunPlan", "run", "finish", "iteration_cap"]
+
+# default step: power iterations for the first (cold) and later (warm-started) estimates, at most
+# half the stage's own iterations; the first estimate of a short wide stage uses a row subsample
+_POWER_COLD = 12
+_POWER_WARM = 6
+_SUBSAMPLE_ROWS = 1024
+
+
+class RunPlan(NamedTuple):
+    """The static shape of a compiled FSA run (hashable; the cache key with the input shapes).
+
+    Attributes:
+      widths: decreasing stage widths, M first (:func:`~jaxselect.anneal.stage_widths`).
+      cap: length of the schedule/objective buffers (:func:`iteration_cap` of ``n_iter``).
+      step_mode: ``"power"`` (default 1/L per stage), ``"fixed"`` (the user's ``lr``) or
+        ``"optimizer"`` (an optax optimizer; no step).
+      gram: the squared loss on a linear design may iterate in moment space.
+      bounds: None (stage bounds computed in the program from the schedule), or static
+        ``((start, end), ...)`` per stage (traced calls: every loop a differentiable scan).
+      gather_block: rows per block of the first (transposing) compaction of a linear design, 0
+        for one fused gather (row-sharded or traced X; see :func:`~jaxselect.anneal.design.take_columns`).
+    """
+
+    widths: tuple
+    cap: int
+    step_mode: str
+    gram: bool
+    bounds: tuple | None = None
+    gather_block: int = 0
+
+
+def iteration_cap(n_iter: int) -> int:
+    """Buffer length for ``n_iter`` iterations: the next power of two, at least 16."""
+    return max(16, 1 << (int(n_iter) - 1).bit_length())
+
+
+def _first_true(mask, size):
+    """Ascending positions of the first ``size`` True entries of ``mask``; when fewer are True, the
+    lowest False positions fill up (a stable sort, then ascending order)."""
+    return jnp.sort(jnp.argsort(jnp.logical_not(mask), stable=True)[:size]).astype(jnp.int32)
+
+
+def _gather_rows(tree, cols, width):
+    """Gather rows ``cols`` of every leaf of ``tree`` whose leading dimension is ``width``."""
+
+    def take(leaf):
+        if hasattr(leaf, "ndim") and leaf.ndim >= 1 and leaf.shape[0] == width:
+            return jnp.take(leaf, cols, axis=0)
+        return leaf
+
+    return jax.tree.map(take, tree)
+
+
+def _cond(pred, true_fn, false_fn, *operands):
+    """``lax.cond`` for a traced predicate, a plain ``if`` for a Python bool (static plans)."""
+    if isinstance(pred, bool):
+        return true_fn(*operands) if pred else false_fn(*operands)
+    return jax.lax.cond(pred, true_fn, false_fn, *operands)
+
+
+def _subsampled(problem: FSAProblem, stride: int) -> FSAProblem:
+    """Every ``stride``-th row of the problem (for the cheap first spectral estimate)."""
+    target = problem.target
+    if isinstance(target, WeightedTarget):  # the subsample's weights, again of mean 1
+        rel = target.rel[::stride]
+        target = WeightedTarget(None, rel * (rel.shape[0] / jnp.sum(rel)))
+    return problem._replace(design=take_rows(problem.design, stride), target=target)
+
+
+def _stage_step(problem: FSAProblem, index: int, length, v_coef, v_icpt, lam):
+    """The default step of a stage: ``(step, lam, v_coef, v_icpt)``.
+
+    Stage 0: ``min(12, length // 2)`` power iterations (at least 6), or 12 on a 1024-row subsample
+    when that is fewer than 6 and the loss has a curvature bound. Later stages: ``min(6, length
+    // 2)`` warm-started iterations, none (the previous estimate, still an upper bound on the
+    shrunken problem) when that is below 2.
+    """
+    if index > 0:
+        n = jnp.minimum(_POWER_WARM, length // 2)
+        return default_step(problem, v_coef, v_icpt, jnp.where(n >= 2, n, 0), lam)
+    n = jnp.minimum(_POWER_COLD, length // 2)
+    rows = n_rows(problem.design)
+    if problem.config.curvature is None or rows <= 2 * _SUBSAMPLE_ROWS:
+        return default_step(problem, v_coef, v_icpt, jnp.maximum(n, _POWER_WARM), lam)
+    sub = _subsampled(problem, -(-rows // _SUBSAMPLE_ROWS))
+    return jax.lax.cond(
+        n >= _POWER_WARM,
+        lambda: default_step(problem, v_coef, v_icpt, jnp.maximum(n, _POWER_WARM), lam),
+        lambda: default_step(sub, v_coef, v_icpt, _POWER_COLD, lam),
+    )
+
+
+def _iterate(problem: FSAProblem, state: FSAState, objective, start, end, gram: bool):
+    """Iterations ``start .. end − 1`` of Algorithm 1 on one stage (``fori_loop``; a scan when the
+    bounds are Python ints), writing F of each into ``objective``."""
+
+    def loop(make_oracle):
+        def go(state, objective):
+            oracle = make_oracle()
+
+            def body(e, carry):
+                s, obj = carry
+                s = advance(oracle, problem, s)
+                return s, obj.at[e].set(s.objective)
+
+            return jax.lax.fori_loop(start, end, body, (state, objective))
+
+        return go
+
+    direct = loop(lambda: direct_oracle(problem.design, problem.target, problem.config.loss_fn))
+    if not gram:
+        return direct(state, objective)
+    width = state.active.shape[0]
+    moments = loop(lambda: gram_oracle(problem.design, problem.target))
+    return _cond(width < end - start, moments, direct, state, objective)
+
+
+@functools.partial(jax.jit, static_argnames=("plan",))
+def run(problem: FSAProblem, schedule, n_iter, lr, *, plan: RunPlan):
+    """The whole schedule of :func:`~jaxselect.fsa` in one program (see module docstring).
+
+    Args:
+      problem: the :class:`~jaxselect.anneal.FSAProblem` at full width M.
+      schedule: (cap,) int32 M_e of eq. (3), padded with k after ``n_iter``.
+      n_iter: () int32 number of iterations (≤ cap).
+      lr: () step of ``step_mode="fixed"`` (ignored otherwise).
+      plan: the static :class:`RunPlan`.
+
+    Returns:
+      ``(state, cols, objective, steps, mean, inv_scale, basis_mean)`` at the last width W:
+      the :class:`~jaxselect.anneal.FSAState`, (W,) original index of each column, (cap,) F per
+      iteration (NaN after ``n_iter``), (n_stages,) step of each stage (NaN with an optimizer),
+      and the last design's (W,) column means and inverse scales (linear) or (W, P) PL centring.
+    """
+    widths = plan.widths
+    p, dtype = design_shape(problem.design)
+    m = widths[0]
+    if plan.bounds is None:
+        prev = jnp.concatenate([jnp.full((1,), m, jnp.int32), schedule[:-1]])
+        valid = jnp.arange(plan.cap, dtype=jnp.int32) < n_iter
+        starts = [jnp.zeros((), jnp.int32)] + [jnp.sum(valid & (prev > w), dtype=jnp.int32) for w in widths[1:]]
+        ends = starts[1:] + [jnp.asarray(n_iter, jnp.int32)]
+    else:
+        starts, ends = (list(b) for b in zip(*plan.bounds))
+    coef = jnp.zeros((m, p), dtype)
+    intercept = jnp.zeros((), dtype)
+    opt_state = problem.config.optimizer.init(Params(coef, intercept))
+    if plan.step_mode == "fixed":
+        opt_state = opt_state._replace(step=jnp.asarray(lr, dtype))
+    state = FSAState(
+        coef,
+        intercept,
+        jnp.asarray(problem.live).astype(bool),
+        opt_state,
+        jnp.zeros((), jnp.int32),
+        schedule,
+        jnp.full((), jnp.nan, dtype),
+    )
+    cols = jnp.arange(m, dtype=jnp.int32)
+    v_coef, v_icpt, lam = start_vector(m, p, dtype), jnp.ones((), dtype), jnp.ones((), dtype)
+    objective = jnp.full((plan.cap,), jnp.nan, dtype)
+    design = problem.design
+    steps = []
+    for i, width in enumerate(widths):
+        if i > 0:
+            keep = _first_true(state.active, width)
+            design = take_columns(design, keep, plan.gather_block)
+            state = state._replace(
+                coef=jnp.take(state.coef, keep, axis=0),
+                active=jnp.take(state.active, keep),
+                opt_state=_gather_rows(state.opt_state, keep, widths[i - 1]),
+            )
+            cols = jnp.take(cols, keep)
+            v_coef = jnp.take(v_coef, keep, axis=0)
+        stage = problem._replace(design=design)
+        if plan.step_mode == "power":
+            step, lam, v_coef, v_icpt = _stage_step(stage, i, ends[i] - starts[i], v_coef, v_icpt, lam)
+            state = state._replace(opt_state=state.opt_state._replace(step=step))
+        elif plan.step_mode == "fixed":
+            step = jnp.asarray(lr, dtype)
+        else:
+            step = jnp.full((), jnp.nan, dtype)
+        steps.append(step)
+        # moment space: only the last two stages, where the schedule's long flat tail runs (each
+        # candidate stage compiles both loops); never for a width no stage length can exceed
+        gram = plan.gram and i >= len(widths) - 2 and width < plan.cap
+        state, objective = _iterate(stage, state, objective, starts[i], ends[i], gram)
+    if isinstance(design, PLDesign):
+        mean = inv_scale = None
+        basis_mean = design.basis_mean
+    else:
+        assert isinstance(design, (LinearDesign, LinearDesignT))
+        mean, inv_scale, basis_mean = design.mean, design.inv_scale, None
+    return state, cols, objective, jnp.stack(steps), mean, inv_scale, basis_mean
+
+
+@functools.partial(jax.jit, static_argnames=("k", "n_iter"))
+def finish(state: FSAState, cols, objective, mean, inv_scale, basis_mean, x_min, bin_width, *, k, n_iter):
+    """The k survivors of a run: ``(support, coef, intercept, loss_path, status, basis_mean, x_min,
+    bin_width)``, linear coefficients mapped back to raw feature space."""
+    keep = _first_true(state.active, k)
+    coef = jnp.take(state.coef, keep, axis=0)
+    support = jnp.take(cols, keep)
+    loss_path = objective[:n_iter]
+    finite = jnp.isfinite(loss_path).all() & jnp.isfinite(coef).all() & jnp.isfinite(state.intercept)
+    status = jnp.where(finite, OK, NONFINITE).astype(jnp.int32)
+    if basis_mean is None:
+        raw = coef[:, 0] * jnp.take(inv_scale, keep)
+        intercept = state.intercept - jnp.dot(jnp.take(mean, keep), raw)
+        return support, raw, intercept, loss_path, status, None, None, None
+    pl = (jnp.take(basis_mean, keep, axis=0), jnp.take(x_min, support), jnp.take(bin_width, support))
+    return (support, coef, state.intercept, loss_path, status) + pl
