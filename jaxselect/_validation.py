@@ -36,8 +36,6 @@ __all__ = [
     "as_vector_target",
     "as_binary_labels",
     "check_constant_mode",
-    "column_standardization",
-    "raise_on_constant",
     "as_hyper",
     "check_scale",
     "scale_limits",
@@ -330,49 +328,6 @@ def check_constant_mode(value) -> str:
     return value
 
 
-@jax.jit
-def column_standardization(X):
-    """The library's one standardisation rule for the columns of X (n, D).
-
-    Returns ``(mean, scale, live)``, all (D,): column means, standard deviations (1 on inert
-    columns) and ``live`` = not constant. A column is *constant* (inert) when its maximum equals
-    its minimum — exactly, so no rounding-level tolerance decides it; inert columns are never
-    selected and get coefficient 0 in every solver.
-    """
-    n = X.shape[0]
-    nf = jnp.asarray(n, X.dtype)
-    col_max, col_min = jnp.max(X, axis=0), jnp.min(X, axis=0)
-    # Moments of X / p with p a power of two near each column's half-range: exact rescaling (the
-    # same rounding as on X itself), so squares neither overflow (a 1e30 column) nor underflow (a
-    # 1e-20 column) in float32. p is a constant: gradients flow as through the plain formula.
-    half = jax.lax.stop_gradient(0.5 * col_max - 0.5 * col_min)
-    exponent = jnp.frexp(jnp.where(half > 0, half, jnp.ones_like(half)))[1]
-    p = jnp.ldexp(jnp.ones_like(half), exponent)
-    Xn = X / p[None, :]
-    mean_n = jnp.sum(Xn, axis=0) / nf
-    centred = Xn - mean_n[None, :]
-    var_n = jnp.sum(centred * centred, axis=0) / nf
-    live = (col_max > col_min) & (var_n > 0)
-    # sqrt only of positive variances: a constant column must not give a NaN gradient (d√v at 0)
-    scale = jnp.sqrt(jnp.where(live, var_n, jnp.ones_like(var_n))) * jnp.where(live, p, jnp.ones_like(p))
-    return mean_n * p, scale, live
-
-
-def raise_on_constant(live, mode: str, name: str = "X") -> None:
-    """With ``mode="raise"``, ValueError naming the constant columns (no-op when traced or "inert")."""
-    if mode != "raise":
-        return
-    values = host_value(lambda: live)
-    if values is None:
-        return
-    cols = np.flatnonzero(~values)
-    if cols.size:
-        raise ValueError(
-            f"{name} has constant column(s) {cols[:10].tolist()} and constant_columns='raise'; remove "
-            "them, or use the default constant_columns='inert' (they are then never selected)"
-        )
-
-
 def as_hyper(value, name: str, dtype, *, low: float | None = None, strict_low: bool = False, high: float | None = None):
     """A real hyper-parameter that may be traced (``l2``, a cost): checked when concrete, cast to ``dtype``.
 
@@ -464,7 +419,7 @@ def scale_limits(dtype, n: int = 1, *, squares: bool = False) -> tuple[float, fl
     """``(largest |entry|, smallest spread of a non-constant column)`` that ``dtype`` handles.
 
     * ``squares=False`` — for solvers that standardise each column by a power-of-two rescaling
-      first (:func:`column_standardization`): entries up to ``max/16`` (room to centre and sum)
+      first (:func:`jaxselect.design.column_summary`): entries up to ``max/16`` (room to centre and sum)
       and spreads (max − min) down to ``tiny/ε`` (about 1e-31 in float32: below it the centred
       values are no longer normal numbers with full precision).
     * ``squares=True`` — for code that forms raw second moments (``XᵀX``, ``Σ(x − x̄)²``) of n rows

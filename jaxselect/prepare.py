@@ -35,7 +35,6 @@ from jaxselect._validation import as_hyper, check_constant_mode, check_float, fl
 from jaxselect.design import ColumnSummary, as_data, check_moments, summary_from_moments
 from jaxselect.design.boundary import host_matrix
 from jaxselect.design.operators import on_one_device
-from jaxselect.design.weights import as_sample_weight  # noqa: F401  (re-exported until callers move)
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
 from jaxselect.moments import Moments, check_scales, host_kernel_applies, scale_vectors, xla_moments

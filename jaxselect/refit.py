@@ -22,23 +22,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxselect._validation import (
-    MIN_ROWS,
-    as_float_matrix,
     as_hyper,
     as_labels,
-    as_targets,
     check_choice,
     check_float,
     check_int,
     check_scale,
-    column_standardization,
     host_value,
 )
 from jaxselect._repr import short_repr
 from jaxselect._static import canonical
 from jaxselect.losses import GLMLoss, glm_loss
 from jaxselect.newton import NewtonInfo, default_tol, glm_newton, glm_risk, gradient_scale
-from jaxselect.prepare import as_sample_weight
+from jaxselect.design import as_data
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, NOT_CONVERGED
 
@@ -109,13 +105,12 @@ def ridge_refit(X, Y, support=None, *, l2=1e-5, sample_weight=None):
     >>> np.round(np.asarray(coef), 4).tolist(), round(float(b), 4)
     ([1.0, 0.0, 0.0], 2.0)
     """
-    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, scale="values")  # one pass: NaN/Inf and scale
-    Y, was_1d = as_targets(Y, X.shape[0], "Y", dtype=X.dtype)
+    data = as_data(X, Y, sample_weight=sample_weight, scale="values")  # the front door: one pass over X
+    X, Y, was_1d, w = data.X, data.Y, data.y_1d, data.weights
     support = _check_support(support, X.shape[1])
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
     check_scale(Y, "Y")
-    w = _weights(sample_weight, X)
-    coef, intercept = _ridge_refit(X, Y, support, l2, w)
+    coef, intercept = _ridge_refit(X, Y, support, l2, w, data.summary)
     _check_finite_fit(coef, intercept, "ridge_refit")
     if was_1d:
         return coef[:, 0], intercept[0]
@@ -148,53 +143,24 @@ def _check_support(support, d: int):
     return support
 
 
-def _weights(sample_weight, X):
-    """Validated (n,) row weights in X's dtype (keeping X's sharding), or None."""
-    w = as_sample_weight(sample_weight, X.shape[0])
-    return None if w is None else jnp.asarray(w).astype(X.dtype)
-
-
-def weighted_standardization(X, w):
-    """:func:`~jaxselect._validation.column_standardization` with row weights ``w`` (n,).
-
-    Weighted column means and standard deviations ``Σ w_i x_i / Σw``, ``√(Σ w_i (x_i − m)² / Σw)``;
-    a column is constant (inert) when its maximum equals its minimum over the rows with ``w > 0``.
-    Columns are rescaled by a power of two before squaring, as in the unweighted rule.
-    """
-    pos = (w > 0)[:, None]
-    col_max = jnp.max(jnp.where(pos, X, -jnp.inf), axis=0)
-    col_min = jnp.min(jnp.where(pos, X, jnp.inf), axis=0)
-    half = jax.lax.stop_gradient(0.5 * col_max - 0.5 * col_min)
-    exponent = jnp.frexp(jnp.where(half > 0, half, jnp.ones_like(half)))[1]
-    p = jnp.ldexp(jnp.ones_like(half), exponent)
-    Xn = X / p[None, :]
-    sw = jnp.sum(w)
-    mean_n = (w @ Xn) / sw
-    centred = Xn - mean_n[None, :]
-    var_n = (w @ (centred * centred)) / sw
-    live = (col_max > col_min) & (var_n > 0)
-    scale = jnp.sqrt(jnp.where(live, var_n, jnp.ones_like(var_n))) * jnp.where(live, p, jnp.ones_like(p))
-    return mean_n * p, scale, live
-
-
-def _standardize_support(X, support, w=None):
+def _standardize_support(X, support, summary):
     """Column means, the standardised design restricted to ``support`` (zero columns elsewhere),
     the per-column factors 1/sd (0 off the support or for constant columns) and the used mask.
 
-    The library's one standardisation rule (:func:`jaxselect._validation.column_standardization`):
-    a column is constant (inert) iff its maximum equals its minimum (weighted: over the rows with
-    positive weight, :func:`weighted_standardization`)."""
-    x_mean, x_scale, live = column_standardization(X) if w is None else weighted_standardization(X, w)
+    The library's one standardisation rule (:func:`jaxselect.design.column_summary`): a column is
+    constant (inert) iff its maximum equals its minimum (weighted: over the rows with positive
+    weight)."""
+    x_mean, x_scale, live, _ = summary
     use = support & live
     w_col = jnp.where(use, 1.0 / x_scale, jnp.zeros_like(x_scale))
     return x_mean, (X - x_mean[None, :]) * w_col[None, :], w_col, use
 
 
 @jax.jit
-def _ridge_refit(X, Y, support, l2, w=None):
+def _ridge_refit(X, Y, support, l2, w, summary):
     n = X.shape[0]
     nf = jnp.asarray(n, X.dtype) if w is None else jnp.sum(w)
-    x_mean, Xs, w_col, use = _standardize_support(X, support, w)
+    x_mean, Xs, w_col, use = _standardize_support(X, support, summary)
     y_mean = jnp.mean(Y, axis=0) if w is None else (w @ Y) / nf
     Yc = Y - y_mean[None, :]
     if w is not None:  # weighted moments: Σ w_i xs_i xs_iᵀ and Σ w_i xs_i y_iᵀ
@@ -255,9 +221,9 @@ def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0, sample_weight=None):
     >>> np.round(np.asarray(coef), 3).tolist(), float(b)
     ([0.0, 0.0, 1.0, 0.0], 0.0)
     """
-    # the features are used as given: XᵀX is formed unscaled (one pass: NaN/Inf and scale)
-    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, scale="squares")
-    Y, was_1d = as_targets(Y, X.shape[0], "Y", dtype=X.dtype)
+    # the front door; the features are used as given: XᵀX is formed unscaled (scale="squares")
+    data = as_data(X, Y, sample_weight=sample_weight, scale="squares")
+    X, Y, was_1d, w = data.X, data.Y, data.y_1d, data.weights
     d = X.shape[1]
     if not isinstance(selected, jax.Array):
         selected = np.asarray(selected)
@@ -272,7 +238,6 @@ def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0, sample_weight=None):
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
     bias = as_hyper(bias, "bias", X.dtype, low=0.0)
     check_scale(Y, "Y")
-    w = _weights(sample_weight, X)
     coef, intercept = _rls_refit(X, Y, selected.astype(jnp.int32), l2, bias, w)
     _check_finite_fit(coef, intercept, "rls_refit")
     if was_1d:
@@ -365,9 +330,10 @@ def glm_refit(
     >>> bool(fit.coef[0] > 1 and fit.coef[2] == 0), int(fit.status), fit.info.n_iter.dtype.name
     (True, 0, 'int32')
     """
-    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, scale="values")  # one pass: NaN/Inf and scale
-    n, d = X.shape
     check_choice(loss, "loss", ("logistic", "softmax"))
+    data = as_data(X, None, sample_weight=sample_weight, targets=None, scale="values")  # one pass over X
+    X, w = data.X, data.weights
+    n, d = X.shape
     if loss == "logistic":
         Yt = _refit_binary_labels(y, n, X.dtype)[:, None]
     else:
@@ -381,10 +347,10 @@ def glm_refit(
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
     max_iter = check_int(max_iter, "max_iter", low=1)
     tol = check_float(default_tol(X.dtype) if tol is None else tol, "tol", low=0.0, strict_low=True)
-    w = _weights(sample_weight, X)
     solver = _check_solver(solver)
     coef, intercept, info = _glm_refit(
-        X, Yt, support, l2, jnp.asarray(tol, X.dtype), jnp.asarray(max_iter, jnp.int32), w, loss=loss, solver=solver
+        X, Yt, support, l2, jnp.asarray(tol, X.dtype), jnp.asarray(max_iter, jnp.int32), w, data.summary,
+        loss=loss, solver=solver,
     )
     if loss == "logistic":
         coef, intercept = coef[:, 0], intercept[0]
@@ -437,7 +403,7 @@ def _refit_binary_labels(y, n: int, dtype):
 
 
 @partial(jax.jit, static_argnames=("loss", "solver"))
-def _glm_refit(X, Yt, support, l2, tol, max_iter, w=None, *, loss: str, solver="newton"):
+def _glm_refit(X, Yt, support, l2, tol, max_iter, w, summary, *, loss: str, solver="newton"):
     d = X.shape[1]
     T = Yt.shape[1]
     dt = X.dtype
@@ -450,7 +416,7 @@ def _glm_refit(X, Yt, support, l2, tol, max_iter, w=None, *, loss: str, solver="
             lambda S, Y, f=parts.grad: rel[:, None] * f(S, Y),
             lambda S, Y, f=parts.hess: rel[:, None, None] * f(S, Y),
         )
-    x_mean, Xs, w_col, use = _standardize_support(X, support, w)
+    x_mean, Xs, w_col, use = _standardize_support(X, support, summary)
     free = jnp.concatenate([jnp.repeat(use, T), jnp.ones((T,), bool)])
 
     def unpack(theta):

@@ -2,7 +2,7 @@
 
 * :class:`LinearDesign` — standardized linear learners without copying X: with column means m
   and inverse scales d (0 for constant columns, the library's rule
-  :func:`jaxselect._validation.column_standardization`: a column is constant iff max == min), ``A c = X (d ⊙ c) − mᵀ(d ⊙ c)`` and
+  :func:`jaxselect.design.column_summary`: a column is constant iff max == min), ``A c = X (d ⊙ c) − mᵀ(d ⊙ c)`` and
   ``Aᵀ u = d ⊙ (uᵀX − (Σu) m)``. Reductions over rows are written ``u @ X`` so they stay a
   single matmul that XLA can shard over rows.
 * :class:`LinearDesignT` — the same operator on a *compacted* copy stored transposed, Xᵀ (W, N):

@@ -81,20 +81,15 @@ import numpy as np
 from jaxselect._progress import check_progress, progress_bar, run_in_chunks
 from jaxselect._repr import short_repr
 from jaxselect._validation import (
-    MIN_ROWS,
     as_float_matrix,
     as_hyper,
-    as_targets,
-    check_constant_mode,
     check_finite_output,
     check_int,
     check_scale,
-    column_standardization,
     host_value,
-    raise_on_constant,
 )
 from jaxselect.path import RLSResult, check_rls_result, safe_index, rls_to_path
-from jaxselect.prepare import as_sample_weight
+from jaxselect.design import as_data, as_sample_weight, column_summary
 from jaxselect.sharding import any_mesh
 from jaxselect.status import ILL_CONDITIONED, NONFINITE
 
@@ -486,14 +481,6 @@ def _greedy_rls_chunked(X, Y, live, l2, bias, w, *, k, chunk, n_recheck):
 
 
 @jax.jit
-def _live_weighted(X, w):
-    """(d,) bool: the column is not constant on the rows with ``w > 0`` (the library's max == min rule)."""
-    pos = (w > 0)[:, None]
-    hi = jnp.max(jnp.where(pos, X, -jnp.inf), axis=0)
-    lo = jnp.min(jnp.where(pos, X, jnp.inf), axis=0)
-    return hi > lo
-
-
 def _auto_chunk(n: int, d: int, itemsize: int) -> int:
     return int(min(d, max(_MIN_CHUNK, _BLOCK_BYTES // (n * itemsize))))
 
@@ -596,11 +583,13 @@ def greedy_rls(
       >>> res.coef.shape, res.coef_path.shape
       ((20, 2), (2, 2, 2))
     """
-    mode = check_constant_mode(constant_columns)
-    # features are used as given: their squares must stay finite (one pass: NaN/Inf and scale)
-    X = as_float_matrix(X, "X", min_rows=MIN_ROWS, scale="squares")
+    # the front door: X used as given, so its squares must stay finite (scale="squares"); targets,
+    # weights, the constant-column mode and the summary (its live mask: the selectable columns)
+    data = as_data(
+        X, Y, sample_weight=sample_weight, constant_columns=constant_columns, scale="squares"
+    )
+    X, Y2, was_1d, w, live = data.X, data.Y, data.y_1d, data.weights, data.summary.live
     n, d = X.shape
-    Y2, was_1d = as_targets(Y, n, "Y", dtype=X.dtype)
     k = check_int(k, "k", low=1)
     if k > d:
         raise ValueError(f"k={k} exceeds the number of features d={d}; choose k <= {d}")
@@ -610,13 +599,6 @@ def greedy_rls(
     chunk = _resolve_chunk(chunk_size, n, d, dt)
     n_recheck = min(check_int(n_recheck, "n_recheck", low=0), d)
     check_scale(Y2, "Y", squares=True)  # LOO errors are squares of Y's scale
-    w = as_sample_weight(sample_weight, n)
-    if w is None:
-        _, _, live = column_standardization(X)
-    else:
-        w = jnp.asarray(w).astype(dt)
-        live = _live_weighted(X, w)
-    raise_on_constant(live, mode)
     n_live = host_value(lambda: jnp.sum(live))
     if n_live is not None and k > int(n_live):
         raise ValueError(
@@ -666,7 +648,7 @@ def rls_problem(
     w = as_sample_weight(sample_weight, n)
     w = None if w is None else jnp.asarray(w).astype(X.dtype)
     if live is None:
-        live = column_standardization(X)[2] if w is None else _live_weighted(X, w)
+        live = column_summary(X, w).live
     live = jnp.asarray(live)
     if live.shape != (d,) or live.dtype != bool:
         raise ValueError(f"live must be a ({d},) bool mask; got shape {live.shape} and dtype {live.dtype}")
