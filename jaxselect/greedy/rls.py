@@ -480,7 +480,6 @@ def _greedy_rls_chunked(X, Y, live, l2, bias, w, *, k, chunk, n_recheck):
     return _rls_finish(problem, state, info, null_intercept, null_loo)
 
 
-@jax.jit
 def _auto_chunk(n: int, d: int, itemsize: int) -> int:
     return int(min(d, max(_MIN_CHUNK, _BLOCK_BYTES // (n * itemsize))))
 
