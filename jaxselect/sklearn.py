@@ -162,7 +162,8 @@ def _check_weights(sample_weight, X):
     if not np.isfinite(w).all():
         raise ValueError("sample_weight contains NaN or Inf")
     if (w < 0).any():
-        raise ValueError(f"sample_weight must be non-negative; row {int(np.flatnonzero(w < 0)[0])} has a negative weight")
+        row = int(np.flatnonzero(w < 0)[0])
+        raise ValueError(f"sample_weight must be non-negative; row {row} has {w[row]}")
     if not (w > 0).any():
         raise ValueError("sample_weight: every weight is zero; give some rows a positive weight")
     return w
@@ -341,7 +342,8 @@ class GroupSequencingRegressor(_SequencingMixin, _Selector, RegressorMixin, _Bas
       cost_sensitive: divide the criterion by the group's cost (OMP, FR).
       l2: ridge λ of :func:`jaxselect.prepare`: mean squared loss + (λ/2)‖w‖² on standardised,
         group-whitened coefficients (scikit-learn ``Ridge(alpha)`` ↔ ``l2 = alpha/n``).
-      k: number of groups to sequence (None: all).
+      k: number of groups to sequence (None: all; above the number of usable groups — those with a
+        non-constant column — all, with a UserWarning).
       whiten: group-whiten (False only standardises).
 
     Attributes:
@@ -710,7 +712,8 @@ class FSARegressor(RegressorMixin, _FSABase):
     """Feature Selection with Annealing (Barbu et al.) for regression: k features, a linear model.
 
     Args:
-      k: number of features to keep (≤ the number of non-constant columns).
+      k: number of features to keep; a k above the number of usable (non-constant) columns keeps
+        them all, with a UserWarning.
       loss: "squared" (½·mean squared error) or a callable ``loss(scores, y) -> scalar``.
       n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa` (``l2``: mean loss +
         (l2/2)‖β‖² on standardised features; ``bins``: piecewise-linear learners).
@@ -724,8 +727,7 @@ class FSARegressor(RegressorMixin, _FSABase):
       status_: int, the solver's status flags (0 = fine).
 
     Raises:
-      ValueError: k outside [1, number of non-constant columns], or the data errors of
-        :func:`jaxselect.fsa`.
+      ValueError: k < 1, or the data errors of :func:`jaxselect.fsa`.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -868,7 +870,7 @@ class FSAClassifier(ClassifierMixin, _FSABase):
     (> 0: ``classes_[1]``), ``predict_proba`` exists for the logistic loss (σ of the score).
 
     Args:
-      k: number of features to keep.
+      k: number of features to keep (above the usable columns: all, with a UserWarning).
       loss: "logistic", "huber_hinge" (``huber_h`` its h) or "lorenz".
       n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa`.
 

@@ -264,8 +264,9 @@ def test_dwsm_classifier_sample_weight():
     labels = np.where(y > 0, "pos", "neg")
     make = lambda: DWSMClassifier(n_iter=2, states_per_example=3, random_state=0)  # noqa: E731
     plain = make().fit(X, labels)
-    padded = make().fit(np.vstack([X, X[:4] + 1.0]), np.concatenate([labels, labels[:4]]),
-                        sample_weight=np.r_[np.ones(NW), np.zeros(4)])
+    padded = make().fit(
+        np.vstack([X, X[:4] + 1.0]), np.concatenate([labels, labels[:4]]), sample_weight=np.r_[np.ones(NW), np.zeros(4)]
+    )
     np.testing.assert_array_equal(padded.acquired(X), plain.acquired(X))
     np.testing.assert_array_equal(padded.predict(X), plain.predict(X))
     np.testing.assert_allclose(padded.policy_.theta, plain.policy_.theta, rtol=1e-7, atol=1e-9)
