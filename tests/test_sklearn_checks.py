@@ -5,6 +5,9 @@ it); the checks fit them on tiny data, with XLA's cheapest compile settings (``c
 A check that cannot apply to an estimator is listed in ``EXPECTED_FAILED`` with the reason.
 """
 
+import gc
+
+import jax
 import pytest
 
 pytest.importorskip("sklearn")
@@ -53,6 +56,26 @@ EXPECTED_FAILED = {
 
 
 pytestmark = pytest.mark.usefixtures("cheap_compiles")  # see tests/conftest.py
+
+
+_CACHE_OWNER = [None]
+
+
+@pytest.fixture(autouse=True)
+def _drop_compiled_programs_between_estimators(request):
+    """Drop JAX's compiled programs when the checks move on to the next estimator.
+
+    The checks fit each estimator on a few dozen shapes in float32 and float64; no program is
+    shared between estimators, and keeping all of them in one process approaches the kernel's
+    ``vm.max_map_count`` (see ``_release_compiled_programs`` in tests/conftest.py).
+    """
+    callspec = getattr(request.node, "callspec", None)
+    owner = type(callspec.params["estimator"]).__name__ if callspec else None
+    if owner != _CACHE_OWNER[0]:
+        jax.clear_caches()
+        gc.collect()
+        _CACHE_OWNER[0] = owner
+    yield
 
 
 def expected_failed_checks(estimator):
