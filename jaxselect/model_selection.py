@@ -191,6 +191,28 @@ def _gathered_rows(train: np.ndarray, folds: np.ndarray) -> np.ndarray:
     return np.stack([np.flatnonzero(train[f]) for f in folds])
 
 
+def _fold_weights(train: np.ndarray, test: np.ndarray, sample_weight, n: int):
+    """(K, n) training and test row weights: the 0/1 fold masks times ``sample_weight`` (None: 1).
+
+    Returns ``(train_w, test_w, w)`` with ``w`` the (n,) host weights or None. Every fold needs
+    ≥ 2 training rows and ≥ 1 test row of positive weight.
+    """
+    from jaxselect.prepare import as_sample_weight
+
+    w = as_sample_weight(sample_weight, n)
+    if w is None:
+        return train.astype(np.float64), test.astype(np.float64), None
+    w = host_array(w).astype(np.float64)
+    train_w, test_w = train * w[None, :], test * w[None, :]
+    few = np.flatnonzero((train_w > 0).sum(axis=1) < MIN_ROWS)
+    if few.size:
+        raise ValueError(f"fold {few[0]} has fewer than {MIN_ROWS} training rows of positive sample_weight")
+    empty = np.flatnonzero((test_w > 0).sum(axis=1) < 1)
+    if empty.size:
+        raise ValueError(f"fold {empty[0]} has no test row of positive sample_weight")
+    return train_w, test_w, w
+
+
 # ---------------------------------------------------------------------------------------------
 # Held-out scores (inside the vmapped fold function).
 
@@ -323,6 +345,7 @@ def cross_validate_path(
     cost_sensitive: bool = True,
     c_min=None,
     score: str = "r2",
+    sample_weight=None,
 ) -> CVResult:
     """K-fold cross-validation of a sequencing path: held-out score against budget, in one call.
 
@@ -350,6 +373,8 @@ def cross_validate_path(
       criterion, cost_sensitive: as in :func:`jaxselect.cs_omp` (``cost_sensitive`` also for "fr").
       c_min: Doubling's first cap (default the cheapest cost).
       score: "r2" (held-out R², averaged over targets, as scikit-learn's ``r2_score``) or "neg_mse".
+      sample_weight: None or (n,) row weights ≥ 0: fold f trains on ``train_f · w`` and is scored
+        with the weights ``test_f · w`` (integer weights equal repeated rows within each fold).
 
     Returns:
       A :class:`CVResult` with ``grid`` = the budgets, ``best`` the budget maximising the mean
@@ -379,7 +404,7 @@ def cross_validate_path(
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
     c_min = groups.costs.min() if c_min is None else as_hyper(c_min, "c_min", X.dtype, low=0.0, strict_low=True)
     c_min = jnp.asarray(c_min, X.dtype)
-    train, test = fold_masks(folds, n)
+    train, test, _ = _fold_weights(*fold_masks(folds, n), sample_weight, n)
     options = {
         "method": method,
         "k": steps,
@@ -414,17 +439,17 @@ def cross_validate_path(
 # FSA over a grid of k.
 
 @partial(jax.jit, static_argnames=("k", "score", "options"))
-def _cv_fsa(X, y, rows, test_w, l2, *, k, score, options):
+def _cv_fsa(X, y, rows, row_w, test_w, l2, *, k, score, options):
     opts = dict(options)
 
-    def fold(r, vw):
-        res = fsa(X[r], y[r], k, l2=l2, **opts)
+    def fold(r, rw, vw):
+        res = fsa(X[r], y[r], k, l2=l2, sample_weight=rw, **opts)
         s = fsa_predict(res, X)
         if score == "accuracy":
             return _accuracy(y, s, vw), res.status
         return _fold_score(y[:, None], s[:, None], vw, score=score), res.status
 
-    return jax.vmap(fold)(rows, test_w)
+    return jax.vmap(fold, in_axes=(0, None if row_w is None else 0, 0))(rows, row_w, test_w)
 
 
 @any_mesh
@@ -443,6 +468,7 @@ def cross_validate_fsa(
     smoothness: float = 0.0,
     huber_h: float = 0.1,
     score: str | None = None,
+    sample_weight=None,
 ) -> CVResult:
     """K-fold cross-validation of :func:`jaxselect.fsa` over a grid of k.
 
@@ -461,6 +487,8 @@ def cross_validate_fsa(
       loss, n_iter, mu, lr, l2, bins, smoothness, huber_h: as in :func:`jaxselect.fsa`.
       score: "r2" or "neg_mse" for the squared loss (default "r2"), "accuracy" for the
         classification losses (their default).
+      sample_weight: None or (n,) row weights ≥ 0: each fold's fit gets its training rows'
+        weights (:func:`jaxselect.fsa`'s ``sample_weight``), its held-out score their weights.
 
     Returns:
       A :class:`CVResult` with ``grid`` = the sorted distinct ks (``fold_*`` fields None).
@@ -514,16 +542,20 @@ def cross_validate_fsa(
         ("smoothness", smoothness),
         ("huber_h", huber_h),
     )
-    _check_fsa_options(X, max(grid), dict(options))  # the vmapped fits skip value checks
     train, test = fold_masks(folds, n)
+    train, test, w = _fold_weights(train, test, sample_weight, n)
+    _check_fsa_options(X if w is None else X[w > 0], max(grid), dict(options))  # the vmapped fits skip value checks
+    train = train > 0
     K = train.shape[0]
     scores = np.zeros((K, len(grid)))
     status = 0
     Xj, yj = X, jnp.asarray(y)
     for b, kk in enumerate(grid):
         for bucket in _size_buckets(train):
-            rows = jnp.asarray(_gathered_rows(train, bucket))
-            sc, st = _cv_fsa(Xj, yj, rows, jnp.asarray(test[bucket], X.dtype), l2, k=kk, score=score, options=options)
+            rows = _gathered_rows(train, bucket)
+            rw = None if w is None else jnp.asarray(w[rows], X.dtype)
+            test_w = jnp.asarray(test[bucket], X.dtype)
+            sc, st = _cv_fsa(Xj, yj, jnp.asarray(rows), rw, test_w, l2, k=kk, score=score, options=options)
             scores[bucket, b] = host_array(sc)
             status |= int(np.bitwise_or.reduce(host_array(st).astype(np.int32)))
     return _summarise(np.asarray(grid, np.float64), scores, status=status)

@@ -28,8 +28,15 @@ of the groups the model uses. Sequencing estimators learn an order of groups onc
 cumulative cost) picks the longest prefix within it, and ``path_`` keeps the whole anytime path —
 ``jaxselect.predict(est.path_, X, budget=B)`` predicts at any other budget without refitting.
 
-The solvers compute in float32 unless ``jax_enable_x64`` is on; fitted arrays are numpy arrays
-(the estimators pickle and ``clone`` like any scikit-learn estimator). Solver status flags
+Precision follows X, as in scikit-learn: float64 data (NumPy's default) are fitted in float64
+(JAX's x64 mode is switched on for the fit and for JAX-side predictions), float32 data in
+float32 — pass ``X.astype(np.float32)`` for float32's speed. Fitted arrays are numpy arrays (the
+estimators pickle and ``clone`` like any scikit-learn estimator).
+
+Every ``fit`` takes ``sample_weight`` (None or (n_samples,) row weights ≥ 0, the solver's): integer
+weights equal repeated rows and weight-0 rows equal removed rows (DWSMClassifier: in expectation,
+its RCPI samples at random per row). A ``k`` above the number of usable (non-constant) features
+keeps them all, with a ``UserWarning`` (as ``SelectKBest``). Solver status flags
 (:mod:`jaxselect.status`) are kept in ``status_``; a refit that hit ``max_iter`` gives a
 ``ConvergenceWarning``, other flags a ``RuntimeWarning``.
 
@@ -45,6 +52,8 @@ This is the only module of jaxselect that imports scikit-learn (``pip install 'j
 
 from __future__ import annotations
 
+import contextlib
+import numbers
 import warnings
 
 import jax
@@ -71,6 +80,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import (
     _check_feature_names_in,
+    check_array,
     check_is_fitted,
     validate_data,
 )
@@ -117,7 +127,7 @@ def _check_choice(value, name: str, choices) -> str:
     return value
 
 
-def check_budget(budget, name: str = "budget"):
+def _check_budget(budget, name: str = "budget"):
     if budget is None:
         return None
     return check_float(budget, name, low=0.0)
@@ -127,6 +137,58 @@ def _check_k(k, name: str = "k", *, allow_none: bool = True):
     if k is None and allow_none:
         return None
     return check_int(k, name, low=1)
+
+
+def _precision(dtype):
+    """The context of a fit or JAX-side prediction: JAX's x64 mode for float64 data, so that the
+    solver computes in X's precision (float64 X in float64, float32 X in float32)."""
+    return jax.enable_x64(True) if np.dtype(dtype) == np.float64 else contextlib.nullcontext()
+
+
+def _check_weights(sample_weight, X):
+    """None, or (n_samples,) weights in X's dtype: finite, ≥ 0, not all zero (scikit-learn's rules).
+
+    A number gives every row that weight. The solvers check the rest (at least 2 positive weights).
+    """
+    if sample_weight is None:
+        return None
+    n = X.shape[0]
+    if isinstance(sample_weight, numbers.Number):
+        w = np.full(n, sample_weight, dtype=X.dtype)
+    else:
+        w = check_array(sample_weight, ensure_2d=False, dtype=X.dtype, input_name="sample_weight", copy=True)
+        if w.ndim != 1 or w.shape[0] != n:
+            raise ValueError(f"sample_weight must have shape ({n},), one weight per row of X; got {w.shape}")
+    if not np.isfinite(w).all():
+        raise ValueError("sample_weight contains NaN or Inf")
+    if (w < 0).any():
+        row = int(np.flatnonzero(w < 0)[0])
+        raise ValueError(f"sample_weight must be non-negative; row {row} has {w[row]}")
+    if not (w > 0).any():
+        raise ValueError("sample_weight: every weight is zero; give some rows a positive weight")
+    return w
+
+
+def _live_columns(X, w) -> np.ndarray:
+    """(n_features,) bool: the columns that are not constant (max > min) over the rows of positive weight."""
+    rows = X if w is None else X[w > 0]
+    return rows.max(axis=0) > rows.min(axis=0)
+
+
+def _cap_k(est, k, n_usable: int, unit: str, *, stacklevel: int = 3):
+    """``k``, or ``n_usable`` with a UserWarning when k exceeds it (as ``SelectKBest``: all are kept).
+
+    ``stacklevel``: as ``warnings.warn``'s, counted from here (3: the caller of the caller).
+    """
+    if k is None or k <= n_usable or n_usable < 1:
+        return k  # no usable unit at all: the solver's own error says so
+    warnings.warn(
+        f"{type(est).__name__}: k={k} is larger than the number of usable {unit} of X ({n_usable}; constant "
+        f"columns are never selected); all {n_usable} are kept",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
+    return n_usable
 
 
 def _make_groups(groups, costs, n_features: int) -> Groups:
@@ -157,6 +219,12 @@ def _report_status(status: int, who: str) -> None:
         warnings.warn(f"{who}: {status_message(status & ~NOT_CONVERGED)}", RuntimeWarning, stacklevel=3)
 
 
+def _usable_groups(X, w, groups: Groups) -> int:
+    """Number of groups with a column that is not constant over the rows of positive weight."""
+    ids = np.asarray(groups.ids)
+    return int(np.unique(ids[_live_columns(X, w)]).size)
+
+
 def _group_support(order: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """(D,) bool: the features of the groups in ``order`` (entries −1 ignored)."""
     chosen = order[order >= 0]
@@ -173,16 +241,21 @@ def _binary_only(y) -> None:
         )
 
 
-def _encode_labels(est, y, *, min_classes: int = 2):
-    """Check classification targets, set ``classes_`` and return labels 0..C−1 (int32)."""
+def _encode_labels(est, y, w=None, *, min_classes: int = 2):
+    """Check classification targets, set ``classes_`` and return labels 0..C−1 (int32).
+
+    With row weights ``w``, the classes are counted over the rows of positive weight.
+    """
     check_classification_targets(y)
     encoder = LabelEncoder()
     labels = encoder.fit_transform(y).astype(np.int32)
     est.classes_ = encoder.classes_
-    if len(est.classes_) < min_classes:
+    present = est.classes_ if w is None else est.classes_[np.unique(labels[w > 0])]
+    if len(present) < min_classes:
+        rows = "the data contain" if w is None else "the rows of positive sample_weight contain"
         raise ValueError(
-            f"{type(est).__name__} needs samples of at least {min_classes} classes; the data contain only "
-            f"one class ({est.classes_[0]!r})"
+            f"{type(est).__name__} needs samples of at least {min_classes} classes; {rows} only one class "
+            f"({present.tolist()[0]!r})"
         )
     return labels
 
@@ -201,10 +274,12 @@ class _Base(BaseEstimator):
         tags.input_tags.sparse = False
         return tags
 
-    def _validate_fit(self, X, y, *, multi_output: bool, numeric: bool):
-        return validate_data(
+    def _validate_fit(self, X, y, sample_weight, *, multi_output: bool, numeric: bool):
+        """``(X, y, w)``: X float64/float32, y checked, ``w`` None or the checked (n_samples,) weights."""
+        X, y = validate_data(
             self, X, y, dtype=_FLOATS, multi_output=multi_output, y_numeric=numeric, ensure_min_samples=2
         )
+        return X, y, _check_weights(sample_weight, X)
 
     def _validate_X(self, X):
         check_is_fitted(self)
@@ -267,7 +342,8 @@ class GroupSequencingRegressor(_SequencingMixin, _Selector, RegressorMixin, _Bas
       cost_sensitive: divide the criterion by the group's cost (OMP, FR).
       l2: ridge λ of :func:`jaxselect.prepare`: mean squared loss + (λ/2)‖w‖² on standardised,
         group-whitened coefficients (scikit-learn ``Ridge(alpha)`` ↔ ``l2 = alpha/n``).
-      k: number of groups to sequence (None: all).
+      k: number of groups to sequence (None: all; above the number of usable groups — those with a
+        non-constant column — all, with a UserWarning).
       whiten: group-whiten (False only standardises).
 
     Attributes:
@@ -313,26 +389,31 @@ class GroupSequencingRegressor(_SequencingMixin, _Selector, RegressorMixin, _Bas
         tags.target_tags.multi_output = True
         return tags
 
-    def _fit_path(self, X, y):
-        """Validate, fit the path on (X, y) and set ``path_``, ``groups_``, ``status_``."""
+    def _fit_path(self, X, y, sample_weight):
+        """Validate, fit the path on (X, y) and set ``path_``, ``groups_``, ``status_``.
+
+        Returns the validated ``(X, y, w, k)`` (``k`` capped at the usable groups).
+        """
         method = _check_choice(self.method, "method", _METHODS)
         _check_choice(self.criterion, "criterion", ("whiten", "no_whiten", "single"))
         k = _check_k(self.k)
-        X, y = self._validate_fit(X, y, multi_output=True, numeric=True)
+        X, y, w = self._validate_fit(X, y, sample_weight, multi_output=True, numeric=True)
         self._y_1d = y.ndim == 1
         groups = _make_groups(self.groups, self.costs, X.shape[1])
-        problem = prepare(X, y, groups, l2=self.l2, whiten=bool(self.whiten))
-        if method == "omp":
-            path = cs_omp(problem, criterion=self.criterion, cost_sensitive=bool(self.cost_sensitive), k=k)
-        elif method == "fr":
-            path = cs_fr(problem, cost_sensitive=bool(self.cost_sensitive), k=k)
-        else:
-            path = doubling(problem, k=k)
-        self.path_ = _host(path)
+        k = _cap_k(self, k, _usable_groups(X, w, groups), "groups", stacklevel=4)
+        with _precision(X.dtype):
+            problem = prepare(X, y, groups, sample_weight=w, l2=self.l2, whiten=bool(self.whiten))
+            if method == "omp":
+                path = cs_omp(problem, criterion=self.criterion, cost_sensitive=bool(self.cost_sensitive), k=k)
+            elif method == "fr":
+                path = cs_fr(problem, cost_sensitive=bool(self.cost_sensitive), k=k)
+            else:
+                path = doubling(problem, k=k)
+            self.path_ = _host(path)
         self.groups_ = _host(groups)
         self.status_ = int(self.path_.status)
         _report_status(self.status_, type(self).__name__)
-        return X, y
+        return X, y, w, k
 
     def _set_linear(self, coef, intercept):  # (T, D), (T,)
         if self._y_1d:
@@ -340,11 +421,16 @@ class GroupSequencingRegressor(_SequencingMixin, _Selector, RegressorMixin, _Bas
         self.coef_ = coef
         self.intercept_ = intercept
 
-    def fit(self, X, y):
-        """Learn the group order on (X, y) (n_samples, n_features), (n_samples,) or (n_samples, n_targets)."""
-        budget = check_budget(self.budget)
-        self._fit_path(X, y)
-        self._use_budget(budget)
+    def fit(self, X, y, sample_weight=None):
+        """Learn the group order on (X, y) (n_samples, n_features), (n_samples,) or (n_samples, n_targets).
+
+        ``sample_weight``: None or (n_samples,) row weights ≥ 0 (:func:`jaxselect.prepare`'s): integer
+        weights equal repeated rows, weight-0 rows are left out.
+        """
+        budget = _check_budget(self.budget)
+        X, _, _, _ = self._fit_path(X, y, sample_weight)
+        with _precision(X.dtype):
+            self._use_budget(budget)
         return self
 
     def predict(self, X):
@@ -417,30 +503,36 @@ class GroupSequencingRegressorCV(GroupSequencingRegressor):
         self.k = k
         self.whiten = whiten
 
-    def fit(self, X, y):
-        """Cross-validate the budget, then fit the path on all of (X, y)."""
+    def fit(self, X, y, sample_weight=None):
+        """Cross-validate the budget, then fit the path on all of (X, y).
+
+        ``sample_weight``: None or (n_samples,) row weights ≥ 0, used by every fold's fit and
+        held-out score (:func:`jaxselect.cross_validate_path`) and by the final fit.
+        """
         rule = _check_choice(self.rule, "rule", _RULES)
         _check_choice(self.scoring, "scoring", ("r2", "neg_mse"))
-        X, y = self._fit_path(X, y)
+        X, y, w, k = self._fit_path(X, y, sample_weight)
         splitter = check_cv(self.cv, y, classifier=False)
         folds = list(splitter.split(X, y))
-        cv = cross_validate_path(
-            X,
-            y,
-            self.groups_,
-            method=self.method,
-            folds=folds,
-            budgets=self.budgets,
-            k=_check_k(self.k),
-            l2=self.l2,
-            whiten=bool(self.whiten),
-            criterion=self.criterion,
-            cost_sensitive=bool(self.cost_sensitive),
-            score=self.scoring,
-        )
-        self.cv_result_ = cv
-        self.budget_ = cv.best if rule == "best" else cv.best_1se
-        self._use_budget(self.budget_)
+        with _precision(X.dtype):
+            cv = cross_validate_path(
+                X,
+                y,
+                self.groups_,
+                method=self.method,
+                folds=folds,
+                budgets=self.budgets,
+                k=k,
+                l2=self.l2,
+                whiten=bool(self.whiten),
+                criterion=self.criterion,
+                cost_sensitive=bool(self.cost_sensitive),
+                score=self.scoring,
+                sample_weight=w,
+            )
+            self.cv_result_ = cv
+            self.budget_ = cv.best if rule == "best" else cv.best_1se
+            self._use_budget(self.budget_)
         return self
 
 
@@ -506,35 +598,42 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
         self.max_iter = max_iter
         self.tol = tol
 
-    def fit(self, X, y):
-        """Learn the group order on (X, y) with labels y (n_samples,)."""
-        budget = check_budget(self.budget)
+    def fit(self, X, y, sample_weight=None):
+        """Learn the group order on (X, y) with labels y (n_samples,).
+
+        ``sample_weight``: None or (n_samples,) row weights ≥ 0 (:func:`jaxselect.glm_omp`'s): integer
+        weights equal repeated rows, weight-0 rows are left out.
+        """
+        budget = _check_budget(self.budget)
         _check_choice(self.criterion, "criterion", ("whiten", "no_whiten", "single"))
         k = _check_k(self.k)
-        X, y = self._validate_fit(X, y, multi_output=False, numeric=False)
-        labels = _encode_labels(self, y)
+        X, y, w = self._validate_fit(X, y, sample_weight, multi_output=False, numeric=False)
+        labels = _encode_labels(self, y, w)
         groups = _make_groups(self.groups, self.costs, X.shape[1])
+        k = _cap_k(self, k, _usable_groups(X, w, groups), "groups")
         loss = "logistic" if len(self.classes_) == 2 else "softmax"
-        path = glm_omp(
-            X,
-            labels,
-            groups,
-            loss=loss,
-            l2=self.l2,
-            k=k,
-            criterion=self.criterion,
-            cost_sensitive=bool(self.cost_sensitive),
-            whiten=bool(self.whiten),
-            tol=self.tol,
-            max_iter=self.max_iter,
-            n_classes=None if loss == "logistic" else len(self.classes_),
-        )
-        self.n_iter_ = int(np.sum(np.asarray(path.info.n_iter)))
-        self.path_ = _host(path)
-        self.groups_ = _host(groups)
-        self.status_ = int(self.path_.status)
-        _report_status(self.status_, type(self).__name__)
-        self._use_budget(budget)
+        with _precision(X.dtype):
+            path = glm_omp(
+                X,
+                labels,
+                groups,
+                loss=loss,
+                l2=self.l2,
+                k=k,
+                criterion=self.criterion,
+                cost_sensitive=bool(self.cost_sensitive),
+                whiten=bool(self.whiten),
+                tol=self.tol,
+                max_iter=self.max_iter,
+                n_classes=None if loss == "logistic" else len(self.classes_),
+                sample_weight=w,
+            )
+            self.n_iter_ = int(np.sum(np.asarray(path.info.n_iter)))
+            self.path_ = _host(path)
+            self.groups_ = _host(groups)
+            self.status_ = int(self.path_.status)
+            _report_status(self.status_, type(self).__name__)
+            self._use_budget(budget)
         return self
 
     def decision_function(self, X):
@@ -570,22 +669,25 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
 
 
 class _FSABase(_Selector, _Base):
-    def _fsa(self, X, y, loss, k):
-        k = _check_k(k, allow_none=False)
-        result = fsa(
-            X,
-            y,
-            k,
-            loss=loss,
-            n_iter=self.n_iter,
-            mu=self.mu,
-            lr=self.lr,
-            l2=self.l2,
-            bins=self.bins,
-            smoothness=self.smoothness,
-            **({"huber_h": self.huber_h} if hasattr(self, "huber_h") else {}),
-        )
-        self.result_ = _host(result)
+    def _fsa(self, X, y, w, loss, k):
+        """Fit :func:`jaxselect.fsa` with ``k`` (capped at the usable columns) and set the fitted attributes."""
+        k = _cap_k(self, _check_k(k, allow_none=False), int(_live_columns(X, w).sum()), "features", stacklevel=4)
+        with _precision(X.dtype):
+            result = fsa(
+                X,
+                y,
+                k,
+                loss=loss,
+                n_iter=self.n_iter,
+                mu=self.mu,
+                lr=self.lr,
+                l2=self.l2,
+                bins=self.bins,
+                smoothness=self.smoothness,
+                sample_weight=w,
+                **({"huber_h": self.huber_h} if hasattr(self, "huber_h") else {}),
+            )
+            self.result_ = _host(result)
         self.status_ = int(self.result_.status)
         support = np.asarray(self.result_.support)
         self.support_ = np.zeros(X.shape[1], bool)
@@ -600,14 +702,17 @@ class _FSABase(_Selector, _Base):
         X = self._validate_X(X)
         if self.bins is None:
             return _linear_predict(X, self.coef_, self.intercept_)
-        return np.asarray(fsa_predict(self.result_, X), np.float64)
+        dtype = np.asarray(self.result_.coef).dtype
+        with _precision(dtype):
+            return np.asarray(fsa_predict(self.result_, X.astype(dtype, copy=False)), np.float64)
 
 
 class FSARegressor(RegressorMixin, _FSABase):
     """Feature Selection with Annealing (Barbu et al.) for regression: k features, a linear model.
 
     Args:
-      k: number of features to keep (≤ the number of non-constant columns).
+      k: number of features to keep; a k above the number of usable (non-constant) columns keeps
+        them all, with a UserWarning.
       loss: "squared" (½·mean squared error) or a callable ``loss(scores, y) -> scalar``.
       n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa` (``l2``: mean loss +
         (l2/2)‖β‖² on standardised features; ``bins``: piecewise-linear learners).
@@ -621,8 +726,7 @@ class FSARegressor(RegressorMixin, _FSABase):
       status_: int, the solver's status flags (0 = fine).
 
     Raises:
-      ValueError: k outside [1, number of non-constant columns], or the data errors of
-        :func:`jaxselect.fsa`.
+      ValueError: k < 1, or the data errors of :func:`jaxselect.fsa`.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -641,12 +745,16 @@ class FSARegressor(RegressorMixin, _FSABase):
         self.bins = bins
         self.smoothness = smoothness
 
-    def fit(self, X, y):
-        """Select ``k`` features of X (n_samples, n_features) for the targets y (n_samples,)."""
+    def fit(self, X, y, sample_weight=None):
+        """Select ``k`` features of X (n_samples, n_features) for the targets y (n_samples,).
+
+        ``sample_weight``: None or (n_samples,) row weights ≥ 0 (:func:`jaxselect.fsa`'s; built-in
+        losses only): integer weights equal repeated rows, weight-0 rows are left out.
+        """
         if not callable(self.loss):
             _check_choice(self.loss, "loss", ("squared",))
-        X, y = self._validate_fit(X, y, multi_output=False, numeric=True)
-        self._fsa(X, y, self.loss, self.k)
+        X, y, w = self._validate_fit(X, y, sample_weight, multi_output=False, numeric=True)
+        self._fsa(X, y, w, self.loss, self.k)
         return self
 
     def predict(self, X):
@@ -662,7 +770,8 @@ class FSARegressorCV(FSARegressor):
     the smallest k within one standard error of it (``rule="1se"``); FSA is then refitted on all rows.
 
     Args:
-      ks: candidate k values; those above the number of features are dropped with a warning.
+      ks: candidate k values; one above the number of usable (non-constant) features is replaced
+        by that number (all features kept) with a UserWarning.
       cv: int K (``KFold(K)``), a scikit-learn splitter or (train, test) index pairs.
       rule: "best" or "1se". scoring: "r2" or "neg_mse".
       loss, n_iter, mu, lr, l2, bins, smoothness: as in :class:`FSARegressor`.
@@ -707,44 +816,49 @@ class FSARegressorCV(FSARegressor):
         self.bins = bins
         self.smoothness = smoothness
 
-    def fit(self, X, y):
-        """Cross-validate k on (X, y), then fit FSA with ``k_`` on all rows."""
+    def fit(self, X, y, sample_weight=None):
+        """Cross-validate k on (X, y), then fit FSA with ``k_`` on all rows.
+
+        ``sample_weight``: None or (n_samples,) row weights ≥ 0, used by every fold's fit and
+        held-out score (:func:`jaxselect.cross_validate_fsa`) and by the final fit.
+        """
         rule = _check_choice(self.rule, "rule", _RULES)
         _check_choice(self.loss, "loss", ("squared",))
         _check_choice(self.scoring, "scoring", ("r2", "neg_mse"))
-        X, y = self._validate_fit(X, y, multi_output=False, numeric=True)
+        X, y, w = self._validate_fit(X, y, sample_weight, multi_output=False, numeric=True)
         ks = np.atleast_1d(np.asarray(self.ks))
-        if ks.size == 0 or ks.dtype.kind not in "iu":
+        if ks.size == 0 or ks.dtype.kind not in "iu" or (ks < 1).any():
             raise ValueError(f"ks must be a non-empty sequence of integers >= 1; got {self.ks!r}")
-        n_live = int(np.sum(np.ptp(X, axis=0) > 0))
-        fit_ks = ks[ks <= n_live]
-        if fit_ks.size < ks.size:
+        n_live = int(_live_columns(X, w).sum())
+        big = sorted(set(ks[ks > n_live].tolist()))
+        if big and n_live >= 1:
             warnings.warn(
-                f"ks {sorted(set(ks[ks > n_live].tolist()))} exceed the {n_live} non-constant features of X and "
-                "are left out",
+                f"FSARegressorCV: ks {big} are larger than the number of usable features of X ({n_live}; "
+                f"constant columns are never selected); they are replaced by {n_live} (all features kept)",
                 UserWarning,
                 stacklevel=2,
             )
-        if fit_ks.size == 0:
-            raise ValueError(f"every k in ks exceeds the {n_live} non-constant features of X")
+            ks = np.minimum(ks, n_live)
         folds = list(check_cv(self.cv, y, classifier=False).split(X, y))
-        cv = cross_validate_fsa(
-            X,
-            y,
-            fit_ks,
-            folds=folds,
-            loss="squared",
-            n_iter=self.n_iter,
-            mu=self.mu,
-            lr=self.lr,
-            l2=self.l2,
-            bins=self.bins,
-            smoothness=self.smoothness,
-            score=self.scoring,
-        )
+        with _precision(X.dtype):
+            cv = cross_validate_fsa(
+                X,
+                y,
+                np.unique(ks),
+                folds=folds,
+                loss="squared",
+                n_iter=self.n_iter,
+                mu=self.mu,
+                lr=self.lr,
+                l2=self.l2,
+                bins=self.bins,
+                smoothness=self.smoothness,
+                score=self.scoring,
+                sample_weight=w,
+            )
         self.cv_result_ = cv
         self.k_ = int(cv.best if rule == "best" else cv.best_1se)
-        self._fsa(X, y, "squared", self.k_)
+        self._fsa(X, y, w, "squared", self.k_)
         return self
 
 
@@ -755,7 +869,7 @@ class FSAClassifier(ClassifierMixin, _FSABase):
     (> 0: ``classes_[1]``), ``predict_proba`` exists for the logistic loss (σ of the score).
 
     Args:
-      k: number of features to keep.
+      k: number of features to keep (above the usable columns: all, with a UserWarning).
       loss: "logistic", "huber_hinge" (``huber_h`` its h) or "lorenz".
       n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa`.
 
@@ -793,14 +907,18 @@ class FSAClassifier(ClassifierMixin, _FSABase):
         tags.classifier_tags.multi_class = False
         return tags
 
-    def fit(self, X, y):
-        """Select ``k`` features of X (n_samples, n_features) for the binary labels y (n_samples,)."""
+    def fit(self, X, y, sample_weight=None):
+        """Select ``k`` features of X (n_samples, n_features) for the binary labels y (n_samples,).
+
+        ``sample_weight``: None or (n_samples,) row weights ≥ 0 (:func:`jaxselect.fsa`'s): integer
+        weights equal repeated rows, weight-0 rows are left out.
+        """
         _check_choice(self.loss, "loss", ("logistic", "huber_hinge", "lorenz"))
-        X, y = self._validate_fit(X, y, multi_output=False, numeric=False)
+        X, y, w = self._validate_fit(X, y, sample_weight, multi_output=False, numeric=False)
         check_classification_targets(y)
         _binary_only(y)
-        labels = _encode_labels(self, y)
-        self._fsa(X, labels, self.loss, self.k)
+        labels = _encode_labels(self, y, w)
+        self._fsa(X, labels, w, self.loss, self.k)
         return self
 
     def decision_function(self, X):
@@ -832,11 +950,13 @@ class GreedyRLSRegressor(_Selector, RegressorMixin, _Base):
     Features are used as given (no centring or scaling), as in :func:`jaxselect.greedy_rls`.
 
     Args:
-      k: number of features (≤ the number of non-constant columns).
+      k: number of features; a k above the number of usable (non-constant) columns keeps them all,
+        with a UserWarning.
       l2: ridge penalty > 0 on the mean loss (RLScore's ``regparam / n``).
       bias: ≥ 0; a constant feature of value √bias is always in the model (its intercept,
-        penalised by ``(l2/2)·b²/bias``); the default 1.0 gives an intercept that is hardly
-        shrunk; 0 means no intercept.
+        penalised by ``(l2/2)·b²/bias``); the default 0.0, as :func:`jaxselect.greedy_rls`
+        and RLScore, means no intercept (features and targets as given); 1.0 gives an
+        intercept that is hardly shrunk.
 
     Attributes:
       support_: (n_features,) bool.
@@ -847,18 +967,17 @@ class GreedyRLSRegressor(_Selector, RegressorMixin, _Base):
       status_: int, the solver's status flags (0 = fine).
 
     Raises:
-      ValueError: ``k`` above the number of non-constant columns, ``l2`` ≤ 0, ``bias`` < 0, or the
-        data errors of :func:`jaxselect.greedy_rls`.
+      ValueError: ``l2`` ≤ 0, ``bias`` < 0, or the data errors of :func:`jaxselect.greedy_rls`.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0); X = rng.normal(size=(100, 20)).astype(np.float32)
     >>> Y = X[:, [3, 7]] @ np.array([[2.0, 0.5], [-1.0, 1.5]], dtype=np.float32)   # two targets
-    >>> est = GreedyRLSRegressor(k=2, l2=0.01).fit(X, Y)
+    >>> est = GreedyRLSRegressor(k=2, l2=0.01, bias=1.0).fit(X, Y)
     >>> sorted(est.selected_.tolist()), est.predict(X[:4]).shape
     ([3, 7], (4, 2))
     """
 
-    def __init__(self, k=10, *, l2=1e-3, bias=1.0):
+    def __init__(self, k=10, *, l2=1e-3, bias=0.0):
         self.k = k
         self.l2 = l2
         self.bias = bias
@@ -868,12 +987,18 @@ class GreedyRLSRegressor(_Selector, RegressorMixin, _Base):
         tags.target_tags.multi_output = True
         return tags
 
-    def fit(self, X, y):
-        """Select ``k`` features of X (n_samples, n_features) for y (n_samples,) or (n_samples, n_targets)."""
+    def fit(self, X, y, sample_weight=None):
+        """Select ``k`` features of X (n_samples, n_features) for y (n_samples,) or (n_samples, n_targets).
+
+        ``sample_weight``: None or (n_samples,) row weights ≥ 0 (:func:`jaxselect.greedy_rls`'s):
+        integer weights equal repeated rows, weight-0 rows are left out.
+        """
         k = _check_k(self.k, allow_none=False)
-        X, y = self._validate_fit(X, y, multi_output=True, numeric=True)
-        result = greedy_rls(X, y, k, l2=self.l2, bias=self.bias)
-        self.result_ = _host(result)
+        X, y, w = self._validate_fit(X, y, sample_weight, multi_output=True, numeric=True)
+        k = _cap_k(self, k, int(_live_columns(X, w).sum()), "features")
+        with _precision(X.dtype):
+            result = greedy_rls(X, y, k, l2=self.l2, bias=self.bias, sample_weight=w)
+            self.result_ = _host(result)
         self.status_ = int(self.result_.status)
         _report_status(self.status_, type(self).__name__)
         selected = np.asarray(self.result_.selected)
@@ -966,42 +1091,55 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
         self.cost_matrix = cost_matrix
         self.fill_value = fill_value
 
-    def fit(self, X, y):
-        """Learn the policy on X (n_samples, n_features) and labels y (n_samples,)."""
-        budget = check_budget(self.budget)
-        X, y = self._validate_fit(X, y, multi_output=False, numeric=False)
-        labels = _encode_labels(self, y)
+    def fit(self, X, y, sample_weight=None):
+        """Learn the policy on X (n_samples, n_features) and labels y (n_samples,).
+
+        ``sample_weight``: None or (n_samples,) row weights ≥ 0 (:func:`jaxselect.dwsm_fit`'s: the
+        datum-wise loss is the weighted mean). RCPI samples its rollout states at random per row,
+        so integer weights equal repeated rows in expectation, not draw by draw.
+        """
+        budget = _check_budget(self.budget)
+        X, y, w = self._validate_fit(X, y, sample_weight, multi_output=False, numeric=False)
+        labels = _encode_labels(self, y, w)
         groups = (
             None if self.groups is None and self.costs is None else _make_groups(self.groups, self.costs, X.shape[1])
         )
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        policy = _dwsm_fit(
-            jax.random.key(seed),
-            X,
-            labels,
-            lam=self.lam,
-            budget=budget,
-            groups=groups,
-            n_iter=self.n_iter,
-            states_per_example=self.states_per_example,
-            alpha=self.alpha,
-            l2=self.l2,
-            gamma=self.gamma,
-            cost_matrix=self.cost_matrix,
-            n_classes=len(self.classes_),
-        )
-        self.policy_ = _host(policy)
+        with _precision(X.dtype):
+            policy = _dwsm_fit(
+                jax.random.key(seed),
+                X,
+                labels,
+                lam=self.lam,
+                budget=budget,
+                groups=groups,
+                n_iter=self.n_iter,
+                states_per_example=self.states_per_example,
+                alpha=self.alpha,
+                l2=self.l2,
+                gamma=self.gamma,
+                cost_matrix=self.cost_matrix,
+                n_classes=len(self.classes_),
+                sample_weight=w,
+            )
+            self.policy_ = _host(policy)
+            _, acquired = dwsm_predict(self.policy_, X)
         self.status_ = int(self.policy_.status)
         _report_status(self.status_, type(self).__name__)
-        _, acquired = dwsm_predict(self.policy_, X)
         acquired = np.asarray(acquired)
+        if w is not None:  # the training data are the rows of positive weight, counted w times
+            acquired, counts = acquired[w > 0], w[w > 0]
+        else:
+            counts = np.ones(acquired.shape[0])
         self.support_ = acquired.any(axis=0)
-        self.mean_features_ = float(acquired.sum(axis=1).mean())
+        self.mean_features_ = float(np.average(acquired.sum(axis=1), weights=counts))
         return self
 
     def _episodes(self, X):
         X = self._validate_X(X)
-        labels, acquired = dwsm_predict(self.policy_, X)
+        dtype = np.asarray(self.policy_.theta).dtype
+        with _precision(dtype):
+            labels, acquired = dwsm_predict(self.policy_, X.astype(dtype, copy=False))
         return X, np.asarray(labels), np.asarray(acquired)
 
     def predict(self, X):

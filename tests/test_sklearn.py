@@ -142,7 +142,8 @@ def test_fsa_and_rls_estimators_are_their_solvers():
         clf.fit(X, np.digitize(y, [-1.0, 1.0]))
     Y = np.stack([y, X[:, 1] - X[:, 4]], axis=1)
     rls = GreedyRLSRegressor(k=3, l2=1e-2).fit(X, Y)
-    ref = js.greedy_rls(X, Y, 3, l2=1e-2, bias=1.0)
+    ref = js.greedy_rls(X, Y, 3, l2=1e-2)  # the same defaults (bias=0.0: no intercept)
+    assert rls.intercept_.tolist() == [0.0, 0.0]
     assert rls.selected_.tolist() == np.asarray(ref.selected).tolist()
     np.testing.assert_allclose(rls.predict(X), js.predict(ref, X, budget=3), rtol=1e-4, atol=1e-4)
 
@@ -171,3 +172,161 @@ def test_dwsm_classifier_transform_and_budget():
     np.testing.assert_array_equal(zero, np.where(acquired, X, 0.0))
     np.testing.assert_array_equal(est.get_support(), acquired.any(axis=0))
     assert est.get_feature_names_out().tolist() == [f"x{i}" for i in range(D)]
+
+
+# ---------------------------------------------------------------------------------------------
+# sample_weight: integer weights are repeated rows, weight-0 rows are removed rows. The data are
+# float64, so the estimators fit in float64 and agree to rounding.
+
+NW = 24
+FOLD_IDS = np.arange(NW) % 3  # the CV estimators' folds, carried over to the repeated rows
+
+
+def _weighted_data():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(NW, 5))
+    y = X[:, 0] - 2 * X[:, 3] + 0.3 * rng.normal(size=NW)
+    w = rng.integers(0, 4, size=NW)
+    w[[1, 5]] = 0
+    return X, y, w
+
+
+def _folds(ids):
+    return [(np.flatnonzero(ids != f), np.flatnonzero(ids == f)) for f in range(3)]
+
+
+WEIGHTED = {
+    "GroupSequencingRegressor": lambda ids: GroupSequencingRegressor(budget=2),
+    "GroupSequencingRegressorCV": lambda ids: GroupSequencingRegressorCV(cv=_folds(ids)),
+    "GroupSequencingClassifier": lambda ids: GroupSequencingClassifier(budget=2),
+    "FSARegressor": lambda ids: FSARegressor(k=2, n_iter=30),
+    "FSAClassifier": lambda ids: FSAClassifier(k=2, n_iter=30),
+    "FSARegressorCV": lambda ids: FSARegressorCV(ks=(1, 2), cv=_folds(ids), n_iter=30),
+    # greedy RLS selects by leave-one-out error, which repeated rows change (a left-out copy's twins
+    # stay in): repeated rows give its model, not its selection — so k = every feature here
+    "GreedyRLSRegressor": lambda ids: GreedyRLSRegressor(k=5, bias=1.0),
+}
+
+
+def _outputs(est, X):
+    out = {"support": est.get_support()}
+    for name in ("coef_", "intercept_", "budget_", "k_"):
+        if hasattr(est, name):
+            out[name] = np.asarray(getattr(est, name), np.float64)
+    for method in ("predict_proba", "decision_function", "predict"):
+        if hasattr(est, method):
+            out[method] = getattr(est, method)(X)
+    return out
+
+
+def _assert_same_fit(a, b, X):
+    A, B = _outputs(a, X), _outputs(b, X)
+    assert A.keys() == B.keys()
+    for key in A:
+        if A[key].dtype.kind == "f":
+            np.testing.assert_allclose(A[key], B[key], rtol=1e-7, atol=1e-9, err_msg=key)
+        else:
+            np.testing.assert_array_equal(A[key], B[key], err_msg=key)
+
+
+@pytest.mark.parametrize("name", list(WEIGHTED))
+def test_sample_weight_is_repeated_and_removed_rows(name):
+    X, y, w = _weighted_data()
+    if "Classifier" in name:
+        y = np.where(y > 0, "pos", "neg")
+    make = WEIGHTED[name]
+    weighted = make(FOLD_IDS).fit(X, y, sample_weight=w)
+    repeated = make(np.repeat(FOLD_IDS, w)).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    _assert_same_fit(weighted, repeated, X)
+    keep = w > 0
+    removed = make(FOLD_IDS[keep]).fit(X[keep], y[keep], sample_weight=w[keep])
+    _assert_same_fit(weighted, removed, X)
+    # weights matter: the unweighted fit differs
+    plain = make(FOLD_IDS).fit(X, y)
+    key = "predict_proba" if hasattr(plain, "predict_proba") else "predict"
+    assert not np.allclose(_outputs(plain, X)[key], _outputs(weighted, X)[key], rtol=1e-5)
+
+
+def test_greedy_rls_weights_remove_rows_at_any_k():
+    """Weight-0 rows are removed rows for greedy RLS's selection too (the LOO sums skip them)."""
+    X, y, w = _weighted_data()
+    keep = w > 0
+    a = GreedyRLSRegressor(k=2).fit(X, y, sample_weight=np.where(keep, 1, 0))
+    b = GreedyRLSRegressor(k=2).fit(X[keep], y[keep])
+    assert a.selected_.tolist() == b.selected_.tolist()
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-7, atol=1e-9)
+
+
+def test_dwsm_classifier_sample_weight():
+    """RCPI samples at random per row: rows of weight 0 appended at the end and uniform weights
+    change nothing; integer weights equal repeated rows only in expectation (not tested)."""
+    X, y, _ = _weighted_data()
+    labels = np.where(y > 0, "pos", "neg")
+    make = lambda: DWSMClassifier(n_iter=2, states_per_example=3, random_state=0)  # noqa: E731
+    plain = make().fit(X, labels)
+    padded = make().fit(
+        np.vstack([X, X[:4] + 1.0]), np.concatenate([labels, labels[:4]]), sample_weight=np.r_[np.ones(NW), np.zeros(4)]
+    )
+    np.testing.assert_array_equal(padded.acquired(X), plain.acquired(X))
+    np.testing.assert_array_equal(padded.predict(X), plain.predict(X))
+    np.testing.assert_allclose(padded.policy_.theta, plain.policy_.theta, rtol=1e-7, atol=1e-9)
+    assert padded.mean_features_ == pytest.approx(plain.mean_features_)
+    doubled = make().fit(X, labels, sample_weight=np.full(NW, 2.0))
+    np.testing.assert_allclose(doubled.policy_.theta, plain.policy_.theta, rtol=1e-7, atol=1e-9)
+
+
+def test_sample_weight_errors():
+    X, y, w = _weighted_data()
+    est = GroupSequencingRegressor()
+    with pytest.raises(ValueError, match=r"sample_weight must have shape \(24,\)"):
+        est.fit(X, y, sample_weight=w[:-1])
+    with pytest.raises(ValueError, match="sample_weight must be non-negative; row 0"):
+        est.fit(X, y, sample_weight=-np.ones(NW))
+    with pytest.raises(ValueError, match="every weight is zero"):
+        est.fit(X, y, sample_weight=np.zeros(NW))
+    one_class = np.where(y > 0, "pos", "neg")
+    with pytest.raises(ValueError, match=r"rows of positive sample_weight contain only one class \('pos'\)"):
+        GroupSequencingClassifier().fit(X, one_class, sample_weight=(one_class == "pos").astype(float))
+    with pytest.raises(ValueError, match="sample_weight needs a built-in loss name"):
+        FSARegressor(k=1, loss=lambda s, t: ((s - t) ** 2).mean()).fit(X, y, sample_weight=w)
+
+
+# ---------------------------------------------------------------------------------------------
+# A k above the usable features warns and keeps them all (as SelectKBest).
+
+K_ESTIMATORS = {
+    "GroupSequencingRegressor": (lambda: GroupSequencingRegressor(k=5), "groups"),
+    "GroupSequencingClassifier": (lambda: GroupSequencingClassifier(k=5), "groups"),
+    "FSARegressor": (lambda: FSARegressor(k=5, n_iter=30), "features"),
+    "FSAClassifier": (lambda: FSAClassifier(k=5, n_iter=30), "features"),
+    "GreedyRLSRegressor": (lambda: GreedyRLSRegressor(k=5), "features"),
+}
+
+
+@pytest.mark.parametrize("name", list(K_ESTIMATORS))
+def test_k_above_the_usable_features_warns_and_keeps_them_all(name):
+    X, y, _ = _weighted_data()
+    X = X[:, :4].copy()
+    X[:, 2] = 1.5  # a constant column is never selected
+    if "Classifier" in name:
+        y = y > 0
+    make, unit = K_ESTIMATORS[name]
+    message = rf"{name}: k=5 is larger than the number of usable {unit} of X \(3; .*\); all 3 are kept"
+    with pytest.warns(UserWarning, match=message):
+        est = make().fit(X, y)
+    assert est.get_support().tolist() == [True, True, False, True]
+    # the usable columns are judged on the rows of positive weight
+    w = (np.arange(NW) % 4 != 0).astype(float)
+    X[w > 0, 1] = 7.0  # column 1 varies only on rows of weight 0: constant where it counts
+    with pytest.warns(UserWarning, match=rf"usable {unit} of X \(2; .*\); all 2 are kept"):
+        est = make().fit(X, y, sample_weight=w)
+    assert est.get_support().tolist() == [True, False, False, True]
+
+
+def test_fsa_regressor_cv_replaces_ks_above_the_usable_features():
+    X, y, _ = _weighted_data()
+    X = X[:, :3]
+    message = r"ks \[5, 8\] are larger than the number of usable features of X \(3; .*\); they are replaced by 3"
+    with pytest.warns(UserWarning, match=message):
+        est = FSARegressorCV(ks=(1, 5, 8), cv=3, n_iter=30).fit(X, y)
+    assert est.cv_result_.grid.tolist() == [1.0, 3.0]
