@@ -54,7 +54,7 @@ def glm_predict(path: SelectionPath, X, budget=None) -> jax.Array:
 
     >>> import numpy as np, jaxselect as js
     >>> rng = np.random.default_rng(0); X = rng.normal(size=(100, 3)); y = (X[:, 1] > 0).astype(int)
-    >>> p = js.glm_predict(js.glm_omp(X, y), X, budget=1.0)
+    >>> p = glm_predict(js.glm_omp(X, y), X, budget=1.0)
     >>> bool(np.mean((np.asarray(p) > 0.5) == y) > 0.9)
     True
     """

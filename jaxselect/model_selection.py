@@ -54,7 +54,7 @@ from jaxselect._validation import (
     is_traced,
 )
 from jaxselect.anneal.fsa import LOSSES, fsa, fsa_predict, validate_fsa_options
-from jaxselect.design import column_summary
+from jaxselect.design import as_sample_weight, column_summary
 from jaxselect.greedy.criteria import OMP_CRITERIA
 from jaxselect.groups import as_groups
 from jaxselect.sharding import any_mesh
@@ -197,8 +197,6 @@ def _fold_weights(train: np.ndarray, test: np.ndarray, sample_weight, n: int):
     Returns ``(train_w, test_w, w)`` with ``w`` the (n,) host weights or None. Every fold needs
     ≥ 2 training rows and ≥ 1 test row of positive weight.
     """
-    from jaxselect.prepare import as_sample_weight
-
     w = as_sample_weight(sample_weight, n)
     if w is None:
         return train.astype(np.float64), test.astype(np.float64), None

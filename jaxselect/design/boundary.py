@@ -189,6 +189,18 @@ def as_data(
 
     Raises:
       TypeError / ValueError: with a message that says what to fix.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(30, 3)).astype(np.float32); X[2, 1] = np.nan
+    >>> try:
+    ...     js.as_data(X, X[:, 0])
+    ... except ValueError as e:
+    ...     print(e)
+    X contains NaN or Inf in row(s) [2]; remove or impute those entries first
+    >>> X[2, 1] = 0.0
+    >>> data = js.as_data(X, np.arange(30) % 2, targets="binary", sample_weight=np.ones(30))
+    >>> data.design.shape, data.Y.dtype.name, float(data.summary.n_samples)
+    ((30, 3), 'float32', 30.0)
     """
     check_constant_mode(constant_columns)
     if targets not in TARGET_KINDS:

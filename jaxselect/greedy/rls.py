@@ -724,7 +724,7 @@ def rls_predict(result: RLSResult, X, *, step=None):
       >>> X = rng.normal(size=(100, 20)).astype(np.float32)
       >>> Y = X[:, [3, 7]] @ np.array([[2.0, 0.5], [-1.0, 1.5]], dtype=np.float32)
       >>> res = js.greedy_rls(X, Y, 2, l2=0.01)
-      >>> js.rls_predict(res, X[:3], step=1).shape   # (m, T); (m,) for a 1-D y
+      >>> rls_predict(res, X[:3], step=1).shape      # (m, T); (m,) for a 1-D y
       (3, 2)
     """
     check_rls_result(result)
@@ -758,7 +758,7 @@ def rls_predict_path(result: RLSResult, X):
       >>> X = rng.normal(size=(100, 20)).astype(np.float32)
       >>> Y = X[:, [3, 7]] @ np.array([[2.0, 0.5], [-1.0, 1.5]], dtype=np.float32)
       >>> res = js.greedy_rls(X, Y, 2, l2=0.01)
-      >>> js.rls_predict_path(res, X[:3]).shape      # (k, m, T)
+      >>> rls_predict_path(res, X[:3]).shape         # (k, m, T)
       (2, 3, 2)
     """
     check_rls_result(result)

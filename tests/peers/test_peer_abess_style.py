@@ -78,7 +78,7 @@ def test_logistic_support_recovery(design):
     np.testing.assert_allclose(np.asarray(path.coef[-1, order, 0]), coef, rtol=4e-5, atol=2e-5)
     assert float(path.intercept[-1, 0]) == pytest.approx(intercept, rel=4e-5, abs=2e-5)
     # probabilities from the path's inverse link
-    proba = np.asarray(js.glm_predict(path, np.float32(X), budget=3))
+    proba = np.asarray(js.predict(path, np.float32(X), budget=3, link=True))
     np.testing.assert_allclose(proba.reshape(-1), ref.predict_proba(Xs[:, order])[:, 1], atol=2e-5)
     # FSA with the logistic loss and the same l2 anneals to the same support and the same model
     fit = js.fsa(np.float32(X), labels, 3, loss="logistic", l2=L2)
@@ -108,7 +108,7 @@ def test_multinomial_support_recovery_shares_the_support(design):
     np.testing.assert_allclose(np.asarray(path.coef[-1])[order], coef, rtol=4e-5, atol=2e-5)
     assert np.count_nonzero(np.asarray(path.coef[-1]).any(axis=1)) == 3
     np.testing.assert_allclose(
-        np.asarray(js.glm_predict(path, np.float32(X), budget=3)), ref.predict_proba(Xs[:, order]), atol=2e-5
+        np.asarray(js.predict(path, np.float32(X), budget=3, link=True)), ref.predict_proba(Xs[:, order]), atol=2e-5
     )
 
 
