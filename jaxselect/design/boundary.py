@@ -262,7 +262,7 @@ def _host_data(
         Y, y_1d = host_targets(Y, X.shape[0], "Y")
         moments = moments_host(X, Y, None if w is None else np.asarray(w), dtype, progress=check_progress(progress))
         check_moments(moments, constant_columns)
-        summary = summary_from_moments(moments)
+        summary = summary_from_moments(moments, xp=np)  # on the host: also inside a user's jit
         w = None if w is None else np.asarray(w, dtype)
         return Data(HostDesign.from_summary(X, summary), Y, w, summary, groups, None, y_1d, moments)
     w = None if w is None else np.asarray(w, dtype)

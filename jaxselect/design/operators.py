@@ -245,7 +245,7 @@ class HostDesign:
                 sq += (c * c).sum(axis=0) if ww is None else ww @ (c * c)
         dt = self.dtype
         summary = standardize(
-            jnp.asarray(mean, dt), jnp.asarray(sq / wsum, dt), jnp.asarray(hi > lo), jnp.asarray(wsum, dt)
+            mean.astype(dt), (sq / wsum).astype(dt), hi > lo, np.asarray(wsum, dt), xp=np
         )
         return summary, lo.astype(dt), hi.astype(dt)
 

@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxselect._repr import short_repr
 
@@ -57,16 +58,18 @@ class ColumnSummary(NamedTuple):
     @property
     def factor(self) -> jax.Array:
         """(D,) ``live / scale``: multiplies a centred column into its standardised one (0 if inert)."""
-        return jnp.where(self.live, 1.0 / self.scale, jnp.zeros_like(self.scale))
+        xp = np if isinstance(self.scale, np.ndarray) else jnp  # a host summary stays on the host
+        return xp.where(self.live, 1.0 / self.scale, xp.zeros_like(self.scale)).astype(self.scale.dtype)
 
 
-def standardize(mean, var, nonconstant, n_samples) -> ColumnSummary:
+def standardize(mean, var, nonconstant, n_samples, *, xp=jnp) -> ColumnSummary:
     """The rule: ``live = nonconstant & (var > 0)``, ``scale = √var`` on live columns, else 1.
 
-    ``sqrt`` only of positive variances, so a constant column never gives a NaN gradient.
+    ``sqrt`` only of positive variances, so a constant column never gives a NaN gradient. ``xp``:
+    ``jax.numpy`` (default) or ``numpy`` (host summaries, also inside a user's ``jit``).
     """
     live = nonconstant & (var > 0)
-    scale = jnp.sqrt(jnp.where(live, var, jnp.ones_like(var)))
+    scale = xp.sqrt(xp.where(live, var, xp.ones_like(var)))
     return ColumnSummary(mean, scale, live, n_samples)
 
 
@@ -177,8 +180,10 @@ def column_summary(X, w=None) -> ColumnSummary:
     return _finish(*_weighted_pass(X, w))
 
 
-def summary_from_moments(moments) -> ColumnSummary:
-    """The :class:`ColumnSummary` of data given by its :class:`~jaxselect.Moments` (with the Gram)."""
-    var = jnp.maximum(jnp.diagonal(jnp.asarray(moments.gram)), 0.0)
-    mean = jnp.asarray(moments.x_mean)
-    return standardize(mean, var, ~jnp.asarray(moments.constant), jnp.asarray(moments.n_samples, mean.dtype))
+def summary_from_moments(moments, *, xp=jnp) -> ColumnSummary:
+    """The :class:`ColumnSummary` of data given by its :class:`~jaxselect.Moments` (with the Gram);
+    ``xp=numpy`` keeps host moments on the host."""
+    mean = xp.asarray(moments.x_mean)
+    var = xp.maximum(xp.diagonal(xp.asarray(moments.gram)), 0.0).astype(mean.dtype)
+    n = xp.asarray(moments.n_samples, dtype=mean.dtype)
+    return standardize(mean, var, ~xp.asarray(moments.constant), n, xp=xp)
