@@ -26,6 +26,7 @@ __all__ = [
     "host_value",
     "float_dtype_for",
     "as_float_matrix",
+    "check_matrix",
     "as_targets",
     "as_labels",
     "check_int",
@@ -128,6 +129,20 @@ def as_float_matrix(
     """
     if not isinstance(X, jax.Array):
         X = np.asarray(X)
+    check_matrix(X, name, min_rows=min_rows, min_cols=min_cols)
+    target = np.dtype(dtype) if dtype is not None else float_dtype_for(X.dtype)
+    original = X
+    X = _cast(X, target, name)
+    if scale is not None:
+        check_scale(X, name, squares=scale == "squares", unchecked=original if check_finite else None)
+    elif check_finite and not _all_finite(X):
+        raise_nonfinite(original, name, target, "remove or impute those entries first")
+    return X
+
+
+def check_matrix(X, name: str = "X", *, min_rows: int = 1, min_cols: int = 1) -> None:
+    """TypeError/ValueError unless X (an array, not converted) is a numeric 2-D (n, d) array with
+    at least ``min_rows`` rows and ``min_cols`` columns; a 1-D X gets the ``reshape`` hint."""
     if X.dtype == object or not _is_numeric(X.dtype):
         raise TypeError(f"{name} must be a numeric array; got dtype {X.dtype}")
     if X.ndim != 2:
@@ -143,14 +158,6 @@ def as_float_matrix(
         raise ValueError(f"{name} needs at least {min_rows} rows; got {X.shape[0]}")
     if X.shape[1] < min_cols:
         raise ValueError(f"{name} needs at least {min_cols} columns; got {X.shape[1]}")
-    target = np.dtype(dtype) if dtype is not None else float_dtype_for(X.dtype)
-    original = X
-    X = _cast(X, target, name)
-    if scale is not None:
-        check_scale(X, name, squares=scale == "squares", unchecked=original if check_finite else None)
-    elif check_finite and not _all_finite(X):
-        raise_nonfinite(original, name, target, "remove or impute those entries first")
-    return X
 
 
 def _cast(A, target, name: str):

@@ -28,6 +28,7 @@ from jaxselect._validation import (
     as_targets,
     as_vector_target,
     check_constant_mode,
+    check_matrix,
     float_dtype_for,
     host_value,
     raise_nonfinite,
@@ -284,21 +285,7 @@ def check_moments(moments, constant_columns: str) -> None:
 def host_matrix(X, name: str = "X", *, min_rows: int = MIN_ROWS) -> np.ndarray:
     """Shape and dtype checks of a host X, without copying or converting it (a memmap stays one)."""
     X = X if isinstance(X, np.ndarray) else np.asarray(X)
-    if X.dtype == object or X.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be a numeric array; got dtype {X.dtype}")
-    if X.ndim != 2:
-        raise ValueError(
-            f"{name} must be 2-D (n_samples, n_features); got shape {tuple(X.shape)}"
-            + (
-                " — use X.reshape(-1, 1) for a single feature, or X.reshape(1, -1) for a single sample"
-                if X.ndim == 1
-                else ""
-            )
-        )
-    if X.shape[0] < min_rows:
-        raise ValueError(f"{name} needs at least {min_rows} rows; got {X.shape[0]}")
-    if X.shape[1] < 1:
-        raise ValueError(f"{name} needs at least 1 columns; got {X.shape[1]}")
+    check_matrix(X, name, min_rows=min_rows)
     return X
 
 
