@@ -27,6 +27,7 @@ __all__ = [
     "float_dtype_for",
     "as_float_matrix",
     "check_matrix",
+    "check_targets",
     "as_targets",
     "as_labels",
     "check_int",
@@ -160,6 +161,18 @@ def check_matrix(X, name: str = "X", *, min_rows: int = 1, min_cols: int = 1) ->
         raise ValueError(f"{name} needs at least {min_cols} columns; got {X.shape[1]}")
 
 
+def check_targets(Y, n: int, name: str = "Y") -> None:
+    """TypeError/ValueError unless Y (an array, not converted) is numeric, (n,) or (n, T) with T ≥ 1."""
+    if Y.dtype == object or not _is_numeric(Y.dtype):
+        raise TypeError(f"{name} must be numeric; got dtype {Y.dtype}")
+    if Y.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D (n,) or 2-D (n, T); got shape {tuple(Y.shape)}")
+    if Y.shape[0] != n:
+        raise ValueError(f"{name} has {Y.shape[0]} rows but X has {n}; they must match")
+    if Y.ndim == 2 and Y.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one target column")
+
+
 def _cast(A, target, name: str):
     """``jnp.asarray(A, target)``, with a clear error for values no float can hold (e.g. int > 2**1023)."""
     try:
@@ -206,14 +219,7 @@ def as_targets(Y, n: int, name: str = "Y", *, dtype=None):
     """
     if not isinstance(Y, jax.Array):
         Y = np.asarray(Y)
-    if Y.dtype == object or not _is_numeric(Y.dtype):
-        raise TypeError(f"{name} must be numeric; got dtype {Y.dtype}")
-    if Y.ndim not in (1, 2):
-        raise ValueError(f"{name} must be 1-D (n,) or 2-D (n, T); got shape {tuple(Y.shape)}")
-    if Y.shape[0] != n:
-        raise ValueError(f"{name} has {Y.shape[0]} rows but X has {n}; they must match")
-    if Y.ndim == 2 and Y.shape[1] < 1:
-        raise ValueError(f"{name} must have at least one target column")
+    check_targets(Y, n, name)
     was_1d = Y.ndim == 1
     target = np.dtype(dtype) if dtype is not None else float_dtype_for(Y.dtype)
     original = Y

@@ -86,6 +86,7 @@ from sklearn.utils.validation import (
 )
 
 from jaxselect._budget import within_budget
+from jaxselect.design import HostDesign
 from jaxselect._validation import check_float, check_int
 from jaxselect.anneal import fsa, fsa_predict
 from jaxselect.greedy import cs_fr, cs_omp, doubling, glm_omp, greedy_rls
@@ -170,9 +171,9 @@ def _check_weights(sample_weight, X):
 
 
 def _live_columns(X, w) -> np.ndarray:
-    """(n_features,) bool: the columns that are not constant (max > min) over the rows of positive weight."""
-    rows = X if w is None else X[w > 0]
-    return rows.max(axis=0) > rows.min(axis=0)
+    """(n_features,) bool: the columns that are not constant over the rows of positive weight — the
+    data layer's rule, from its host summary pass (no device copy of X)."""
+    return np.asarray(HostDesign.raw(X, X.dtype).summarize(w)[0].live)
 
 
 def _cap_k(est, k, n_usable: int, unit: str, *, stacklevel: int = 3):

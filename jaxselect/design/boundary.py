@@ -29,6 +29,7 @@ from jaxselect._validation import (
     as_vector_target,
     check_constant_mode,
     check_matrix,
+    check_targets,
     float_dtype_for,
     host_value,
     raise_nonfinite,
@@ -292,12 +293,5 @@ def host_matrix(X, name: str = "X", *, min_rows: int = MIN_ROWS) -> np.ndarray:
 def host_targets(Y, n: int, name: str = "Y") -> tuple[np.ndarray, bool]:
     """Host targets as an (n, T) view and whether they were 1-D (finiteness: the moments kernel)."""
     Y = np.asarray(Y)
-    if Y.dtype == object or Y.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be numeric; got dtype {Y.dtype}")
-    if Y.ndim not in (1, 2):
-        raise ValueError(f"{name} must be 1-D (n,) or 2-D (n, T); got shape {tuple(Y.shape)}")
-    if Y.shape[0] != n:
-        raise ValueError(f"{name} has {Y.shape[0]} rows but X has {n}; they must match")
-    if Y.ndim == 2 and Y.shape[1] < 1:
-        raise ValueError(f"{name} must have at least one target column")
+    check_targets(Y, n, name)
     return (Y[:, None], True) if Y.ndim == 1 else (Y, False)
