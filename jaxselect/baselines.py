@@ -17,9 +17,8 @@ minimiser on whitened groups, where ``C_gg = (1 + l2) I``; a group whose update 
 O(D·s) gradient update (``lax.cond``). On a ``gram=False`` problem the rows of C and ``C w`` come
 from the design (O(n·D·s) per group update), so every solver accepts what ``prepare`` returns.
 Sweeps run in a ``lax.while_loop``, 4 at a time (the solver protocol:
-``state = group_lasso_init(problem, lam, weights)``, ``state, info = group_lasso_step(problem, state)``),
-until the
-KKT violation (recomputed from a fresh ``r`` after every 4 sweeps)
+``state = group_lasso_init(problem, lam, weights)``, ``state = group_lasso_step(problem, state)``,
+``state.info`` the step's :class:`GroupLassoStepInfo`), until the KKT violation (recomputed from a fresh ``r`` after every 4 sweeps)
 
     ‖r_g − λ a_g w_g/‖w_g‖‖ (w_g ≠ 0),     max(0, ‖r_g‖ − λ a_g) (w_g = 0)
 
@@ -148,6 +147,8 @@ class GroupLassoState(NamedTuple):
       n_iter: () int32 sweeps done.
       lipschitz: (J,) block constants ``L_g = λ_max(C_gg)`` (fixed; computed once by the init).
       lam: () the penalty λ; weights: (J,) the group weights a_g (fixed at the init).
+      info: :class:`GroupLassoStepInfo` of the latest step (after :func:`group_lasso_init`: the
+        KKT violation and non-zero groups of the starting ``coef``).
     """
 
     coef: jax.Array
@@ -156,13 +157,14 @@ class GroupLassoState(NamedTuple):
     lipschitz: jax.Array
     lam: jax.Array
     weights: jax.Array
+    info: GroupLassoStepInfo
 
     __repr__ = short_repr
 
 
 class GroupLassoStepInfo(NamedTuple):
-    """What :func:`group_lasso_step` reports: the max KKT violation after the step's sweeps and the
-    number of non-zero groups."""
+    """What :func:`group_lasso_step` reports, kept as ``GroupLassoState.info``: the max KKT violation
+    after the step's sweeps and the number of non-zero groups (() int32)."""
 
     kkt: jax.Array
     n_active: jax.Array
@@ -208,13 +210,20 @@ def _lipschitz(problem: Problem) -> jax.Array:
     return jnp.where(lip > 0, lip, jnp.ones_like(lip))
 
 
+def _n_active(w, index, mask) -> jax.Array:
+    """() int32 number of groups with a non-zero block in ``w`` (D, T)."""
+    wg = gather_groups(w, index, mask, axis=0)
+    return jnp.sum(jnp.any(wg != 0, axis=(1, 2)), dtype=jnp.int32)
+
+
 def _state(problem: Problem, w, lip, lam, weights) -> GroupLassoState:
     index, mask = problem.groups.index, problem.groups.mask
     kkt = jnp.max(_kkt(problem.b0 - c_matvec(problem, w), w, lam, weights, index, mask))
-    return GroupLassoState(w, kkt, jnp.zeros((), jnp.int32), lip, lam, weights)
+    info = GroupLassoStepInfo(kkt, _n_active(w, index, mask))
+    return GroupLassoState(w, kkt, jnp.zeros((), jnp.int32), lip, lam, weights, info)
 
 
-def group_lasso_step(problem: Problem, state: GroupLassoState) -> tuple[GroupLassoState, GroupLassoStepInfo]:
+def group_lasso_step(problem: Problem, state: GroupLassoState) -> GroupLassoState:
     """``CHECK_EVERY`` (4) block-coordinate-descent sweeps over the groups, then a fresh KKT check.
 
     Each block update is the proximal step ``w_g ← prox(w_g + r_g / L_g)`` with the gradient
@@ -222,7 +231,7 @@ def group_lasso_step(problem: Problem, state: GroupLassoState) -> tuple[GroupLas
     λ and the weights are the state's (:func:`group_lasso_init`).
 
     Returns:
-      ``(state, GroupLassoStepInfo)``.
+      The new :class:`GroupLassoState`; ``state.info`` is this step's :class:`GroupLassoStepInfo`.
     """
     b0 = problem.b0
     lam, weights = state.lam, state.weights
@@ -254,9 +263,8 @@ def group_lasso_step(problem: Problem, state: GroupLassoState) -> tuple[GroupLas
     sweep = lambda _, c: jax.lax.fori_loop(0, J, block_update, c)  # noqa: E731
     w, _ = jax.lax.fori_loop(0, CHECK_EVERY, sweep, (state.coef, r))
     kkt = jnp.max(_kkt(b0 - c_matvec(problem, w), w, lam, weights, index, mask))
-    wg = gather_groups(w, index, mask, axis=0)
-    n_active = jnp.sum(jnp.any(wg != 0, axis=(1, 2)), dtype=jnp.int32)
-    return state._replace(coef=w, kkt=kkt, n_iter=state.n_iter + CHECK_EVERY), GroupLassoStepInfo(kkt, n_active)
+    info = GroupLassoStepInfo(kkt, _n_active(w, index, mask))
+    return state._replace(coef=w, kkt=kkt, n_iter=state.n_iter + CHECK_EVERY, info=info)
 
 
 @jax.jit
@@ -278,7 +286,7 @@ def _solve_path(problem: Problem, lambdas, weights, tol, *, max_iter: int):
             return (st.n_iter < max_iter) & (st.kkt > threshold)
 
         state = _state(problem, w, lip, lam, weights)
-        return jax.lax.while_loop(cond, lambda st: group_lasso_step(problem, st)[0], state)
+        return jax.lax.while_loop(cond, lambda st: group_lasso_step(problem, st), state)
 
     def scan_body(w, lam):
         res = solve(w, lam)

@@ -14,9 +14,10 @@ The solver protocol (shared by every family of the library):
 
 * :func:`sequencing_init` ``(problem, rule, params) -> state`` fixes the *selection rule* (a static
   :class:`SequencingConfig` in the state) and its traced :class:`RuleParams`;
-* :func:`sequencing_step` ``(problem, state) -> (state, StepInfo)`` appends the group the rule picks;
-* :func:`sequencing_run` is the compiled ``lax.scan`` of steps that returns a
-  :class:`~jaxselect.SelectionPath` (with ``status``).
+* :func:`sequencing_step` ``(problem, state) -> state`` appends the group the rule picks; the step's
+  diagnostics are the state's last field ``state.info`` (:class:`StepInfo`);
+* :func:`sequencing_run` is the compiled ``lax.scan`` of steps (emitting ``state.info`` per step)
+  that returns a :class:`~jaxselect.SelectionPath` (with ``status``).
 
 :func:`fixed_order_path` is this engine with :func:`fixed_order_rule`: ridge refits on every prefix
 of a given order (group-lasso entry order, a user's sequence). The greedy rules (CS-G-OMP, CS-G-FR,
@@ -120,17 +121,22 @@ class SequencingState(NamedTuple):
     status: jax.Array  # () int32 status flags (jaxselect.status)
     params: RuleParams  # traced parameters of the rule (criterion, cost_sensitive, c_min, order)
     config: SequencingConfig  # static: the rule and the storage form of StepInfo.w
+    info: StepInfo  # diagnostics of the latest step (sequencing_init: the "no step yet" value)
 
     __repr__ = short_repr
 
 
 class StepInfo(NamedTuple):
-    """Per-step output of :func:`sequencing_step`."""
+    """Diagnostics of one :func:`sequencing_step`, kept as ``SequencingState.info``.
+
+    Before any step (:func:`sequencing_init`) it holds the "no step yet" value of the same shapes
+    and dtypes: group −1, cum_cost +inf (as an empty step), objective 0 (F(∅) = 0) and a zero model.
+    """
 
     group: jax.Array  # () int32, −1 for an empty step
     cum_cost: jax.Array  # () (+inf for an empty step)
     objective: jax.Array  # () 2·F/T
-    w: jax.Array  # (D, T) problem-space model after the step
+    w: jax.Array  # (D, T) problem-space model after the step ((P, T) over the slots with config.slots)
 
     __repr__ = short_repr
 
@@ -166,7 +172,8 @@ def sequencing_init(
       slots: ``StepInfo.w`` over the slots (P, T) instead of dense (D, T) (static).
 
     Returns:
-      A :class:`SequencingState`; advance it with :func:`sequencing_step`.
+      A :class:`SequencingState` (``state.info`` the "no step yet" :class:`StepInfo`); advance it
+      with :func:`sequencing_step`.
     """
     if not callable(rule):
         raise TypeError(f"rule must be a selection rule function (e.g. omp_rule); got {rule!r}")
@@ -194,6 +201,12 @@ def sequencing_init(
         status=jnp.zeros((), jnp.int32),
         params=params,
         config=SequencingConfig(rule, bool(slots)),
+        info=StepInfo(
+            group=jnp.full((), -1, jnp.int32),
+            cum_cost=jnp.full((), jnp.inf, dtype),
+            objective=zero,
+            w=jnp.zeros((capacity if slots else d, t), dtype),
+        ),
     )
 
 
@@ -355,20 +368,25 @@ def fixed_order_rule(problem: Problem, state: SequencingState, params: RuleParam
 
 
 
-def sequencing_step(problem: Problem, state: SequencingState) -> tuple[SequencingState, StepInfo]:
+def sequencing_step(problem: Problem, state: SequencingState) -> SequencingState:
     """One step: the state's rule picks a group, which is appended (or nothing, when ``take`` is False).
 
-    Returns ``(state, StepInfo)``; pure and jit-able (the rule and the storage form are the static
-    ``state.config`` set by :func:`sequencing_init`). With ``config.slots`` the step's model
-    ``StepInfo.w`` is the (P, T) problem-space model over the state's slots
-    (``state.slot_feature``) instead of the dense (D, T) one.
+    Returns the new state, whose ``info`` field is this step's :class:`StepInfo`; pure and
+    jit-able (the rule and the storage form are the static ``state.config`` set by
+    :func:`sequencing_init`). With ``config.slots`` the step's model ``StepInfo.w`` is the (P, T)
+    problem-space model over the state's slots (``state.slot_feature``) instead of the dense (D, T) one.
     """
     h, take = state.config.rule(problem, state, state.params)
     new = sequencing_add(problem, state, h, take)._replace(step=state.step + 1)
     w = solve_triangular(new.U, new.beta, lower=False) if state.config.slots else sequencing_coef(problem, new)
     inf = jnp.full((), jnp.inf, new.cum_cost.dtype)
-    info = StepInfo(jnp.where(take, h, -1), jnp.where(take, new.cum_cost, inf), 2.0 * new.F / problem.n_targets, w)
-    return new, info
+    info = StepInfo(
+        jnp.where(take, h, -1).astype(jnp.int32),
+        jnp.where(take, new.cum_cost, inf),
+        2.0 * new.F / problem.n_targets,
+        w.astype(state.info.w.dtype),
+    )
+    return new._replace(info=info)
 
 
 @partial(jax.jit, static_argnames=("rule", "capacity", "slots"))
@@ -378,8 +396,13 @@ def _start(problem: Problem, params: RuleParams, *, rule, capacity: int, slots: 
 
 @partial(jax.jit, static_argnames=("length",))
 def _advance(problem: Problem, state: SequencingState, *, length: int):
-    """``length`` steps in one ``lax.scan``: ``(state, stacked StepInfo)``."""
-    return jax.lax.scan(lambda st, _: sequencing_step(problem, st), state, length=length)
+    """``length`` steps in one ``lax.scan``: ``(state, stacked StepInfo)`` (``state.info`` per step)."""
+
+    def body(st, _):
+        st = sequencing_step(problem, st)
+        return st, st.info
+
+    return jax.lax.scan(body, state, length=length)
 
 
 @partial(jax.jit, static_argnames=("raw_capacity",))

@@ -471,14 +471,20 @@ def test_init_step_api_reproduces_glm_omp():
     capacity = sum(SIZES) + max(SIZES)
     state = jax.jit(lambda p: glm_omp_init(p, capacity))(problem)
     np.testing.assert_allclose(state.b, path.null_intercept, atol=1e-5)
+    # after the init, state.info is iteration 0's: the intercept-only fit (group −1, cost +inf, W = 0)
+    assert int(state.info.group) == -1 and np.isinf(float(state.info.cum_cost)) and not np.any(state.info.W)
+    np.testing.assert_array_equal(state.info.b, state.b)
+    np.testing.assert_allclose(state.info.loss, path.info.null_loss, rtol=1e-5)
     step = jax.jit(glm_omp_step)
     for j in range(path.n_steps):
-        state, out = step(problem, state)
+        state = step(problem, state)  # the state only; the step's GLMStepInfo is state.info
+        out = state.info
         assert int(out.group) == int(path.order[j])
         assert float(out.cum_cost) == pytest.approx(float(path.cum_cost[j]), rel=1e-6)
+        np.testing.assert_allclose(out.loss, path.info.loss[j], rtol=1e-5)
     assert int(state.status) == 0 and int(state.step) == path.n_steps and "V=float32" in repr(state)
-    state, out = step(problem, state)  # nothing left: an empty step
-    assert int(out.group) == -1 and np.isinf(float(out.cum_cost))
+    state = step(problem, state)  # nothing left: an empty step
+    assert int(state.info.group) == -1 and np.isinf(float(state.info.cum_cost))
     run_path = glm_omp_run(problem)
     np.testing.assert_array_equal(run_path.coef, path.coef)
     assert f"n_iter=int32[{path.n_steps}]" in repr(run_path.info)

@@ -544,10 +544,20 @@ def test_advanced_api_init_step_scan_equals_driver(T):
     def run(X, Y):
         problem = rls_problem(X, Y, l2=0.02, bias=1.0, chunk_size=4)
         state = rls_init(problem, 5)
-        return jax.lax.scan(lambda s, _: rls_step(problem, s), state, length=5)
 
-    state, info = run(X, Y)
-    assert isinstance(state, RLSState) and isinstance(info, RLSInfo)
+        def body(s, _):
+            s = rls_step(problem, s)  # the state only; the step's RLSInfo is s.info
+            return s, s.info
+
+        return state, jax.lax.scan(body, state, length=5)
+
+    start, (state, info) = run(X, Y)
+    assert isinstance(state, RLSState) and isinstance(info, RLSInfo) and isinstance(state.info, RLSInfo)
+    # before any step, info is the null model (selected −1, its LOO error and intercept, zero coef)
+    assert int(start.info.selected) == -1 and not np.any(np.asarray(start.info.coef))
+    np.testing.assert_allclose(np.asarray(start.info.loo_error), np.asarray(res.null_loo_error), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(start.info.intercept), np.asarray(res.null_intercept), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(state.info.selected), np.asarray(info.selected[-1]))
     assert state.CT.shape == (16, N) and int(state.step) == 5
     np.testing.assert_array_equal(np.asarray(info.selected), np.asarray(res.selected))
     # Same algorithm, separately compiled (fusion may round differently in float32).

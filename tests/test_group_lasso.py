@@ -245,8 +245,11 @@ def test_advanced_api_steps_equal_the_driver(x64):
     weights = problem.groups.costs
     step = jax.jit(group_lasso_step)
     state = group_lasso_init(problem, lam, weights)
+    # before any step, info describes the starting coef (0): its KKT violation, no active group
+    assert float(state.info.kkt) == float(state.kkt) > 0 and int(state.info.n_active) == 0
     while float(state.kkt) > 1e-10 * group_lasso_lambda_max(problem):
-        state, info = step(problem, state)
+        state = step(problem, state)  # the state only; the step's GroupLassoStepInfo is state.info
+        info = state.info
         assert float(info.kkt) == float(state.kkt) and 0 < int(info.n_active) <= problem.n_groups
     np.testing.assert_allclose(state.coef, fit.coef[0], atol=1e-9)
     assert int(state.n_iter) == int(fit.n_iter[0])

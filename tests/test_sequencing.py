@@ -308,22 +308,32 @@ def test_custom_rule_through_the_advanced_api():
 
 def test_init_step_protocol_reproduces_the_driver():
     """sequencing_init(problem, rule, params) fixes the rule; sequencing_step(problem, state) takes
-    nothing else: k jitted steps by hand give the driver's order, costs and objective."""
-    from jaxselect.greedy import fr_rule, rule_params, sequencing_init, sequencing_step
+    nothing else and returns the state only (its info field holds the step's StepInfo): k jitted
+    steps by hand give the driver's order, costs, objective and models."""
+    from jaxselect.greedy import SequencingState, StepInfo, fr_rule, rule_params, sequencing_init, sequencing_step
+    from jaxselect.prepare import to_raw_coef
 
     X, Y, ids, costs = grouped_problem(23)
     problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)
     path = js.cs_fr(problem, k=4)
     state = sequencing_init(problem, fr_rule, rule_params(problem))
     assert state.config.rule is fr_rule and state.schur.shape[0] == problem.n_groups
+    # no step yet: group −1, cost +inf, objective F(∅) = 0, zero model of the step's shape
+    assert int(state.info.group) == -1 and np.isinf(float(state.info.cum_cost))
+    assert float(state.info.objective) == 0.0 and state.info.w.shape == problem.b0.shape
+    assert not np.any(np.asarray(state.info.w))
     step = jax.jit(sequencing_step)
-    groups, objective = [], []
+    groups, objective, ws = [], [], []
     for _ in range(4):
-        state, info = step(problem, state)
-        groups.append(int(info.group))
-        objective.append(float(info.objective))
+        state = step(problem, state)
+        assert isinstance(state, SequencingState) and isinstance(state.info, StepInfo)
+        groups.append(int(state.info.group))
+        objective.append(float(state.info.objective))
+        ws.append(np.asarray(state.info.w))
     assert groups == path.order.tolist() and int(state.step) == 4
     np.testing.assert_allclose(objective, path.objective, rtol=1e-5)
+    coef, _ = to_raw_coef(problem.transform, jnp.asarray(np.stack(ws)))
+    np.testing.assert_allclose(coef, path.dense().coef, rtol=1e-4, atol=1e-5)
 
 
 def cheapest_first(problem, state, params):

@@ -28,8 +28,9 @@ the path: iteration 0 fits the intercept-only model, iteration j ≥ 1 is one :f
 
 Advanced API (blackjax style): :func:`glm_problem` validates the data once into a
 :class:`GLMProblem` (arrays only); :func:`glm_omp_init` gives the fitted intercept-only
-:class:`GLMOMPState`; :func:`glm_omp_step` selects, adds and refits one group; :func:`glm_omp_run`
-is the jitted scan driver that :func:`glm_omp` calls.
+:class:`GLMOMPState`; ``state = glm_omp_step(problem, state)`` selects, adds and refits one group
+(``state.info``: its :class:`GLMStepInfo`); :func:`glm_omp_run` is the jitted scan of steps, emitting
+``state.info`` per step, that :func:`glm_omp` calls.
 """
 
 from __future__ import annotations
@@ -175,6 +176,8 @@ class GLMOMPState(NamedTuple):
       loss: () regularised risk r at (V, b); grad_norm: () max|∇r| there; n_iter: () Newton
         iterations of the last refit.
       step: () int32 steps taken; status: () int32 OR of the refits' status flags.
+      info: :class:`GLMStepInfo` of the latest step; after :func:`glm_omp_init` that of iteration 0
+        (the intercept-only fit: group −1, cost +inf, W = 0).
     """
 
     V: jax.Array
@@ -189,12 +192,14 @@ class GLMOMPState(NamedTuple):
     n_iter: jax.Array
     step: jax.Array
     status: jax.Array
+    info: GLMStepInfo
 
     __repr__ = short_repr
 
 
 class GLMStepInfo(NamedTuple):
-    """Per-step output of :func:`glm_omp_step` (group −1 and cost +inf for an empty step)."""
+    """Diagnostics of one :func:`glm_omp_step`, kept as ``GLMOMPState.info`` (group −1 and cost
+    +inf for an empty step and for the intercept-only fit of :func:`glm_omp_init`)."""
 
     group: jax.Array
     cum_cost: jax.Array
@@ -389,6 +394,16 @@ def _empty_state(problem: GLMProblem, capacity: int) -> GLMOMPState:
         n_iter=jnp.zeros((), jnp.int32),
         step=jnp.zeros((), jnp.int32),
         status=jnp.zeros((), jnp.int32),
+        info=GLMStepInfo(  # no step yet: replaced by the intercept-only fit's info in glm_omp_init
+            group=jnp.full((), -1, jnp.int32),
+            cum_cost=jnp.full((), jnp.inf, dtype),
+            W=jnp.zeros((D, T), dtype),
+            b=jnp.zeros((T,), dtype),
+            loss=jnp.full((), jnp.inf, dtype),
+            grad_norm=jnp.full((), jnp.inf, dtype),
+            n_iter=jnp.zeros((), jnp.int32),
+            status=jnp.zeros((), jnp.int32),
+        ),
     )
 
 
@@ -450,6 +465,7 @@ def _advance(problem: GLMProblem, state: GLMOMPState, add_group):
         n_iter=res.info.n_iter,
         step=state.step,
         status=state.status | res.info.status,
+        info=state.info,  # replaced below
     )
     proceed = take | ~add_group  # an empty step (nothing left to select) keeps the model
     new = jax.tree.map(partial(jnp.where, proceed), new, state)
@@ -457,16 +473,16 @@ def _advance(problem: GLMProblem, state: GLMOMPState, add_group):
     inf = jnp.full((), jnp.inf, dtype)
     step_status = jnp.where(proceed, res.info.status, 0).astype(jnp.int32)
     info = GLMStepInfo(
-        jnp.where(take, h, -1),
+        jnp.where(take, h, -1).astype(jnp.int32),
         jnp.where(take, new.cum_cost, inf),
         _slot_coef(problem, new),
         new.b,
         new.loss,
         new.grad_norm,
-        jnp.where(proceed, new.n_iter, 0),
+        jnp.where(proceed, new.n_iter, 0).astype(jnp.int32),
         step_status,
     )
-    return new, info
+    return new._replace(info=info)
 
 
 def glm_omp_init(problem: GLMProblem, capacity: int | None = None) -> GLMOMPState:
@@ -480,18 +496,18 @@ def glm_omp_init(problem: GLMProblem, capacity: int | None = None) -> GLMOMPStat
     """
     if capacity is None:
         capacity = slot_capacity(problem.groups.mask, problem.groups.n_groups, problem.Z.shape[1])
-    return _advance(problem, _empty_state(problem, capacity), jnp.zeros((), bool))[0]
+    return _advance(problem, _empty_state(problem, capacity), jnp.zeros((), bool))
 
 
-def glm_omp_step(problem: GLMProblem, state: GLMOMPState) -> tuple[GLMOMPState, GLMStepInfo]:
+def glm_omp_step(problem: GLMProblem, state: GLMOMPState) -> GLMOMPState:
     """One step of Algorithm 3: score every remaining group at the current model, add the best, refit.
 
     Pure and jit-able (the loss and the Newton solver are the problem's static config). When no
-    selectable group is left the step is empty: the state is unchanged (except ``step``) and the
-    info's group is −1.
+    selectable group is left the step is empty: the state is unchanged (except ``step`` and
+    ``info``) and the info's group is −1.
 
     Returns:
-      ``(state, GLMStepInfo)``.
+      The new :class:`GLMOMPState`; ``state.info`` is this step's :class:`GLMStepInfo`.
     """
     return _advance(problem, state, jnp.ones((), bool))
 
@@ -499,13 +515,19 @@ def glm_omp_step(problem: GLMProblem, state: GLMOMPState) -> tuple[GLMOMPState, 
 @partial(jax.jit, static_argnames=("capacity",))
 def _glm_start(problem: GLMProblem, *, capacity: int):
     """Iteration 0: the intercept-only fit, ``(state, null loss, null intercept)``."""
-    state, out = _advance(problem, _empty_state(problem, capacity), jnp.zeros((), bool))
-    return state, out.loss, out.b
+    state = _advance(problem, _empty_state(problem, capacity), jnp.zeros((), bool))
+    return state, state.info.loss, state.info.b
 
 
 @partial(jax.jit, static_argnames=("length",))
 def _glm_advance(problem: GLMProblem, state: GLMOMPState, *, length: int):
-    return jax.lax.scan(lambda st, _: glm_omp_step(problem, st), state, length=length)
+    """``length`` steps in one ``lax.scan``: ``(state, stacked GLMStepInfo)`` (``state.info`` per step)."""
+
+    def body(st, _):
+        st = glm_omp_step(problem, st)
+        return st, st.info
+
+    return jax.lax.scan(body, state, length=length)
 
 
 @jax.jit

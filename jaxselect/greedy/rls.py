@@ -40,9 +40,10 @@ traced data (inside a user's ``jit``) the steps past the last selectable column 
 
 Advanced API (the library's solver protocol): :func:`rls_problem` gives the :class:`RLSProblem`
 (the design, targets, penalties and the static :class:`RLSConfig` — chunk size, re-check count);
-``state = rls_init(problem, k)`` the :class:`RLSState` at S = ∅; ``state, info = rls_step(problem,
-state)`` makes one greedy addition; :func:`greedy_rls` is the validated driver (a fixed-length
-``lax.scan`` of ``rls_step`` inside one ``jit``).
+``state = rls_init(problem, k)`` the :class:`RLSState` at S = ∅; ``state = rls_step(problem,
+state)`` makes one greedy addition (``state.info``: its :class:`RLSInfo`); :func:`greedy_rls` is the
+validated driver (a fixed-length ``lax.scan`` of ``rls_step`` inside one ``jit``, emitting
+``state.info`` per step).
 
 Implementation (performance design):
 
@@ -183,10 +184,13 @@ class RLSState(NamedTuple):
     status: jax.Array  # () int32 status flags
     root_w: jax.Array  # (n,) √sample_weight (ones without weights): rows of the design are scaled by it
     n_eff: jax.Array  # () Σ sample_weight (n without weights): λ = n_eff·l2, the LOO mean's denominator
+    info: RLSInfo  # the latest step's report; rls_init: the model with no feature (selected −1)
 
 
 class RLSInfo(NamedTuple):
-    """What :func:`rls_step` reports about one addition (stacked over steps by the driver).
+    """What :func:`rls_step` reports about one addition, kept as ``RLSState.info`` (stacked over
+    steps by the driver). Before any step (:func:`rls_init`) it describes the model with no selected
+    feature: ``selected = −1``, its LOO error, zero ``coef`` and its intercept.
 
     Attributes:
       selected: () int32 feature added (−1 if no selectable feature was left).
@@ -276,11 +280,19 @@ def _init(problem: RLSProblem, k: int) -> RLSState:
         status=jnp.zeros((), dtype=jnp.int32),
         root_w=root_w,
         n_eff=n_eff,
+        info=RLSInfo(  # no step yet; the null model's LOO error and intercept are filled in below
+            selected=jnp.full((), -1, jnp.int32),
+            loo_error=jnp.zeros((), dtype=dt),
+            coef=jnp.zeros((k, Y.shape[1]), dtype=dt),
+            intercept=jnp.zeros((Y.shape[1],), dtype=dt),
+        ),
     )
     # RLScore's bias: a constant regularised feature √bias·1 always in the model (no-op if bias=0);
     # on the weighted design its rows are scaled like the others, √bias·√w.
     v = jnp.sqrt(bias) * root_w
-    return _pend_column(state, v, v * inv)
+    state = _pend_column(state, v, v * inv)
+    intercept, loo = _null_model(state)
+    return state._replace(info=state.info._replace(loo_error=loo.astype(dt), intercept=intercept.astype(dt)))
 
 
 def _current_loo(state: RLSState):
@@ -367,8 +379,9 @@ def _argmin_lowest(values, index):
     return jnp.argmin(jnp.where(values == best, index, big))
 
 
-def _rls_step(problem: RLSProblem, state: RLSState):
-    """One greedy addition: score all candidates, add the best, return ``(state, RLSInfo)``.
+def _rls_step(problem: RLSProblem, state: RLSState) -> RLSState:
+    """One greedy addition: score all candidates, add the best; the new state's ``info`` is its
+    :class:`RLSInfo`.
 
     With ``T == 1`` every candidate is scored by :func:`_exact_scores`. With ``T > 1`` all are
     screened by :func:`_gemm_scores` and the ``n_recheck`` best are re-scored exactly; the pick is
@@ -421,8 +434,8 @@ def _rls_step(problem: RLSProblem, state: RLSState):
     )
     coef = (new.A.T @ new.Xs).T  # (k, T) W = X_Sᵀ A, zero beyond the current step
     intercept = new.bias * jnp.sum(new.root_w[:, None] * new.A, axis=0)  # (T,) bias·(√w)ᵀA
-    selected = jnp.where(exhausted, jnp.int32(-1), best)
-    return new, RLSInfo(selected, err, coef, intercept)
+    selected = jnp.where(exhausted, jnp.int32(-1), best).astype(jnp.int32)
+    return new._replace(info=RLSInfo(selected, err, coef, intercept))
 
 
 def _null_model(state: RLSState):
@@ -432,13 +445,20 @@ def _null_model(state: RLSState):
 
 @partial(jax.jit, static_argnames=("k",))
 def _rls_start(problem: RLSProblem, *, k: int):
+    """``(state, null intercept, null LOO error)``: the state at S = ∅ and its null model."""
     state = _init(problem, k)
-    return (state,) + _null_model(state)
+    return state, state.info.intercept, state.info.loo_error
 
 
 @partial(jax.jit, static_argnames=("length",))
 def _rls_advance(problem: RLSProblem, state: RLSState, *, length: int):
-    return jax.lax.scan(lambda st, _: _rls_step(problem, st), state, length=length)
+    """``length`` steps in one ``lax.scan``: ``(state, stacked RLSInfo)`` (``state.info`` per step)."""
+
+    def body(st, _):
+        st = _rls_step(problem, st)
+        return st, st.info
+
+    return jax.lax.scan(body, state, length=length)
 
 
 @jax.jit
@@ -667,22 +687,22 @@ def rls_init(problem: RLSProblem, k) -> RLSState:
       k: how many :func:`rls_step` calls the state has room for (static).
 
     Returns:
-      An :class:`RLSState`.
+      An :class:`RLSState` (its ``info``: the model with no selected feature, ``selected = −1``).
     """
     if not isinstance(problem, RLSProblem):
         raise TypeError(f"expected an RLSProblem from rls_problem(X, Y, ...); got {type(problem).__name__}")
     return _init(problem, check_int(k, "k", low=1))
 
 
-def rls_step(problem: RLSProblem, state: RLSState) -> tuple[RLSState, RLSInfo]:
-    """Advanced API: one greedy addition, ``(problem, state)`` → ``(state, RLSInfo)``.
+def rls_step(problem: RLSProblem, state: RLSState) -> RLSState:
+    """Advanced API: one greedy addition, ``(problem, state)`` → ``state``.
 
     Pure and traceable (``jax.lax.scan`` it ``k`` times, as :func:`greedy_rls` does; at most the
     ``k`` given to :func:`rls_init`). The chunk size and the re-check count are the problem's
     static config.
 
     Returns:
-      ``(RLSState, RLSInfo)``.
+      The new :class:`RLSState`; ``state.info`` is this step's :class:`RLSInfo`.
     """
     d_pad = state.CT.shape[0]
     if d_pad % problem.config.chunk:

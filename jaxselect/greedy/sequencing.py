@@ -30,7 +30,7 @@ Advanced API (the library's solver protocol; the engine lives in :mod:`jaxselect
 ``state = sequencing_init(problem, rule, params)`` fixes a *selection rule* — :func:`omp_rule`,
 :func:`fr_rule`, :func:`doubling_rule` or :func:`fixed_order_rule`, or a function of your own with
 the signature ``rule(problem, state, params) -> (group, take)`` — and its :class:`RuleParams`;
-``state, info = sequencing_step(problem, state)`` appends one group; :func:`sequencing_run` is the
+``state = sequencing_step(problem, state)`` appends one group (``state.info``: its :class:`StepInfo`); :func:`sequencing_run` is the
 compiled scan of steps.
 Groups made only of inert coordinates (constant columns, dropped whitening directions) are never
 selected; once no selectable group is left the remaining steps are empty (order −1).
