@@ -14,8 +14,9 @@ Centring and scaling are implicit (``X̃ v = X (f⊙v) − (μ·(f⊙v)) 1``, ``
 so memory stays O(nnz + n + D). The column summary is the library's one rule
 (:mod:`jaxselect.design.summary`) computed from the stored entries: implicit zeros count (a column
 with fewer stored entries than rows of positive weight has ``min ≤ 0 ≤ max``; an empty column is
-constant, hence inert), and the centred variance is exact two-pass arithmetic
-``Σ_stored w (x − m)² + (Σw − Σ_stored w) m²`` (no ``E[x²] − m²`` cancellation).
+constant, hence inert), and the centred variance is two-pass arithmetic
+``Σ_stored w (x − m)² + (Σw − Σ_stored w) m²`` (no ``E[x²] − m²`` cancellation), on the device with
+a corrected mean (one extra pass ``m += Σ w (x − m) / Σw``), on the host in float64.
 
 Input rules (:func:`as_sparse_csr`, used by :func:`~jaxselect.design.as_data`):
 
@@ -116,8 +117,6 @@ def as_sparse_csr(X, name: str = "X", *, dtype=None, min_rows: int = 1):
 
     X = _to_scipy(X, name)
     check_matrix(X, name, min_rows=min_rows)
-    if X.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers; got dtype {X.dtype}")
     n, d = X.shape
     if max(n, d) > _INT32_MAX:
         raise ValueError(f"sparse {name} has shape {(n, d)}: jaxselect indexes rows and columns with int32 (< 2**31)")
@@ -173,10 +172,14 @@ def _summary(data, rows, cols, w, n: int, d: int):
     xn = data / _gather(p, cols, 1.0)
     we = jnp.ones_like(data) if w is None else w[rows]
     nf = jnp.asarray(n, dtype) if w is None else jnp.sum(w)
-    mean_n = jax.ops.segment_sum(we * xn, cols, num_segments=d) / nf
-    c = xn - _gather(mean_n, cols, 0.0)
     stored_w = jax.ops.segment_sum(we, cols, num_segments=d)
     implicit_w = jnp.maximum(nf - stored_w, zero)  # weight of the implicit zeros, each (0 − m)²
+    # The mean, then one correction pass Σ w (x − m) / Σw: a scatter-add sums sequentially, and the
+    # correction removes its rounding (otherwise a column far from 0 loses digits of its variance).
+    first = jax.ops.segment_sum(we * xn, cols, num_segments=d) / nf
+    residual = jax.ops.segment_sum(we * (xn - _gather(first, cols, 0.0)), cols, num_segments=d) - implicit_w * first
+    mean_n = first + residual / nf
+    c = xn - _gather(mean_n, cols, 0.0)
     var_n = (jax.ops.segment_sum(we * c * c, cols, num_segments=d) + implicit_w * mean_n * mean_n) / nf
     return _finish(col_min, col_max, mean_n, var_n, p, nf), col_min, col_max
 
