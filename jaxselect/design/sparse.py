@@ -280,56 +280,38 @@ class SparseDesign:
 
     def mv(self, v):
         """``X̃ v``: (D,) → (n,), or (D, k) → (n, k) (a segment sum over the sorted rows)."""
-        if v.ndim == 1:
-            fv = v * self.factor
-            prod = self.data * _gather(fv, self.cols, 0.0)
-            return jax.ops.segment_sum(prod, self.rows, self.n_rows, indices_are_sorted=True) - self.mean @ fv
-        fv = v * self.factor[:, None]
-        prod = self.data[:, None] * _gather(fv, self.cols, 0.0)
-        out = jax.ops.segment_sum(prod, self.rows, self.n_rows, indices_are_sorted=True)
-        return out - (self.mean @ fv)[None, :]
+        return _mv(self, jnp.asarray(v))
 
     def rmv(self, u):
         """``u X̃``: (n,) → (D,), or (k, n) → (k, D) (a scatter-add over the columns)."""
-        d = self.shape[1]
-        if u.ndim == 1:
-            acc = jax.ops.segment_sum(self.data * u[self.rows], self.cols, num_segments=d)
-            return (acc - jnp.sum(u) * self.mean) * self.factor
-        acc = jax.ops.segment_sum(self.data[:, None] * u.T[self.rows], self.cols, num_segments=d)  # (D, k)
-        total = jnp.sum(u, axis=-1)
-        return (acc.T - total[:, None] * self.mean[None, :]) * self.factor[None, :]
+        return _rmv(self, jnp.asarray(u))
 
     def materialize(self):
         """The dense (n, D) standardised design (small designs and tests only)."""
-        n, d = self.shape
-        dense = jnp.zeros((n, d), self.dtype).at[self.rows, self.cols].add(self.data, mode="drop")
-        return (dense - self.mean[None, :]) * self.factor[None, :]
+        return _materialize(self)
 
     def gram(self, w=None):
         """``X̃ᵀ W X̃ / Σw`` (D, D), through the dense design: for small D only."""
-        return DenseDesign(self.materialize(), jnp.zeros_like(self.mean), jnp.ones_like(self.factor)).gram(w)
+        return _gram(self, w)
 
     def gram_columns(self, idx, w=None):
         """``X̃ᵀ W X̃[:, idx] / Σw`` (D, s): the s dense standardised columns, then one ``rmv``."""
-        cols = self.take(idx).materialize()  # (n, s)
-        if w is None:
-            return self.rmv(cols.T).T / jnp.asarray(cols.shape[0], cols.dtype)
-        return self.rmv((cols * w[:, None]).T).T / jnp.sum(w)
+        return _gram_columns(self, self._index(idx), w)
 
     def take(self, idx) -> "SparseDesign":
         """The operator of columns ``idx`` (s,), with the same (static) nnz: entries of the other
         columns are marked dropped (``cols == s``, ``data == 0``). ``idx`` must not repeat a column
         (checked when concrete); traceable."""
+        return _take(self, self._index(idx))
+
+    def _index(self, idx):
         idx = jnp.asarray(idx).astype(jnp.int32)
         if idx.ndim != 1:
             raise ValueError(f"take: idx must be 1-D; got shape {tuple(idx.shape)}")
-        s, d = idx.shape[0], self.shape[1]
-        if not is_traced(idx) and np.unique(np.asarray(idx) % max(d, 1)).size != s:
+        d = self.shape[1]
+        if not is_traced(idx) and np.unique(np.asarray(idx) % max(d, 1)).size != idx.shape[0]:
             raise ValueError("take: a sparse design cannot repeat a column (idx has duplicates)")
-        position = jnp.full((d,), s, jnp.int32).at[idx].set(jnp.arange(s, dtype=jnp.int32))
-        cols = _gather(position, self.cols, s)
-        data = jnp.where(cols < s, self.data, jnp.zeros((), self.dtype))
-        return self._replace(data=data, cols=cols, mean=self.mean[idx], factor=self.factor[idx])
+        return idx
 
     def compact(self, cols, block: int = 0) -> "SparseDesign":
         """The kept columns ``cols`` as the cheapest operator for repeated products: with concrete
@@ -396,6 +378,59 @@ class SparseDesign:
             data=put(data.reshape(-1)), rows=put(rows.reshape(-1)), cols=put(cols.reshape(-1)), n_rows=parts * per
         )
         return design, put(w)
+
+
+# -- the products, jitted once per shape (eager calls do not dispatch op by op) --------------------
+@jax.jit
+def _mv(op: SparseDesign, v):
+    if v.ndim == 1:
+        fv = v * op.factor
+        prod = op.data * _gather(fv, op.cols, 0.0)
+        return jax.ops.segment_sum(prod, op.rows, op.n_rows, indices_are_sorted=True) - op.mean @ fv
+    fv = v * op.factor[:, None]
+    prod = op.data[:, None] * _gather(fv, op.cols, 0.0)
+    out = jax.ops.segment_sum(prod, op.rows, op.n_rows, indices_are_sorted=True)
+    return out - (op.mean @ fv)[None, :]
+
+
+@jax.jit
+def _rmv(op: SparseDesign, u):
+    d = op.shape[1]
+    if u.ndim == 1:
+        acc = jax.ops.segment_sum(op.data * u[op.rows], op.cols, num_segments=d)
+        return (acc - jnp.sum(u) * op.mean) * op.factor
+    acc = jax.ops.segment_sum(op.data[:, None] * u.T[op.rows], op.cols, num_segments=d)  # (D, k)
+    total = jnp.sum(u, axis=-1)
+    return (acc.T - total[:, None] * op.mean[None, :]) * op.factor[None, :]
+
+
+@jax.jit
+def _materialize(op: SparseDesign):
+    n, d = op.shape
+    dense = jnp.zeros((n, d), op.dtype).at[op.rows, op.cols].add(op.data, mode="drop")
+    return (dense - op.mean[None, :]) * op.factor[None, :]
+
+
+@jax.jit
+def _gram(op: SparseDesign, w):
+    return DenseDesign(_materialize(op), jnp.zeros_like(op.mean), jnp.ones_like(op.factor)).gram(w)
+
+
+@jax.jit
+def _take(op: SparseDesign, idx) -> SparseDesign:
+    s, d = idx.shape[0], op.shape[1]
+    position = jnp.full((d,), s, jnp.int32).at[idx].set(jnp.arange(s, dtype=jnp.int32))
+    cols = _gather(position, op.cols, s)
+    data = jnp.where(cols < s, op.data, jnp.zeros((), op.dtype))
+    return op._replace(data=data, cols=cols, mean=op.mean[idx], factor=op.factor[idx])
+
+
+@jax.jit
+def _gram_columns(op: SparseDesign, idx, w):
+    cols = _materialize(_take(op, idx))  # (n, s)
+    if w is None:
+        return _rmv(op, cols.T).T / jnp.asarray(cols.shape[0], cols.dtype)
+    return _rmv(op, (cols * w[:, None]).T).T / jnp.sum(w)
 
 
 class HostSparseDesign:
