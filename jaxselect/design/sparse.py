@@ -41,7 +41,7 @@ import numpy as np
 
 from jaxselect._validation import check_matrix, float_dtype_for, is_traced
 from jaxselect.design.operators import DenseDesign
-from jaxselect.design.summary import _finish, _power_of_two, standardize
+from jaxselect.design.summary import standardize
 
 __all__ = ["HostSparseDesign", "SparseDesign", "as_sparse_csr", "is_sparse"]
 
@@ -151,6 +151,20 @@ def as_sparse_csr(X, name: str = "X", *, dtype=None, min_rows: int = 1):
 def _gather(values, idx, fill):
     """``values[idx]`` with ``fill`` where ``idx`` is out of range (dropped entries of a ``take``)."""
     return values.at[idx].get(mode="fill", fill_value=fill)
+
+
+def _power_of_two(col_max, col_min):
+    """A power of two near each column's half-range (1 for constant columns): the exact rescaling
+    before squaring of :mod:`jaxselect.design.summary`."""
+    half = jax.lax.stop_gradient(0.5 * col_max - 0.5 * col_min)
+    exponent = jnp.frexp(jnp.where(half > 0, half, jnp.ones_like(half)))[1]
+    return jnp.ldexp(jnp.ones_like(half), exponent)
+
+
+def _finish(col_min, col_max, mean_n, var_n, p, nf):
+    """The rule on the moments of ``X / p`` (as :func:`~jaxselect.design.column_summary`)."""
+    s = standardize(mean_n * p, var_n, col_max > col_min, nf)
+    return s._replace(scale=s.scale * jnp.where(s.live, p, jnp.ones_like(p)))
 
 
 @partial(jax.jit, static_argnames=("n", "d"))
