@@ -122,6 +122,13 @@ def _check_methods(op, X, w):
         np.testing.assert_allclose(np.asarray(sub.mv(v[:4])), Xs[:, idx] @ v[:4], **tol)
         np.testing.assert_allclose(np.asarray(sub.rmv(U)), U @ Xs[:, idx], **tol)
     assert op.compact(idx).nnz < op.nnz  # compaction drops the other columns' entries
+    for sub in (op.take(idx), op.compact(idx)):  # the summary of the stored columns, dropped entries aside
+        summary, lo, hi = sub.summarize(w)
+        _, scale, live, _, ref_lo, ref_hi = _reference(X[:, idx], None if w is None else np.asarray(w))
+        np.testing.assert_array_equal(np.asarray(summary.live), live)
+        np.testing.assert_allclose(np.asarray(lo), ref_lo, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(hi), ref_hi, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(summary.scale), scale, rtol=1e-5)
     blocks = list(op.row_blocks(20))
     assert [start for start, _ in blocks] == [0, 20]
     np.testing.assert_allclose(np.concatenate([np.asarray(b.materialize()) for _, b in blocks]), Xs, **tol)

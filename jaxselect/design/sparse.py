@@ -148,9 +148,17 @@ def as_sparse_csr(X, name: str = "X", *, dtype=None, min_rows: int = 1):
     )
 
 
-def _gather(values, idx, fill):
-    """``values[idx]`` with ``fill`` where ``idx`` is out of range (dropped entries of a ``take``)."""
-    return values.at[idx].get(mode="fill", fill_value=fill)
+def _gather(values, idx):
+    """``values[idx]`` for indices known to be in range (every stored entry's row and column are:
+    entries dropped by ``take`` point at column 0 with value 0): no clamping or bounds masks."""
+    return values.at[idx].get(mode="promise_in_bounds")
+
+
+def _segment_sum(values, ids, num_segments, *, sorted_ids=False):
+    """``jax.ops.segment_sum`` for in-range ``ids`` (see :func:`_gather`)."""
+    return jax.ops.segment_sum(
+        values, ids, num_segments, indices_are_sorted=sorted_ids, mode=jax.lax.GatherScatterMode.PROMISE_IN_BOUNDS
+    )
 
 
 def _power_of_two(col_max, col_min):
@@ -173,7 +181,8 @@ def _summary(data, rows, cols, w, n: int, d: int):
     dtype = data.dtype
     ones_rows = jnp.ones((n,), bool)
     pos_row = ones_rows if w is None else w > 0
-    entry_pos = pos_row[rows]
+    # a stored zero (an entry dropped by ``take``, a shard's padding) counts as an implicit zero
+    entry_pos = pos_row[rows] & (data != 0)
     count = jax.ops.segment_sum(entry_pos.astype(jnp.int32), cols, num_segments=d)
     n_pos = jnp.sum(pos_row.astype(jnp.int32))
     smax = jax.ops.segment_max(jnp.where(entry_pos, data, -jnp.inf), cols, num_segments=d)
@@ -183,17 +192,18 @@ def _summary(data, rows, cols, w, n: int, d: int):
     col_max = jnp.where(implicit, jnp.maximum(smax, zero), smax)
     col_min = jnp.where(implicit, jnp.minimum(smin, zero), smin)
     p = _power_of_two(col_max, col_min)
-    xn = data / _gather(p, cols, 1.0)
-    we = jnp.ones_like(data) if w is None else w[rows]
+    xn = data / _gather(p, cols)
+    stored = data != 0  # zeros (dropped by ``take``, padding) are left to the implicit-zero term
+    we = jnp.where(stored, jnp.ones_like(data) if w is None else w[rows], jnp.zeros_like(data))
     nf = jnp.asarray(n, dtype) if w is None else jnp.sum(w)
     stored_w = jax.ops.segment_sum(we, cols, num_segments=d)
     implicit_w = jnp.maximum(nf - stored_w, zero)  # weight of the implicit zeros, each (0 − m)²
     # The mean, then one correction pass Σ w (x − m) / Σw: a scatter-add sums sequentially, and the
     # correction removes its rounding (otherwise a column far from 0 loses digits of its variance).
     first = jax.ops.segment_sum(we * xn, cols, num_segments=d) / nf
-    residual = jax.ops.segment_sum(we * (xn - _gather(first, cols, 0.0)), cols, num_segments=d) - implicit_w * first
+    residual = jax.ops.segment_sum(we * (xn - _gather(first, cols)), cols, num_segments=d) - implicit_w * first
     mean_n = first + residual / nf
-    c = xn - _gather(mean_n, cols, 0.0)
+    c = xn - _gather(mean_n, cols)
     var_n = (jax.ops.segment_sum(we * c * c, cols, num_segments=d) + implicit_w * mean_n * mean_n) / nf
     return _finish(col_min, col_max, mean_n, var_n, p, nf), col_min, col_max
 
@@ -205,8 +215,8 @@ class SparseDesign:
     Attributes:
       data: (nnz,) the stored values.
       rows: (nnz,) int32 row of each entry, sorted (ascending).
-      cols: (nnz,) int32 column of each entry; ``cols == D`` marks an entry dropped by
-        :meth:`take` (its ``data`` is 0 and every product ignores it).
+      cols: (nnz,) int32 column of each entry, in ``[0, D)``; an entry dropped by :meth:`take`
+        points at column 0 with ``data`` 0 (it adds nothing to any product or summary).
       mean: (D,) column means μ.
       factor: (D,) ``live/scale`` (0 on inert columns).
       n_rows: n (static: pytree auxiliary data).
@@ -314,7 +324,7 @@ class SparseDesign:
 
     def take(self, idx) -> "SparseDesign":
         """The operator of columns ``idx`` (s,), with the same (static) nnz: entries of the other
-        columns are marked dropped (``cols == s``, ``data == 0``). ``idx`` must not repeat a column
+        columns are dropped (``data`` 0, column 0). ``idx`` must not repeat a column
         (checked when concrete); traceable."""
         return _take(self, self._index(idx))
 
@@ -336,7 +346,7 @@ class SparseDesign:
         kept = self.take(cols)
         if is_traced((kept.data, kept.cols)):
             return kept
-        keep = np.flatnonzero(np.asarray(kept.cols) < kept.shape[1])
+        keep = np.flatnonzero(np.asarray(kept.data) != 0)
         return kept._replace(data=kept.data[keep], rows=kept.rows[keep], cols=kept.cols[keep])
 
     def row_blocks(self, rows: int | None = None) -> Iterator:
@@ -357,7 +367,7 @@ class SparseDesign:
     def shard(self, mesh=None, axis: str = "data"):
         """``(design, w)``: rows split into equal contiguous blocks over ``mesh``'s ``axis`` (n padded
         with empty rows to a multiple of the axis size), each block's entries padded to the same
-        count (padding entries are dropped ones) and the entry arrays sharded over ``axis``; ``w``
+        count (padding entries are zeros in column 0) and the entry arrays sharded over ``axis``; ``w``
         (n_padded,) is 1 on real rows and 0 on padding (pass it as ``sample_weight``). Products are
         global segment sums: XLA inserts the cross-device reductions. Single-process only."""
         from jax.sharding import NamedSharding, PartitionSpec
@@ -379,7 +389,7 @@ class SparseDesign:
         width = max(1, int(np.max(np.diff(bounds))))
         data = np.zeros((parts, width), self.dtype)
         rows = np.repeat((np.arange(parts, dtype=np.int32) * per)[:, None], width, axis=1)
-        cols = np.full((parts, width), d, np.int32)  # padding entries are dropped ones
+        cols = np.zeros((parts, width), np.int32)  # padding entries: value 0 in column 0
         host_data, host_cols = np.asarray(self.data), np.asarray(self.cols)
         for p in range(parts):
             a, b = bounds[p], bounds[p + 1]
@@ -397,23 +407,25 @@ class SparseDesign:
 # -- the products, jitted once per shape (eager calls do not dispatch op by op) --------------------
 @jax.jit
 def _mv(op: SparseDesign, v):
+    n, d = op.shape
+    fv = v * (op.factor if v.ndim == 1 else op.factor[:, None])
+    if d == 0:
+        return jnp.zeros((n,) + v.shape[1:], op.dtype)
     if v.ndim == 1:
-        fv = v * op.factor
-        prod = op.data * _gather(fv, op.cols, 0.0)
-        return jax.ops.segment_sum(prod, op.rows, op.n_rows, indices_are_sorted=True) - op.mean @ fv
-    fv = v * op.factor[:, None]
-    prod = op.data[:, None] * _gather(fv, op.cols, 0.0)
-    out = jax.ops.segment_sum(prod, op.rows, op.n_rows, indices_are_sorted=True)
+        return _segment_sum(op.data * _gather(fv, op.cols), op.rows, n, sorted_ids=True) - op.mean @ fv
+    out = _segment_sum(op.data[:, None] * _gather(fv, op.cols), op.rows, n, sorted_ids=True)
     return out - (op.mean @ fv)[None, :]
 
 
 @jax.jit
 def _rmv(op: SparseDesign, u):
     d = op.shape[1]
+    if d == 0:
+        return jnp.zeros(u.shape[:-1] + (0,), op.dtype)
     if u.ndim == 1:
-        acc = jax.ops.segment_sum(op.data * u[op.rows], op.cols, num_segments=d)
+        acc = _segment_sum(op.data * _gather(u, op.rows), op.cols, d)
         return (acc - jnp.sum(u) * op.mean) * op.factor
-    acc = jax.ops.segment_sum(op.data[:, None] * u.T[op.rows], op.cols, num_segments=d)  # (D, k)
+    acc = _segment_sum(op.data[:, None] * _gather(u.T, op.rows), op.cols, d)  # (D, k)
     total = jnp.sum(u, axis=-1)
     return (acc.T - total[:, None] * op.mean[None, :]) * op.factor[None, :]
 
@@ -433,9 +445,11 @@ def _gram(op: SparseDesign, w):
 @jax.jit
 def _take(op: SparseDesign, idx) -> SparseDesign:
     s, d = idx.shape[0], op.shape[1]
-    position = jnp.full((d,), s, jnp.int32).at[idx].set(jnp.arange(s, dtype=jnp.int32))
-    cols = _gather(position, op.cols, s)
-    data = jnp.where(cols < s, op.data, jnp.zeros((), op.dtype))
+    position = jnp.full((d,), -1, jnp.int32).at[idx].set(jnp.arange(s, dtype=jnp.int32))
+    new = _gather(position, op.cols)
+    kept = new >= 0  # entries of the other columns: value 0 in column 0
+    data = jnp.where(kept, op.data, jnp.zeros((), op.dtype))
+    cols = jnp.where(kept, new, jnp.zeros((), jnp.int32))
     return op._replace(data=data, cols=cols, mean=op.mean[idx], factor=op.factor[idx])
 
 
