@@ -148,8 +148,8 @@ def check_matrix(X, name: str = "X", *, min_rows: int = 1, min_cols: int = 1) ->
     if X.dtype == object and X.ndim == 0 and "sparse" in type(X.item()).__module__:
         raise TypeError(
             f"{name} is a sparse matrix ({type(X.item()).__name__}) and this function needs a dense array: pass "
-            f"{name}.toarray() if it fits in memory, or use jaxselect.as_data, whose sparse design operators "
-            "never densify"
+            f"{name}.toarray() if it fits in memory (jaxselect.as_data and the solvers built on it take sparse "
+            f"{name} without densifying)"
         )
     if X.dtype == object or not _is_numeric(X.dtype):
         raise TypeError(f"{name} must be a numeric array; got dtype {X.dtype}")

@@ -99,8 +99,8 @@ class Data(NamedTuple):
         """The stored (unstandardised) features (dense designs; a sparse design has no dense X)."""
         if isinstance(self.design, SparseDesign):
             raise TypeError(
-                "this Data holds a sparse X (a SparseDesign): use the design operator (data.design.mv/rmv/take), "
-                "or data.design.materialize() for a small dense copy"
+                "this solver does not run on sparse X yet (it reads the dense X, and a SparseDesign never "
+                "densifies): pass X.toarray() if it fits in memory"
             )
         return self.design.X
 
@@ -298,8 +298,9 @@ def _sparse_data(
     """Sparse X: canonical CSR, summary from the stored entries, a sparse design operator."""
     if with_moments:
         raise ValueError(
-            "with_moments=True forms the dense D x D moments, which sparse X does not densify into; "
-            "use with_moments=False (the solvers then ask the sparse design for Gram columns lazily)"
+            "sparse X has no moments pass: with_moments=True (the Gram mode of prepare) forms the dense D x D "
+            "moments on dense X; pass X.toarray() if it fits in memory, or with_moments=False (the design "
+            "operator then gives Gram columns lazily, gram_columns)"
         )
     csr = as_sparse_csr(X, "X", dtype=dtype, min_rows=min_rows)
     n, d = csr.shape
