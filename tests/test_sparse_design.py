@@ -129,6 +129,10 @@ def _check_methods(op, X, w):
         np.testing.assert_allclose(np.asarray(lo), ref_lo, rtol=1e-6)
         np.testing.assert_allclose(np.asarray(hi), ref_hi, rtol=1e-6)
         np.testing.assert_allclose(np.asarray(summary.scale), scale, rtol=1e-5)
+    sub = op.subsample_rows(3)
+    assert sub.shape == (len(range(0, N, 3)), D)
+    np.testing.assert_allclose(np.asarray(sub.materialize()), Xs[::3], **tol)
+    np.testing.assert_allclose(np.asarray(sub.rmv(u[::3])), u[::3] @ Xs[::3], **tol)
     blocks = list(op.row_blocks(20))
     assert [start for start, _ in blocks] == [0, 20]
     np.testing.assert_allclose(np.concatenate([np.asarray(b.materialize()) for _, b in blocks]), Xs, **tol)
@@ -186,7 +190,9 @@ def test_sparse_design_under_jit_and_to_device():
     u = jnp.asarray(np.random.default_rng(5).normal(size=N), jnp.float32)
 
     def products(op, v, u, idx, w):
-        return op.mv(v), op.rmv(u), op.take(idx).mv(v[:3]), op.gram_columns(idx, w), op.compact(idx).rmv(u)
+        sub = op.subsample_rows(2)
+        return (op.mv(v), op.rmv(u), op.take(idx).mv(v[:3]), op.gram_columns(idx, w), op.compact(idx).rmv(u),
+                sub.mv(v), sub.rmv(u[::2]))
 
     jitted = jax.jit(products)(dev, v, u, idx, w)
     for a, b in zip(jitted, products(dev, v, u, idx, w)):

@@ -349,6 +349,22 @@ class SparseDesign:
         keep = np.flatnonzero(np.asarray(kept.data) != 0)
         return kept._replace(data=kept.data[keep], rows=kept.rows[keep], cols=kept.cols[keep])
 
+    def subsample_rows(self, stride: int) -> "SparseDesign":
+        """Every ``stride``-th row (static ``stride``), as ``X[::stride]``: with concrete arrays the
+        other rows' entries are removed; under a trace they become zeros (static nnz, rows stay sorted)."""
+        stride = int(stride)
+        if stride < 1:
+            raise ValueError(f"subsample_rows: stride must be a positive integer; got {stride}")
+        n_new = -(-self.n_rows // stride)
+        if is_traced((self.data, self.rows)):
+            kept = self.rows % stride == 0
+            data = jnp.where(kept, self.data, jnp.zeros((), self.dtype))
+            return self._replace(data=data, rows=self.rows // stride, n_rows=n_new)
+        keep = np.flatnonzero(np.asarray(self.rows) % stride == 0)
+        return self._replace(
+            data=self.data[keep], rows=self.rows[keep] // stride, cols=self.cols[keep], n_rows=n_new
+        )
+
     def row_blocks(self, rows: int | None = None) -> Iterator:
         """``(start, block operator)`` over row blocks (host iteration; concrete arrays only)."""
         n = self.n_rows
@@ -555,10 +571,18 @@ class HostSparseDesign:
         idx = np.asarray(idx)
         return HostSparseDesign(self.X[:, idx].tocsr(), self.mean[idx], self.factor[idx], self.dtype)
 
-    def compact(self, cols, block: int = 0) -> "HostSparseDesign":
-        """The kept columns as their own (smaller) CSR matrix; ``block`` does not apply to sparse storage."""
+    def compact(self, cols, block: int = 0) -> SparseDesign:
+        """The kept columns ``cols`` (concrete) as a device :class:`SparseDesign` holding only their
+        entries (as :meth:`HostDesign.compact` gives a device operator); ``block`` does not apply to
+        sparse storage."""
         del block
-        return self.take(cols)
+        if is_traced(cols):
+            raise TypeError("HostSparseDesign.compact needs concrete column indices (it gathers on the host)")
+        return self.take(np.asarray(cols)).to_device()
+
+    def subsample_rows(self, stride: int) -> "HostSparseDesign":
+        """Every ``stride``-th row, ``X[::stride]``."""
+        return HostSparseDesign(self.X[:: int(stride)], self.mean, self.factor, self.dtype)
 
     def row_blocks(self, rows: int | None = None):
         n = self.shape[0]
