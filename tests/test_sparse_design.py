@@ -216,10 +216,27 @@ def test_shard_pads_rows_and_entries():
     np.testing.assert_allclose(np.asarray(sharded.mv(v))[:N], np.asarray(op.mv(v)), rtol=1e-5, atol=1e-5)
 
 
-def test_take_refuses_repeated_columns():
-    op = as_data(sp.csr_matrix(_dense()), targets=None).design
-    with pytest.raises(ValueError, match="duplicates"):
-        op.take(np.array([1, 1]))
+@pytest.mark.parametrize("storage", ["device", "host"])
+def test_take_repeated_and_nested_columns(storage):
+    """A repeated index is the same column twice (as dense ``take``), eager and under jit, and a
+    take of a take composes; this is what padded group index rows ask for."""
+    X = _dense()
+    op = as_data(sp.csr_matrix(X), targets=None, storage=storage).design
+    Xs = _reference(X, None)[3]
+    idx, inner = np.array([4, 0, 4, 7, 0]), np.array([2, 2, 0, 3])
+    v = np.random.default_rng(7).normal(size=idx.size).astype(np.float32)
+    u = np.random.default_rng(8).normal(size=(2, N)).astype(np.float32)
+    tol = dict(rtol=2e-4, atol=2e-4)
+    takes = [op.take(idx)]
+    if storage == "device":
+        takes.append(jax.jit(lambda o, i: o.take(i))(op, jnp.asarray(idx)))
+    for sub in takes:
+        np.testing.assert_allclose(np.asarray(sub.materialize()), Xs[:, idx], **tol)
+        np.testing.assert_allclose(np.asarray(sub.mv(v)), Xs[:, idx] @ v, **tol)
+        np.testing.assert_allclose(np.asarray(sub.rmv(u)), u @ Xs[:, idx], **tol)
+        np.testing.assert_allclose(np.asarray(sub.take(inner).materialize()), Xs[:, idx[inner]], **tol)
+        np.testing.assert_allclose(np.asarray(sub.summarize()[2]), X[:, idx].max(0), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(op.gram_columns(idx)), (Xs.T @ Xs / N)[:, idx], **tol)
 
 
 def test_canonical_form_and_input_untouched():

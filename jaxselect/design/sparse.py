@@ -215,11 +215,13 @@ class SparseDesign:
     Attributes:
       data: (nnz,) the stored values.
       rows: (nnz,) int32 row of each entry, sorted (ascending).
-      cols: (nnz,) int32 column of each entry, in ``[0, D)``; an entry dropped by :meth:`take`
-        points at column 0 with ``data`` 0 (it adds nothing to any product or summary).
+      cols: (nnz,) int32 stored column ("slot") of each entry, in ``[0, D)``; an entry dropped by
+        :meth:`take` points at slot 0 with ``data`` 0 (it adds nothing to any product or summary).
       mean: (D,) column means μ.
       factor: (D,) ``live/scale`` (0 on inert columns).
       n_rows: n (static: pytree auxiliary data).
+      alias: None (column j is slot j), or (D,) int32 the slot of each column: set by
+        :meth:`take`, so that a repeated column index shares its slot's entries (nnz stays static).
 
     Build one with :meth:`from_csr` (or :func:`~jaxselect.design.as_data` on sparse X). The
     entries must not repeat a (row, column) pair for :meth:`summarize` (products add repeats up).
@@ -233,22 +235,24 @@ class SparseDesign:
     True
     """
 
-    __slots__ = ("data", "rows", "cols", "mean", "factor", "n_rows")
+    __slots__ = ("data", "rows", "cols", "mean", "factor", "n_rows", "alias")
 
-    def __init__(self, data, rows, cols, mean, factor, n_rows: int):
+    def __init__(self, data, rows, cols, mean, factor, n_rows: int, alias=None):
         self.data = data
         self.rows = rows
         self.cols = cols
         self.mean = mean
         self.factor = factor
         self.n_rows = n_rows
+        self.alias = alias
 
     def tree_flatten(self):
-        return (self.data, self.rows, self.cols, self.mean, self.factor), self.n_rows
+        return (self.data, self.rows, self.cols, self.mean, self.factor, self.alias), self.n_rows
 
     @classmethod
     def tree_unflatten(cls, n_rows, leaves):
-        return cls(*leaves, n_rows)
+        *arrays, alias = leaves
+        return cls(*arrays, n_rows, alias)
 
     def _replace(self, **changes) -> "SparseDesign":
         fields = {k: getattr(self, k) for k in self.__slots__}
@@ -300,7 +304,11 @@ class SparseDesign:
     def summarize(self, w=None):
         """``(ColumnSummary, col_min, col_max)`` from the stored entries (implicit zeros counted),
         jitted; the rule of :func:`~jaxselect.design.column_summary`."""
-        return _summary(self.data, self.rows, self.cols, w, self.n_rows, self.shape[1])
+        summary, lo, hi = _summary(self.data, self.rows, self.cols, w, self.n_rows, self.shape[1])
+        if self.alias is None:
+            return summary, lo, hi
+        a = self.alias  # per slot → per column
+        return summary._replace(mean=summary.mean[a], scale=summary.scale[a], live=summary.live[a]), lo[a], hi[a]
 
     def mv(self, v):
         """``X̃ v``: (D,) → (n,), or (D, k) → (n, k) (a segment sum over the sorted rows)."""
@@ -324,17 +332,14 @@ class SparseDesign:
 
     def take(self, idx) -> "SparseDesign":
         """The operator of columns ``idx`` (s,), with the same (static) nnz: entries of the other
-        columns are dropped (``data`` 0, column 0). ``idx`` must not repeat a column
-        (checked when concrete); traceable."""
+        columns are dropped (``data`` 0, slot 0); a repeated index shares the entries of its
+        first occurrence (through ``alias``). Traceable."""
         return _take(self, self._index(idx))
 
     def _index(self, idx):
         idx = jnp.asarray(idx).astype(jnp.int32)
         if idx.ndim != 1:
             raise ValueError(f"take: idx must be 1-D; got shape {tuple(idx.shape)}")
-        d = self.shape[1]
-        if not is_traced(idx) and np.unique(np.asarray(idx) % max(d, 1)).size != idx.shape[0]:
-            raise ValueError("take: a sparse design cannot repeat a column (idx has duplicates)")
         return idx
 
     def compact(self, cols, block: int = 0) -> "SparseDesign":
@@ -427,9 +432,10 @@ def _mv(op: SparseDesign, v):
     fv = v * (op.factor if v.ndim == 1 else op.factor[:, None])
     if d == 0:
         return jnp.zeros((n,) + v.shape[1:], op.dtype)
+    slots = fv if op.alias is None else _segment_sum(fv, op.alias, d)  # columns sharing a slot add up
     if v.ndim == 1:
-        return _segment_sum(op.data * _gather(fv, op.cols), op.rows, n, sorted_ids=True) - op.mean @ fv
-    out = _segment_sum(op.data[:, None] * _gather(fv, op.cols), op.rows, n, sorted_ids=True)
+        return _segment_sum(op.data * _gather(slots, op.cols), op.rows, n, sorted_ids=True) - op.mean @ fv
+    out = _segment_sum(op.data[:, None] * _gather(slots, op.cols), op.rows, n, sorted_ids=True)
     return out - (op.mean @ fv)[None, :]
 
 
@@ -440,8 +446,10 @@ def _rmv(op: SparseDesign, u):
         return jnp.zeros(u.shape[:-1] + (0,), op.dtype)
     if u.ndim == 1:
         acc = _segment_sum(op.data * _gather(u, op.rows), op.cols, d)
+        acc = acc if op.alias is None else _gather(acc, op.alias)
         return (acc - jnp.sum(u) * op.mean) * op.factor
-    acc = _segment_sum(op.data[:, None] * _gather(u.T, op.rows), op.cols, d)  # (D, k)
+    acc = _segment_sum(op.data[:, None] * _gather(u.T, op.rows), op.cols, d)  # (D slots, k)
+    acc = acc if op.alias is None else _gather(acc, op.alias)
     total = jnp.sum(u, axis=-1)
     return (acc.T - total[:, None] * op.mean[None, :]) * op.factor[None, :]
 
@@ -450,6 +458,7 @@ def _rmv(op: SparseDesign, u):
 def _materialize(op: SparseDesign):
     n, d = op.shape
     dense = jnp.zeros((n, d), op.dtype).at[op.rows, op.cols].add(op.data, mode="drop")
+    dense = dense if op.alias is None else dense[:, op.alias]
     return (dense - op.mean[None, :]) * op.factor[None, :]
 
 
@@ -461,12 +470,17 @@ def _gram(op: SparseDesign, w):
 @jax.jit
 def _take(op: SparseDesign, idx) -> SparseDesign:
     s, d = idx.shape[0], op.shape[1]
-    position = jnp.full((d,), -1, jnp.int32).at[idx].set(jnp.arange(s, dtype=jnp.int32))
+    idx = jnp.where(idx < 0, idx + d, idx)
+    slot = idx if op.alias is None else op.alias[idx]  # the stored slot of each requested column
+    # new slot of each old slot: the first position asking for it (a repeat shares it), else -1
+    position = jnp.full((d,), s, jnp.int32).at[slot].min(jnp.arange(s, dtype=jnp.int32))
+    position = jnp.where(position < s, position, -1)
     new = _gather(position, op.cols)
-    kept = new >= 0  # entries of the other columns: value 0 in column 0
+    kept = new >= 0  # entries of the other columns: value 0 in slot 0
     data = jnp.where(kept, op.data, jnp.zeros((), op.dtype))
     cols = jnp.where(kept, new, jnp.zeros((), jnp.int32))
-    return op._replace(data=data, cols=cols, mean=op.mean[idx], factor=op.factor[idx])
+    alias = position[slot]
+    return op._replace(data=data, cols=cols, mean=op.mean[idx], factor=op.factor[idx], alias=alias)
 
 
 @jax.jit
