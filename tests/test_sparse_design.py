@@ -250,6 +250,8 @@ def test_canonical_form_and_input_untouched():
     np.testing.assert_allclose(csr.toarray(), X, rtol=1e-6, atol=1e-7)
     for a, b in zip(before, (dup.data, dup.indices, dup.indptr)):
         np.testing.assert_array_equal(a, b)
+    plain = sp.csr_matrix(X)
+    assert np.shares_memory(as_sparse_csr(plain).data, plain.data)  # canonical float32 CSR: no copy
     ints = sp.csr_matrix((X != 0).astype(np.int64))
     assert as_sparse_csr(ints).dtype == np.float32  # integer values: the default float, as dense
 

@@ -107,7 +107,8 @@ def as_sparse_csr(X, name: str = "X", *, dtype=None, min_rows: int = 1):
 
     Returns:
       A CSR matrix (n, D): float ``dtype`` data, int32 sorted indices, no duplicates, no stored
-      zeros. The user's X is never modified (a copy is made whenever anything changes).
+      zeros. The user's X is never modified (a copy is made whenever anything changes; a
+      canonical float32 CSR with int32 indices is shared, not copied).
 
     Raises:
       TypeError: non-numeric values, traced input. ValueError: bad shape, NaN/Inf (rows named),
@@ -122,11 +123,11 @@ def as_sparse_csr(X, name: str = "X", *, dtype=None, min_rows: int = 1):
         raise ValueError(f"sparse {name} has shape {(n, d)}: jaxselect indexes rows and columns with int32 (< 2**31)")
     target = np.dtype(dtype) if dtype is not None else float_dtype_for(X.dtype)
     csr = X.tocsr()
-    if csr is X:  # never modify the user's matrix
-        csr = X.copy()
-    if not csr.has_canonical_format:
+    if not csr.has_canonical_format or not csr.data.all():
+        if csr is X:  # never modify the user's matrix
+            csr = X.copy()
         csr.sum_duplicates()  # the documented rule: duplicates add up (what X.toarray() shows)
-    csr.eliminate_zeros()
+        csr.eliminate_zeros()
     if csr.nnz > _INT32_MAX:
         raise ValueError(f"sparse {name} has {csr.nnz} stored entries: at most 2**31 - 1 are supported")
     values = csr.data
@@ -135,7 +136,7 @@ def as_sparse_csr(X, name: str = "X", *, dtype=None, min_rows: int = 1):
         more = f" (and {rows.size - 10} more)" if rows.size > 10 else ""
         raise ValueError(f"{name} contains NaN or Inf in row(s) {rows[:10].tolist()}{more}; remove or impute those entries first")
     with np.errstate(over="ignore"):
-        cast = values.astype(target)
+        cast = values.astype(target, copy=False)  # a canonical float CSR is not copied at all
     if not np.isfinite(cast).all():
         big = float(np.max(np.abs(values.astype(np.float64))))
         raise ValueError(
