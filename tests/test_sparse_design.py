@@ -212,6 +212,7 @@ def test_shard_pads_rows_and_entries():
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("data",))
     sharded, w = op.shard(mesh)
     assert sharded.shape[0] == w.shape[0] >= N and float(w.sum()) == N
+    assert (np.diff(np.asarray(sharded.rows)) >= 0).all()
     v = jnp.asarray(np.random.default_rng(6).normal(size=D), jnp.float32)
     np.testing.assert_allclose(np.asarray(sharded.mv(v))[:N], np.asarray(op.mv(v)), rtol=1e-5, atol=1e-5)
 
@@ -315,6 +316,7 @@ op = js.as_data(X, targets=None).design
 mesh = jax.sharding.Mesh(np.array(jax.devices()), ("data",))
 sh, w = op.shard(mesh)
 assert len(sh.data.sharding.device_set) == 4 and sh.shape == (40, 9) and float(w.sum()) == 37
+assert (np.diff(np.asarray(sh.rows)) >= 0).all()  # padding keeps the rows sorted
 rng = np.random.default_rng(0)
 v = jnp.asarray(rng.normal(size=9), jnp.float32)
 u = np.zeros(40, np.float32); u[:37] = rng.normal(size=37)

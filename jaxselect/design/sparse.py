@@ -389,7 +389,7 @@ class SparseDesign:
     def shard(self, mesh=None, axis: str = "data"):
         """``(design, w)``: rows split into equal contiguous blocks over ``mesh``'s ``axis`` (n padded
         with empty rows to a multiple of the axis size), each block's entries padded to the same
-        count (padding entries are zeros in column 0) and the entry arrays sharded over ``axis``; ``w``
+        count (padding entries are zeros) and the entry arrays sharded over ``axis``; ``w``
         (n_padded,) is 1 on real rows and 0 on padding (pass it as ``sample_weight``). Products are
         global segment sums: XLA inserts the cross-device reductions. Single-process only."""
         from jax.sharding import NamedSharding, PartitionSpec
@@ -400,8 +400,9 @@ class SparseDesign:
             mesh = data_mesh()
         if jax.process_count() > 1:
             raise NotImplementedError(
-                "SparseDesign.shard runs in one process; with several processes build each process's rows "
-                "with jaxselect.as_data on its own CSR block"
+                "SparseDesign.shard splits rows over the devices of one process; sparse X spread over several "
+                "processes (jax.distributed) is not supported yet: run in one process, or shard a dense X with "
+                "jaxselect.shard_rows"
             )
         parts = int(mesh.shape[axis])
         n, d = self.shape
@@ -410,8 +411,9 @@ class SparseDesign:
         bounds = np.searchsorted(row_ids, np.arange(parts + 1) * per)
         width = max(1, int(np.max(np.diff(bounds))))
         data = np.zeros((parts, width), self.dtype)
-        rows = np.repeat((np.arange(parts, dtype=np.int32) * per)[:, None], width, axis=1)
-        cols = np.zeros((parts, width), np.int32)  # padding entries: value 0 in column 0
+        # padding entries: value 0 in slot 0 of the block's last row (the rows stay sorted)
+        rows = np.repeat((np.arange(1, parts + 1, dtype=np.int32) * per - 1)[:, None], width, axis=1)
+        cols = np.zeros((parts, width), np.int32)
         host_data, host_cols = np.asarray(self.data), np.asarray(self.cols)
         for p in range(parts):
             a, b = bounds[p], bounds[p + 1]
