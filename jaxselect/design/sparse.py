@@ -4,9 +4,9 @@ Two implementations of the :class:`~jaxselect.design.DesignOperator` protocol:
 
 * :class:`SparseDesign` — the non-zeros on a device in coordinate form (``data``, ``rows``,
   ``cols``; int32, sorted by row): a pytree that passes through ``jax.jit``. ``mv`` is a segment
-  sum over rows, ``rmv`` a segment sum (scatter-add) over columns; both are faster than
-  ``jax.experimental.sparse.BCOO`` products on XLA's CPU backend (see
-  ``benchmarks/bench_sparse_ops.py``).
+  sum over rows, ``rmv`` a segment sum (scatter-add) over columns; on XLA's CPU backend both are
+  2–3× faster than ``jax.experimental.sparse.BCOO`` products, and 4–8× slower than scipy's
+  (XLA's CPU gathers and scatters; see ``benchmarks/bench_sparse_ops.py``).
 * :class:`HostSparseDesign` — a ``scipy.sparse`` CSR matrix on the host, products by scipy;
   :meth:`HostSparseDesign.to_device` gives the :class:`SparseDesign` of the same data.
 
