@@ -143,7 +143,14 @@ def as_float_matrix(
 
 def check_matrix(X, name: str = "X", *, min_rows: int = 1, min_cols: int = 1) -> None:
     """TypeError/ValueError unless X (an array, not converted) is a numeric 2-D (n, d) array with
-    at least ``min_rows`` rows and ``min_cols`` columns; a 1-D X gets the ``reshape`` hint."""
+    at least ``min_rows`` rows and ``min_cols`` columns; a 1-D X gets the ``reshape`` hint. A sparse
+    matrix wrapped by ``np.asarray`` (a 0-d object array) gets a message naming the sparse routes."""
+    if X.dtype == object and X.ndim == 0 and "sparse" in type(X.item()).__module__:
+        raise TypeError(
+            f"{name} is a sparse matrix ({type(X.item()).__name__}) and this function needs a dense array: pass "
+            f"{name}.toarray() if it fits in memory (jaxselect.as_data and the solvers built on it take sparse "
+            f"{name} without densifying)"
+        )
     if X.dtype == object or not _is_numeric(X.dtype):
         raise TypeError(f"{name} must be a numeric array; got dtype {X.dtype}")
     if X.ndim != 2:

@@ -36,6 +36,7 @@ from jaxselect._validation import (
     scale_error,
 )
 from jaxselect.design.operators import DenseDesign, HostDesign
+from jaxselect.design.sparse import HostSparseDesign, SparseDesign, as_sparse_csr, is_sparse
 from jaxselect.design.summary import ColumnSummary, summary_from_moments
 from jaxselect.design.weights import as_sample_weight
 from jaxselect.groups import Groups, as_groups
@@ -61,8 +62,10 @@ class Data(NamedTuple):
     """Validated data: a design operator over X, the targets, row weights and the column summary.
 
     Attributes:
-      design: a :class:`~jaxselect.design.DenseDesign` (X on a device, possibly row-sharded) over
-        the standardised design ``X̃`` of the summary.
+      design: the design operator over the standardised design ``X̃`` of the summary: a
+        :class:`~jaxselect.design.DenseDesign` (X on a device, possibly row-sharded), a
+        :class:`~jaxselect.design.HostDesign` (``storage="host"``), or for sparse X a
+        :class:`~jaxselect.design.SparseDesign` / :class:`~jaxselect.design.HostSparseDesign`.
       Y: the validated targets: (n, T) float (``"regression"``), (n,) float (``"vector"``, and
         ``"binary"`` as 0/1), (n,) int32 (``"labels"``), as given (``"raw"``), or None.
       weights: None or (n,) row weights in X's dtype.
@@ -80,7 +83,7 @@ class Data(NamedTuple):
     ((20, 3), (20, 1), [True, True, False])
     """
 
-    design: DenseDesign | HostDesign
+    design: DenseDesign | HostDesign | SparseDesign | HostSparseDesign
     Y: object
     weights: jax.Array | None
     summary: ColumnSummary
@@ -93,7 +96,12 @@ class Data(NamedTuple):
 
     @property
     def X(self) -> jax.Array:
-        """The stored (unstandardised) features."""
+        """The stored (unstandardised) features (dense designs; a sparse design has no dense X)."""
+        if isinstance(self.design, SparseDesign):
+            raise TypeError(
+                "this solver does not run on sparse X yet (it reads the dense X, and a SparseDesign never "
+                "densifies): pass X.toarray() if it fits in memory"
+            )
         return self.design.X
 
     @property
@@ -163,7 +171,10 @@ def as_data(
 
     Args:
       X: (n, D) features: numpy, a list, pandas, or a ``jax.Array`` (a row-sharded array stays
-        sharded). Integer and bool X become the default float dtype; float64 stays float64 only
+        sharded); or sparse: ``scipy.sparse`` (any format, arrays and matrices) or
+        ``jax.experimental.sparse`` BCOO/BCSR, canonicalised by
+        :func:`~jaxselect.design.as_sparse_csr` (duplicates summed, int32 indices) and never
+        densified. Integer and bool X become the default float dtype; float64 stays float64 only
         under ``jax_enable_x64``.
       Y: targets or labels (see ``targets``), or None.
       sample_weight: None or (n,) row weights (:func:`~jaxselect.design.as_sample_weight`).
@@ -180,6 +191,8 @@ def as_data(
       storage: ``"device"`` (default): X becomes a ``jax.Array`` (kept as is when it is one) behind
         a :class:`~jaxselect.design.DenseDesign`. ``"host"``: a numpy X stays where it is behind a
         :class:`~jaxselect.design.HostDesign` whose summary pass runs over row blocks on the host.
+        Sparse X: ``"device"`` gives a :class:`~jaxselect.design.SparseDesign` (the non-zeros on
+        the device), ``"host"`` a :class:`~jaxselect.design.HostSparseDesign` (scipy CSR).
       with_moments: with ``storage="host"`` and real targets: the summary pass is the host moments
         kernel (host BLAS ``syrk`` over row chunks), which also forms ``Data.moments`` (the centred
         Gram and cross moments) in the same read of X — what :func:`~jaxselect.prepare` uses.
@@ -211,6 +224,9 @@ def as_data(
         raise ValueError(f"scale must be None, 'values' or 'squares'; got {scale!r}")
     if storage not in STORAGES:
         raise ValueError(f"storage must be one of {STORAGES}; got {storage!r}")
+    if is_sparse(X):
+        return _sparse_data(X, Y, sample_weight, groups, targets, n_classes, constant_columns, scale, dtype, min_rows,
+                            storage, with_moments)
     if storage == "host":
         return _host_data(X, Y, sample_weight, groups, targets, n_classes, constant_columns, scale, dtype, min_rows,
                           with_moments, progress)
@@ -272,6 +288,33 @@ def _host_data(
     raw = HostDesign.raw(X, dtype)
     summary, col_min, col_max = raw.summarize(w)
     _check_values(X, None, summary, col_min, col_max, scale, dtype=dtype, n=X.shape[0])
+    check_constant_columns(summary.live, constant_columns)
+    return Data(raw.standardized(summary), Y, w, summary, groups, C, y_1d)
+
+
+def _sparse_data(
+    X, Y, sample_weight, groups, targets, n_classes, constant_columns, scale, dtype, min_rows, storage, with_moments
+) -> Data:
+    """Sparse X: canonical CSR, summary from the stored entries, a sparse design operator."""
+    if with_moments:
+        raise ValueError(
+            "sparse X has no moments pass: with_moments=True (the Gram mode of prepare) forms the dense D x D "
+            "moments on dense X; pass X.toarray() if it fits in memory, or with_moments=False (the design "
+            "operator then gives Gram columns lazily, gram_columns)"
+        )
+    csr = as_sparse_csr(X, "X", dtype=dtype, min_rows=min_rows)
+    n, d = csr.shape
+    w = as_sample_weight(sample_weight, n)
+    groups = _groups(groups, d, csr.dtype)
+    Y, C, y_1d = _targets(Y, n, targets, csr.dtype, n_classes)
+    if storage == "host":
+        w = None if w is None else np.asarray(w, csr.dtype)
+        raw = HostSparseDesign.raw(csr)
+    else:
+        w = None if w is None else jnp.asarray(w).astype(csr.dtype)
+        raw = SparseDesign.raw(csr)
+    summary, col_min, col_max = raw.summarize(w)
+    _check_values(X, None, summary, col_min, col_max, scale, dtype=csr.dtype, n=n)
     check_constant_columns(summary.live, constant_columns)
     return Data(raw.standardized(summary), Y, w, summary, groups, C, y_1d)
 
