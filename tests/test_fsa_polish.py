@@ -50,7 +50,8 @@ def _objective(X, target, res, loss, pairs=None):
     if loss == "squared":
         return 0.5 * np.mean((np.asarray(target, np.float64) - s) ** 2)
     if loss == "ranking":
-        d = s[pairs[:, 0]] - s[pairs[:, 1]]
+        i, j = pairs[:, 0].astype(int), pairs[:, 1].astype(int)
+        d = s[i] - s[j]
         return np.mean(np.logaddexp(0.0, d) - pairs[:, 2] * d)
     sign = np.where(np.asarray(target) > 0, 1.0, -1.0)
     return np.mean(_margin_loss(loss, sign * s))
@@ -135,7 +136,7 @@ def _pl_objective(problem, X):
     from jaxselect.anneal.step import prior
 
     def F(res):
-        scores = js.fsa_predict(res, X)
+        scores = js.predict(res, X)
         coef = jnp.asarray(res.coef)
         return float(problem.config.loss_fn(scores, problem.target) + prior(coef, problem.l2, problem.smoothness))
 
