@@ -32,9 +32,10 @@ ascending index order, so the result does not depend on compaction: driving
 :func:`~jaxselect.anneal.fsa_step` on the full width gives the iterates of :func:`fsa`.
 
 Differentiability: the returned ``coef``/``intercept``/``loss_path`` are differentiable with
-respect to X, y, ``l2`` (and anything a callable loss closes over) through the unrolled
-iterations, with the support treated as fixed — the support itself is piecewise constant in the
-data (zero derivative almost everywhere). ``fsa`` can be called inside ``jax.jit``/``jax.grad``/
+respect to X, y, ``l2`` (and anything a callable loss closes over) with the support treated as
+fixed: ``loss_path`` (and unpolished coefficients) through the unrolled iterations, polished
+coefficients by implicit differentiation of the converged fit (:mod:`.polish`) — the support
+itself is piecewise constant in the data (zero derivative almost everywhere). ``fsa`` can be called inside ``jax.jit``/``jax.grad``/
 ``jax.vmap``: value checks (NaN, labels, pair ranges, constant columns) are then skipped because
 they need concrete values, and the stages run as scans of static length (see :mod:`.run`).
 """
@@ -98,14 +99,16 @@ class FSAResult(NamedTuple):
 
     Attributes:
       support: (k,) int32 selected feature indices, ascending.
-      coef: (k,) raw-space coefficients (linear learners), or (k, B+1) PL coefficients.
+      coef: (k,) raw-space coefficients (linear learners), or (k, B+1) PL coefficients: the
+        minimiser of F on the support (``polish``), else the schedule's last iterate.
       intercept: () intercept (raw space).
       loss_path: (n_iter,) objective F at the start of each iteration (loss + priors).
       n_kept: (n_iter,) int32 schedule M_e of eq. (3) (variables kept after iteration e).
       step_size: (n_stages,) gradient step of each compacted stage (:func:`~jaxselect.anneal.stage_widths`;
         a stage the schedule skips repeats the previous step; NaN with an optax optimizer).
       status: () int32, 0 = ok, else the flags of :mod:`jaxselect.status` (``NONFINITE`` = 1:
-        non-finite loss or coefficients); ``js.raise_for_status(result)`` raises on it.
+        non-finite loss or coefficients; ``NOT_CONVERGED`` = 4: the polish on the final support
+        stopped at ``max_iter`` above its tolerance); ``js.raise_for_status(result)`` raises on it.
       x_min, bin_width: (k,) PL grid of the selected features (None for linear learners).
       basis_mean: (k, B+1) centering ū_j of the PL responses (None for linear learners).
       n_features: int, M, the number of columns of the training X (predictions need X of that
