@@ -26,6 +26,7 @@ Usage::
     python benchmarks/reproduce_fsa_fig1.py --n-features 10000 --sizes 10000 30000 --k 100   # minutes
     python benchmarks/reproduce_fsa_fig1.py                       # the paper's sizes, where they fit
     python benchmarks/reproduce_fsa_fig1.py --throughput          # generator / fused-product speed
+    python benchmarks/reproduce_fsa_fig1.py --combine results/fig1_a.json results/fig1_b.json --tag ab
 
 Writes ``benchmarks/results/fig1_<tag>.json`` and a three-panel plot ``fig1_<tag>.png``
 (matplotlib, if installed).
@@ -51,7 +52,7 @@ RESULTS = os.path.join(HERE, "results")
 METHODS = ("fsa", "logitboost", "lb1", "hgb")
 LABELS = {"fsa": "FSA (Lorenz)", "logitboost": "LogitBoost (all learners)", "lb1": "LogitBoost (10% learners)", "hgb": "sklearn HGB stumps"}
 #: estimated peak memory of a method, in units of the float32 X (measured on small runs, rounded up)
-MEMORY_FACTOR = {"fsa": 3.2, "logitboost": 2.2, "lb1": 1.4, "hgb": 3.4}
+MEMORY_FACTOR = {"fsa": 3.2, "logitboost": 2.4, "lb1": 1.5, "hgb": 4.0}
 TEST_SEED_OFFSET = 1_000_003
 
 
@@ -209,8 +210,6 @@ def _budget_bytes(memory_gb: float | None) -> int:
 
 
 def run_parent(args) -> None:
-    from common import environment, table
-
     budget = _budget_bytes(args.memory_gb)
     rows, skipped = [], []
     for N in args.sizes:
@@ -249,15 +248,36 @@ def run_parent(args) -> None:
                     f"AUC {row['auc']:.4f}, peak RSS {row['peak_rss_anon'] / 2**30:.2f} GiB (X {row['x_bytes'] / 2**30:.2f} GiB)",
                     flush=True,
                 )
+    report(args, rows, skipped, budget)
+
+
+def combine(args) -> None:
+    """Merge the runs of earlier result files (e.g. one per size) into one table, JSON and plot."""
+    rows, skipped = [], []
+    for path in args.combine:
+        with open(path) as f:
+            payload = json.load(f)
+        rows += payload["runs"]
+        skipped += payload["skipped"]
+        budget = payload["memory_budget_bytes"]
+        for key in ("n_features", "k", "alpha", "n_iter", "hgb_learning_rate"):  # the runs' settings
+            setattr(args, key, payload["config"][key])
+    report(args, sorted(rows, key=lambda r: (r["n"], METHODS.index(r["method"]))), skipped, budget, sources=args.combine)
+
+
+def report(args, rows, skipped, budget, sources=None) -> None:
+    from common import environment, table
+
     summary = _summarise(rows)
-    cols = ["method", "n", "runs", "time_fit_s"] + (["time_warm_s"] if args.warm else []) + [
+    warm = any("time_warm_s" in r for r in summary)
+    cols = ["method", "n", "runs", "time_fit_s"] + (["time_warm_s"] if warm else []) + [
         "pcd", "auc", "peak_rss_gib", "peak_over_x", "extra_over_x"]
     print()
     print(table(summary, cols))
     ratios = _ratios(summary)
     if ratios:
         print()
-        print(table(ratios, ["n", "method", "time_over_fsa"]))
+        print(table(ratios, ["n", "method", "time_over_fsa"] + (["warm_time_over_fsa"] if warm else [])))
     tag = args.tag or (f"M{args.n_features}_k{args.k}" + ("_paper" if args.n_features == 100_000 and args.k == 500 else ""))
     os.makedirs(RESULTS, exist_ok=True)
     path = os.path.join(RESULTS, f"fig1_{tag}.json")
@@ -269,6 +289,7 @@ def run_parent(args) -> None:
         "summary": summary,
         "time_ratios_over_fsa": ratios,
         "skipped": skipped,
+        "combined_from": sources,
         "runs": rows,
     }
     with open(path, "w") as f:
@@ -299,11 +320,16 @@ def _summarise(rows):
 
 
 def _ratios(summary):
-    fsa = {r["n"]: r["time_fit_s"] for r in summary if r["method"] == "fsa"}
-    return [
-        {"n": r["n"], "method": r["method"], "time_over_fsa": r["time_fit_s"] / fsa[r["n"]]}
-        for r in summary if r["method"] != "fsa" and r["n"] in fsa
-    ]
+    fsa = {r["n"]: r for r in summary if r["method"] == "fsa"}
+    out = []
+    for r in summary:
+        if r["method"] == "fsa" or r["n"] not in fsa:
+            continue
+        row = {"n": r["n"], "method": r["method"], "time_over_fsa": r["time_fit_s"] / fsa[r["n"]]["time_fit_s"]}
+        if "time_warm_s" in r and "time_warm_s" in fsa[r["n"]]:
+            row["warm_time_over_fsa"] = r["time_warm_s"] / fsa[r["n"]]["time_warm_s"]
+        out.append(row)
+    return out
 
 
 def _plot(summary, path, args) -> None:
@@ -316,13 +342,15 @@ def _plot(summary, path, args) -> None:
         print("matplotlib is not installed: no plot (the JSON has the numbers)")
         return
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    for method in METHODS:
+    for i, method in enumerate(METHODS):
         rs = [r for r in summary if r["method"] == method]
         if not rs:
             continue
-        n = [r["n"] for r in rs]
+        n, color = [r["n"] for r in rs], f"C{i}"
         for ax, key in zip(axes, ("time_fit_s", "pcd", "auc")):
-            ax.plot(n, [r[key] for r in rs], "o-", label=LABELS[method])
+            ax.plot(n, [r[key] for r in rs], "o-", color=color, label=LABELS[method])
+        if all("time_warm_s" in r for r in rs):
+            axes[0].plot(n, [r["time_warm_s"] for r in rs], "s--", color=color, alpha=0.6, label=LABELS[method] + ", 2nd call")
     for ax, title in zip(axes, ("training time (s)", "% true variables detected", "test AUC")):
         ax.set_xscale("log")
         ax.set_xlabel("N (observations)")
@@ -397,6 +425,7 @@ def main(argv=None) -> None:
     p.add_argument("--warm", action="store_true", help="also time a second call (compiled programs cached)")
     p.add_argument("--tag", default=None, help="results file suffix")
     p.add_argument("--throughput", action="store_true", help="measure the generator and its fused products")
+    p.add_argument("--combine", nargs="+", metavar="JSON", help="merge earlier fig1_*.json runs into --tag's table and plot")
     p.add_argument("--child", choices=METHODS, help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -406,6 +435,10 @@ def main(argv=None) -> None:
         print(json.dumps(run_child(args), default=float))
     elif args.throughput:
         run_throughput(args)
+    elif args.combine:
+        if not args.tag:
+            p.error("--combine needs --tag (the name of the merged result)")
+        combine(args)
     else:
         run_parent(args)
 
