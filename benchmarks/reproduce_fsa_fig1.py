@@ -395,6 +395,10 @@ def run_throughput(args) -> None:
     t0 = time.perf_counter()
     np.random.default_rng(0).standard_normal((n_rows, n_cols), dtype=np.float32)
     out["numpy_standard_normal_per_s"] = n_rows * n_cols / (time.perf_counter() - t0)
+    every = np.arange(10**5, dtype=np.int32)  # the Figure 1 width: all M = 10⁵ columns, 1024 rows
+    ones, w = np.ones(10**5, np.float32), np.ones(1024, np.float32)
+    out["matvec_block_all_columns_entries_per_s"] = rate(lambda: src.matvec_block(7, 1024, every, ones), 1024 * 10**5)
+    out["rmatvec_block_all_columns_entries_per_s"] = rate(lambda: src.rmatvec_block(7, 1024, every, w), 1024 * 10**5)
     Xb = jnp.asarray(np.asarray(src.block(rows, cols)))
     out["dense_matvec_entries_per_s"] = rate(lambda: Xb @ jnp.asarray(v), n_rows * n_cols, repeat=10)
     out["block_shape"] = [n_rows, n_cols]

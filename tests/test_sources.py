@@ -119,6 +119,24 @@ def test_fused_products_equal_the_materialised_ones(source, full):
     np.testing.assert_allclose(np.asarray(f(jnp.int32(64))), full[64:128][:, cols] @ v, rtol=1e-4, atol=1e-4)
 
 
+def test_fused_products_over_several_tiles(source, full):
+    from jaxselect.sources import TILE_ENTRIES, _tile_rows
+
+    rng = np.random.default_rng(3)
+    cols = rng.choice(300, 1000)  # repeated columns are fine
+    n_rows = 300
+    assert _tile_rows(n_rows, cols.size) < n_rows and n_rows * cols.size > TILE_ENTRIES  # 2 tiles, the 2nd padded
+    v = rng.standard_normal(1000).astype(np.float32)
+    u = rng.standard_normal(n_rows).astype(np.float32)
+    for start in (0, 500):  # 500 + 300 overhangs N = 700
+        live = full[start : start + n_rows][:, cols].astype(np.float64)
+        ref = np.zeros(n_rows)
+        ref[: live.shape[0]] = live @ v
+        np.testing.assert_allclose(np.asarray(source.matvec_block(start, n_rows, cols, v)), ref, rtol=1e-4, atol=2e-4)
+        got = np.asarray(source.rmatvec_block(start, n_rows, cols, u))
+        np.testing.assert_allclose(got, u[: live.shape[0]].astype(np.float64) @ live, rtol=1e-4, atol=2e-4)
+
+
 def test_fused_products_in_float64(x64):
     src = EquicorrelatedSource(90, 40, n_informative=2, seed=2, dtype=np.float64)
     X = np.asarray(src.block(slice(None)))
