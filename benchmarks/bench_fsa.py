@@ -12,9 +12,15 @@
    step on the same input (goal ≥ 25×), and the XLA compilations of repeat calls that change
    only ``mu``, only ``lr``, only ``l2``, ``k`` within its bucket, ``k`` to another bucket.
 
+4. Host memory of an in-memory call (``--memory``): ``fsa(X, y, 20, loss="logistic")`` on a numpy
+   float32 X of N × 2 000 (N = 200 000 by default, ``--memory-rows``): the peak resident memory
+   (VmHWM of /proc/self/status, reset before each call) above what was resident once X was
+   built, over the bytes of X, for the first call (with compilation) and a warm one.
+
 Usage: ``python benchmarks/bench_fsa.py [--quick]`` — prints a table, writes
 ``benchmarks/results/bench_fsa[_quick].json``; ``--compiled-run`` runs only part 3 and writes
-``benchmarks/results/bench_fsa_run[_quick].json``.
+``benchmarks/results/bench_fsa_run[_quick].json``; ``--memory`` runs only part 4 and writes
+``benchmarks/results/bench_fsa_memory.json``.
 """
 
 from __future__ import annotations
@@ -308,6 +314,42 @@ def part3(n, m, k, repeat=3):
     return out
 
 
+def _extra_peak(call, repeat=2):
+    """``(extra peak RSS bytes, seconds)`` of each of ``repeat`` calls (the first compiles)."""
+    out = []
+    for _ in range(repeat):
+        before = current_rss_bytes()
+        if not reset_peak_rss():
+            return None
+        t = time.perf_counter()
+        jax.block_until_ready(call())
+        out.append((peak_rss_bytes() - before, time.perf_counter() - t))
+    return out
+
+
+def part4(n, m=2000, k=20):
+    """Peak RSS of ``fsa(X, y, k, loss="logistic")`` above the resident memory with X built, / X:
+    X a numpy array (the call copies it to the device unless it is 64-byte aligned), and X
+    already a device ``jax.Array`` (the call's own working memory)."""
+    X = correlated_float32(11, n, m)
+    labels = (X[:, 9] - X[:, 99] + 0.5 * X[:, 999] > 0).astype(np.int32)
+    numpy_runs = _extra_peak(lambda: fsa(X, labels, k, loss="logistic"))
+    if numpy_runs is None:
+        return None
+    Xj = jax.device_put(X)
+    device_runs = _extra_peak(lambda: fsa(Xj, labels, k, loss="logistic"))
+    out = dict(N=n, M=m, k=k, loss="logistic", x_bytes=X.nbytes, numpy_x_aligned=X.ctypes.data % 64 == 0)
+    for name, runs in (("numpy", numpy_runs), ("device", device_runs)):
+        for when, (extra, secs) in zip(("first", "warm"), runs):
+            out[f"{name}_extra_over_x_{when}"] = extra / X.nbytes
+            out[f"{name}_{when}_s"] = secs
+        print(
+            f"  X {name}: peak RSS above the resident X {out[f'{name}_extra_over_x_first']:.2f}x X (first call, "
+            f"{runs[0][1]:.1f}s), {out[f'{name}_extra_over_x_warm']:.2f}x X (warm, {runs[1][1]:.1f}s)"
+        )
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, finishes in well under a minute")
@@ -324,7 +366,19 @@ def main():
     ap.add_argument(
         "--compiled-run", action="store_true", help="only part 3 (one compiled run vs masked scan, compile counts)"
     )
+    ap.add_argument("--memory", action="store_true", help="only part 4 (host memory of an in-memory call)")
+    ap.add_argument("--memory-rows", type=int, default=200_000, help="N of part 4 (M = 2 000)")
     args = ap.parse_args()
+    if args.memory:
+        print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({os.cpu_count()} cores, {platform.machine()})")
+        print(f"[4] N={args.memory_rows} M=2000 k=20 logistic, numpy float32: peak RSS of fsa")
+        out = dict(part4=part4(args.memory_rows), environment=environment())
+        path = os.path.join(RESULTS, "bench_fsa_memory.json")
+        os.makedirs(RESULTS, exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(out, f, indent=2, default=float)
+        print(f"\nwrote {path}")
+        return
     if args.compiled_run:
         p3 = dict(n=5000, m=400, k=30) if args.quick else dict(n=50_000, m=2000, k=30)
         print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({os.cpu_count()} cores, {platform.machine()})")

@@ -187,7 +187,7 @@ def _by_hand(X, target, loss, lr=None, optimizer=None, l2=L2):
     assert int(state.iteration) == NITER
     support = np.flatnonzero(np.asarray(state.active))
     d = problem.design
-    raw = np.asarray(state.coef)[support, 0] * np.asarray(d.inv_scale)[support]
+    raw = np.asarray(state.coef)[support, 0] * np.asarray(d.factor)[support]
     intercept = float(state.intercept) - np.asarray(d.mean)[support] @ raw
     return support, raw, intercept, np.asarray(objective)
 
@@ -434,14 +434,17 @@ def test_compiled_run_holds_at_most_three_quarters_of_x_in_compacted_copies():
 
 
 def test_blocked_transposing_gather_equals_the_fused_one(dtype):
-    from jaxselect.anneal.design import LinearDesign, take_columns
+    from jaxselect.design import DenseDesign, TransposedDesign
 
     X = np.random.default_rng(15).standard_normal((2500, 40)).astype(dtype)  # 2 blocks of 1024 + 452 rows
-    d = LinearDesign(jnp.asarray(X), jnp.zeros(40, dtype), jnp.ones(40, dtype))
+    d = DenseDesign.raw(jnp.asarray(X))
     cols = jnp.asarray([0, 3, 4, 17, 39], jnp.int32)
-    blocked = jax.jit(lambda d, c: take_columns(d, c, 1024))(d, cols)
+    blocked = jax.jit(lambda d, c: d.compact(c, 1024))(d, cols)
+    assert isinstance(blocked, TransposedDesign)
     np.testing.assert_array_equal(blocked.Xt, X[:, [0, 3, 4, 17, 39]].T)
-    np.testing.assert_array_equal(blocked.Xt, take_columns(d, cols).Xt)
+    np.testing.assert_array_equal(blocked.Xt, d.compact(cols).Xt)
+    again = blocked.compact(jnp.asarray([1, 4], jnp.int32))  # a compacted copy gathers its rows
+    np.testing.assert_array_equal(again.Xt, X[:, [3, 39]].T)
 
 
 # --------------------------------------------------------------------------- jit / grad
