@@ -4,7 +4,7 @@
 (an int32 array padded to a power-of-two length ``cap``) and the traced ``n_iter`` and ``lr``, and
 runs every stage, compaction and step-size estimate in one XLA program; :func:`finish` (tiny,
 static ``k`` and ``n_iter``) extracts the k survivors. Only the static :class:`RunPlan` shapes the
-program: the stage widths (successive halvings of M down to the k-bucket,
+program: the stage widths (successive halvings of M down to the k-bucket, without M/2,
 :func:`~jaxselect.anneal.stage_widths`), ``cap``, how the step is set, and whether the squared
 loss may iterate in moment space. So a call that changes only ``mu``, ``lr``, ``l2`` or
 ``smoothness`` compiles nothing, one that changes ``k`` within its bucket or ``n_iter`` within
