@@ -314,38 +314,51 @@ def part3(n, m, k, repeat=3):
     return out
 
 
-def _extra_peak(call, repeat=2):
-    """``(extra peak RSS bytes, seconds)`` of each of ``repeat`` calls (the first compiles)."""
-    out = []
-    for _ in range(repeat):
-        before = current_rss_bytes()
-        if not reset_peak_rss():
-            return None
-        t = time.perf_counter()
-        jax.block_until_ready(call())
-        out.append((peak_rss_bytes() - before, time.perf_counter() - t))
-    return out
+def memory_child(n, kind, cache_dir, m=2000, k=20):
+    """One measurement of part 4 in a fresh process: the peak RSS of one ``fsa`` call above what
+    was resident once X was built (VmHWM reset before the call), with the XLA programs loaded from
+    (or written to) the persistent compilation cache ``cache_dir``."""
+    jax.config.update("jax_compilation_cache_dir", cache_dir)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    X = correlated_float32(11, n, m)
+    labels = (X[:, 9] - X[:, 99] + 0.5 * X[:, 999] > 0).astype(np.int32)
+    if kind == "device":
+        X = jax.block_until_ready(jax.device_put(X))
+    before = current_rss_bytes()
+    if not reset_peak_rss():
+        print(json.dumps(None))
+        return
+    t = time.perf_counter()
+    jax.block_until_ready(fsa(X, labels, k, loss="logistic"))
+    print(json.dumps(dict(extra=peak_rss_bytes() - before, seconds=time.perf_counter() - t, x_bytes=n * m * 4)))
 
 
 def part4(n, m=2000, k=20):
-    """Peak RSS of ``fsa(X, y, k, loss="logistic")`` above the resident memory with X built, / X:
-    X a numpy array (the call copies it to the device unless it is 64-byte aligned), and X
-    already a device ``jax.Array`` (the call's own working memory)."""
-    X = correlated_float32(11, n, m)
-    labels = (X[:, 9] - X[:, 99] + 0.5 * X[:, 999] > 0).astype(np.int32)
-    numpy_runs = _extra_peak(lambda: fsa(X, labels, k, loss="logistic"))
-    if numpy_runs is None:
-        return None
-    Xj = jax.device_put(X)
-    device_runs = _extra_peak(lambda: fsa(Xj, labels, k, loss="logistic"))
-    out = dict(N=n, M=m, k=k, loss="logistic", x_bytes=X.nbytes, numpy_x_aligned=X.ctypes.data % 64 == 0)
-    for name, runs in (("numpy", numpy_runs), ("device", device_runs)):
-        for when, (extra, secs) in zip(("first", "warm"), runs):
-            out[f"{name}_extra_over_x_{when}"] = extra / X.nbytes
-            out[f"{name}_{when}_s"] = secs
+    """Peak RSS of ``fsa(X, y, k, loss="logistic")`` above the resident memory with X built, / X,
+    each call in a fresh process: X a numpy array (copied to the device unless it is 64-byte
+    aligned, which a fresh numpy allocation is not) and X already a device ``jax.Array`` (the
+    call's own working memory); first with compilation, then with the programs from the
+    persistent compilation cache (the memory of the run itself)."""
+    import subprocess
+    import tempfile
+
+    out = dict(N=n, M=m, k=k, loss="logistic", x_bytes=n * m * 4)
+    for kind in ("numpy", "device"):
+        with tempfile.TemporaryDirectory() as cache:  # one per kind: its first call compiles
+            for when in ("compiling", "cached"):
+                cmd = [sys.executable, os.path.abspath(__file__), "--memory-child", kind]
+                cmd += ["--memory-rows", str(n), "--cache", cache]
+                line = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+                res = json.loads(line)
+                if res is None:
+                    return None
+                out[f"{kind}_{when}_extra_over_x"] = res["extra"] / res["x_bytes"]
+                out[f"{kind}_{when}_s"] = res["seconds"]
         print(
-            f"  X {name}: peak RSS above the resident X {out[f'{name}_extra_over_x_first']:.2f}x X (first call, "
-            f"{runs[0][1]:.1f}s), {out[f'{name}_extra_over_x_warm']:.2f}x X (warm, {runs[1][1]:.1f}s)"
+            f"  X {kind}: peak RSS above the resident X {out[f'{kind}_compiling_extra_over_x']:.2f}x X with "
+            f"compilation, {out[f'{kind}_cached_extra_over_x']:.2f}x X with the programs cached "
+            f"({out[f'{kind}_cached_s']:.1f}s)"
         )
     return out
 
@@ -368,7 +381,12 @@ def main():
     )
     ap.add_argument("--memory", action="store_true", help="only part 4 (host memory of an in-memory call)")
     ap.add_argument("--memory-rows", type=int, default=200_000, help="N of part 4 (M = 2 000)")
+    ap.add_argument("--memory-child", choices=("numpy", "device"), help=argparse.SUPPRESS)
+    ap.add_argument("--cache", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.memory_child:
+        memory_child(args.memory_rows, args.memory_child, args.cache)
+        return
     if args.memory:
         print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({os.cpu_count()} cores, {platform.machine()})")
         print(f"[4] N={args.memory_rows} M=2000 k=20 logistic, numpy float32: peak RSS of fsa")
