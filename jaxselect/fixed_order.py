@@ -39,9 +39,9 @@ from jaxselect._budget import kahan_add
 from jaxselect._progress import check_progress, progress_bar, run_in_chunks
 from jaxselect._repr import short_repr
 from jaxselect._validation import check_int, is_traced
-from jaxselect.linalg import floored_cholesky, gather_groups, pivot_rtol
+from jaxselect.linalg import apply_block_diag, floored_cholesky, gather_groups, pivot_rtol
 from jaxselect.path import SelectionPath, link_code
-from jaxselect.prepare import Problem, check_problem, to_raw_coef
+from jaxselect.prepare import Problem, check_problem, design_columns, to_raw_coef
 from jaxselect.sharding import any_mesh
 from jaxselect.status import DEGENERATE, ILL_CONDITIONED, NONFINITE
 
@@ -198,21 +198,22 @@ def sequencing_init(
 
 
 def c_rows(problem: Problem, idx: jax.Array, m: jax.Array) -> jax.Array:
-    """Rows C[idx, :] (s, D) of the regularised covariance, zero on padding."""
+    """Rows C[idx, :] (s, D) of the regularised covariance, zero on padding.
+
+    ``idx`` is a group's row of the index table (``problem.groups.index[h]``). On a ``gram=False``
+    problem these are the group's lazy Gram columns, asked of the design operator ``Z`` (X̃):
+    the group's s standardised columns, whitened by its basis ``B_h``, then one ``u @ X``-shaped
+    product ``Z.rmv`` (never ``X.T @ u``) and the block-diagonal basis on the right —
+    ``C[idx, :] = (X̃[:, idx] B_h)ᵀ W X̃ B / Σw + diag``: O(n·D·s), no D×D matrix.
+    """
     if problem.C is not None:
         return jnp.take(problem.C, idx, axis=0, mode="fill", fill_value=0) * m[:, None].astype(problem.C.dtype)
-    if problem.z_affine is None:
-        Zh = jnp.take(problem.Z, idx, axis=1, mode="fill", fill_value=0)  # (n, s)
-        rows = jax.lax.dot_general(Zh, problem.Z, (((0,), (0,)), ((), ()))) / problem.n_samples
-    else:  # Z is raw X: Zh = (X_h − μ_h) c_h; Zhᵀ Z = (Zhᵀ X − (Zhᵀ1) μᵀ) ⊙ c, no copy of X
-        shift, scale = problem.z_affine[0], problem.z_affine[1]
-        Xh = jnp.take(problem.Z, idx, axis=1, mode="fill", fill_value=0)
-        Zh = (Xh - jnp.take(shift, idx, mode="fill", fill_value=0)[None, :]) * jnp.take(
-            scale, idx, mode="fill", fill_value=0
-        )[None, :]
-        raw = jax.lax.dot_general(Zh, problem.Z, (((0,), (0,)), ((), ())))
-        raw = raw - jnp.sum(Zh, axis=0)[:, None] * shift[None, :]
-        rows = raw * scale[None, :] / problem.n_samples
+    tr = problem.transform
+    h = problem.groups.ids[jnp.clip(idx[0], 0, problem.n_features - 1)]  # a group's first entry is real
+    cols = design_columns(problem.Z, idx, problem.groups.mask[h]) @ tr.basis[h]  # (n, s) problem coordinates
+    if problem.weights is not None:
+        cols = cols * problem.weights[:, None].astype(cols.dtype)
+    rows = apply_block_diag(problem.Z.rmv(cols.T), tr.basis, tr.index, tr.mask) / problem.n_samples
     diag = jnp.where(problem.live, problem.l2, jnp.ones_like(problem.b0[:, 0]))
     rows = rows.at[jnp.arange(idx.shape[0], dtype=jnp.int32), idx].add(
         jnp.take(diag, idx, mode="fill", fill_value=0), mode="drop"
@@ -229,21 +230,19 @@ def degenerate(problem: Problem) -> jax.Array:
 
 def c_matvec(problem: Problem, w: jax.Array) -> jax.Array:
     """``C @ w`` (D, T) for coefficients w (D, T) in problem coordinates, in either mode: from the
-    Gram matrix, or (``gram=False``) from the design as ``Zᵀ(Z w)/n + diag·w`` (λ on live
-    coordinates, 1 on inert ones, as :func:`c_rows`), without forming C."""
+    Gram matrix, or (``gram=False``) from the design operator as ``Bᵀ X̃ᵀ W X̃ B w / Σw + diag·w``
+    (λ on live coordinates, 1 on inert ones, as :func:`c_rows`): one ``Z.mv`` and one ``Z.rmv``,
+    without forming C."""
     if problem.C is not None:
         return problem.C @ w
-    if problem.z_affine is None:
-        Zw = problem.Z @ w  # (n, T)
-        cross = jax.lax.dot_general(problem.Z, Zw, (((0,), (0,)), ((), ())))
-    else:  # Z is raw X: Z_std = (X − μ) c, so Z_std w = X (c w) − μ·(c w) and Z_stdᵀ u = c (Xᵀu − μ 1ᵀu)
-        shift, scale = problem.z_affine[0], problem.z_affine[1]
-        v = w * scale[:, None]
-        Zw = problem.Z @ v - (shift @ v)[None, :]
-        cross = jax.lax.dot_general(problem.Z, Zw, (((0,), (0,)), ((), ())))
-        cross = (cross - shift[:, None] * jnp.sum(Zw, axis=0)[None, :]) * scale[:, None]
+    tr = problem.transform
+    v = apply_block_diag(w.T, jnp.swapaxes(tr.basis, 1, 2), tr.index, tr.mask)  # (B w)ᵀ, (T, D)
+    u = problem.Z.mv(v.T)  # (n, T)
+    if problem.weights is not None:
+        u = u * problem.weights[:, None].astype(u.dtype)
+    cross = apply_block_diag(problem.Z.rmv(u.T), tr.basis, tr.index, tr.mask)  # (T, D), u @ X
     diag = jnp.where(problem.live, problem.l2, jnp.ones_like(problem.b0[:, 0]))
-    return cross / problem.n_samples + diag[:, None] * w
+    return cross.T / problem.n_samples + diag[:, None] * w
 
 
 def _pivot_floor(scale: jax.Array) -> jax.Array:

@@ -73,9 +73,9 @@ def test_slot_paths_equal_gram_paths(dtype):
 
 
 def test_raw_design_keeps_x_and_equals_the_gram_mode():
-    """Singleton groups, no weights, moderate offsets: the problem holds X itself (``z_affine``) and
-    forms standardised rows on the fly; large offsets or weights fall back to the standardised copy.
-    float32, where the on-the-fly centring matters most (float64 runs the same code)."""
+    """gram=False: ``Problem.Z`` is a design operator over X itself (standardisation, whitening and
+    weights implicit) and forms the chosen columns on the fly; only large offsets fall back to a
+    centred copy. float32, where the on-the-fly centring matters most (float64 runs the same code)."""
     dtype = np.float32
     rng = np.random.default_rng(5)
     X = (rng.normal(size=(40, 16)) * rng.uniform(0.8, 2.0, 16) + rng.uniform(-4, 4, 16)).astype(dtype)
@@ -85,8 +85,8 @@ def test_raw_design_keeps_x_and_equals_the_gram_mode():
     pa = js.cs_fr(js.prepare(X, y, gram=True), k=8)
     scale = float(np.abs(np.asarray(pa.coef)).max())
     lean = js.prepare(X, y, gram=False)
-    assert lean.z_affine is not None and lean.Z is not None
-    np.testing.assert_array_equal(np.asarray(lean.Z), X)  # X itself, not a standardised copy
+    assert isinstance(lean.Z, js.design.DenseDesign) and lean.weights is None
+    np.testing.assert_array_equal(np.asarray(lean.Z.X), X)  # X itself, not a standardised copy
     design, _ = js.whiten_design(X)
     np.testing.assert_allclose(prepare_mod.problem_design(lean), design.Z, rtol=rtol, atol=rtol)
     pb = js.cs_fr(lean, k=8)
@@ -96,8 +96,14 @@ def test_raw_design_keeps_x_and_equals_the_gram_mode():
     # The standardised copy (compared with the Gram mode in the tests above) where raw X is not exact enough.
     Xo = X.copy()
     Xo[:, 3] += 1e3  # mean² ≫ 100 · variance
-    assert js.prepare(Xo, y, gram=False).z_affine is None
-    assert js.prepare(X, y, gram=False, sample_weight=np.linspace(0.5, 1.5, 40).astype(dtype)).z_affine is None
+    centred = js.prepare(Xo, y, gram=False).Z
+    np.testing.assert_allclose(np.asarray(centred.X), Xo - Xo.mean(axis=0), atol=1e-3)
+    np.testing.assert_array_equal(np.asarray(centred.mean), 0.0)
+    # weights stay beside X (no √w-scaled copy): the problem keeps them and X itself
+    wt = np.linspace(0.5, 1.5, 40).astype(dtype)
+    weighted = js.prepare(X, y, gram=False, sample_weight=wt)
+    np.testing.assert_array_equal(np.asarray(weighted.Z.X), X)
+    np.testing.assert_allclose(np.asarray(weighted.weights), wt)
 
 
 def test_slot_path_agrees_with_a_naive_ridge_refit_per_prefix(x64):
