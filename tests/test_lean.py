@@ -203,3 +203,66 @@ def test_dense_form_inside_jit_and_validation():
     assert cols.shape == (X.shape[0], path.features.shape[0]) and np.all(cols[:, -1] == 0)
     with pytest.raises(ValueError, match="pass n_features"):
         jax.jit(lambda p: p.dense().coef)(path)
+
+
+def _weighted_reference_moments(X, y, w, l2):
+    """Independent numpy (float64) rows of ``C = X̃ᵀWX̃/Σw + λI`` and ``b0`` of standardised X, y
+    (no whitening; constant columns zero with unit diagonal)."""
+    X, y, w = (np.asarray(a, np.float64) for a in (X, y, w))
+    sw = w.sum()
+    mu = w @ X / sw
+    sd = np.sqrt(w @ (X - mu) ** 2 / sw)
+    live = X.max(axis=0) > X.min(axis=0)
+    Xs = np.where(live, (X - mu) / np.where(live, sd, 1.0), 0.0)
+    yc = y - w @ y / sw
+    ys = yc / np.sqrt(w @ yc**2 / sw)
+    C = Xs.T @ (Xs * w[:, None]) / sw + np.diag(np.where(live, l2, 1.0))
+    return C, Xs.T @ (w * ys) / sw
+
+
+def test_lazy_gram_rows_match_an_independent_reference_with_weights():
+    """The operator's lazy Gram rows (group_rows, c_rows, c_matvec) and b0 of a weighted, grouped,
+    unwhitened gram=False problem equal numpy's weighted standardised moments; Z keeps X itself."""
+    X, Y, groups = grouped(T=1)
+    X, y = X.astype(np.float32), Y[:, 0].astype(np.float32)
+    w = np.random.default_rng(3).uniform(0.2, 2.0, X.shape[0]).astype(np.float32)
+    lean = js.prepare(X, y, groups, sample_weight=w, gram=False, whiten=False, l2=1e-3)
+    np.testing.assert_array_equal(np.asarray(lean.Z.X), X)
+    C, b0 = _weighted_reference_moments(X, y, w, 1e-3)
+    np.testing.assert_allclose(np.asarray(lean.b0)[:, 0], b0, atol=2e-5)
+    g = lean.groups
+    rows = np.asarray(engine.group_rows(lean, np.arange(g.n_groups, dtype=np.int32)))  # (J, s, D)
+    for h in range(g.n_groups):
+        real = np.asarray(g.mask[h])
+        idx = np.asarray(g.index[h])[real]
+        np.testing.assert_allclose(rows[h][real], C[idx], atol=2e-5)
+        np.testing.assert_array_equal(rows[h][~real], 0.0)
+        np.testing.assert_allclose(np.asarray(engine.c_rows(lean, g.index[h], g.mask[h]))[real], C[idx], atol=2e-5)
+    v = np.random.default_rng(4).normal(size=(12, 2)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(engine.c_matvec(lean, v)), C @ v, atol=5e-5)
+
+
+@pytest.mark.parametrize("cache_columns", [1, 64])
+def test_lazy_gram_equals_gram_mode_for_every_solver(monkeypatch, cache_columns):
+    """gram=False equals gram=True (same order, objectives, raw coefficients) for OMP, FR, Doubling,
+    a fixed order and the group lasso, with weights and whitened groups; ``cache_columns`` 1 computes
+    each group's rows when chosen, 64 ahead of need (ColumnCache refills)."""
+    monkeypatch.setattr(engine, "CACHE_COLUMNS", cache_columns)
+    X, Y, groups = grouped(T=2)
+    X, Y = X.astype(np.float32), Y.astype(np.float32)
+    w = np.random.default_rng(5).uniform(0.3, 1.7, X.shape[0]).astype(np.float32)
+    for sw in (None, w):
+        a = js.prepare(X, Y, groups, sample_weight=sw, gram=True, l2=1e-3)
+        b = js.prepare(X, Y, groups, sample_weight=sw, gram=False, l2=1e-3)
+        k = groups.n_groups
+        for solver in (js.cs_omp, js.cs_fr, js.doubling):
+            pa, pb = solver(a, k=k), solver(b, k=k)
+            assert pb.order.tolist() == pa.order.tolist()
+            np.testing.assert_allclose(pb.objective, pa.objective, rtol=1e-4, atol=1e-5)
+            scale = float(np.abs(np.asarray(pa.coef)).max())
+            np.testing.assert_allclose(pb.dense().coef, pa.coef, atol=2e-3 * scale)
+        order = np.array([3, 0, 2], np.int32)
+        fa, fb = js.fixed_order_path(a, order), js.fixed_order_path(b, order)
+        np.testing.assert_allclose(fb.objective, fa.objective, rtol=1e-4, atol=1e-5)
+        la, lb = js.group_lasso_path(a, n_lambdas=6), js.group_lasso_path(b, n_lambdas=6)
+        assert lb.order.tolist() == la.order.tolist()
