@@ -7,8 +7,10 @@ block Cholesky factor of C in selection order, ``K = L⁻¹ C_{S,:}`` (P × D, r
 and ``β = L⁻¹ b0_S``; then ``b = b0 − Kᵀβ``, ``F(S) = ½‖β‖²`` and the Schur complements
 ``M_g = C_gg − K_gᵀK_g``. Adding group h appends ``Q = L_h⁻¹ (C_{h,:} − K_hᵀK)`` (L_h the Cholesky
 factor of M_h) and ``β_h = L_h⁻¹ b_h``: O(P·D·s) per step, independent of n once C is formed. On a
-``gram=False`` problem the row block ``C_{h,:}`` is computed from the design (:func:`c_rows`),
-O(n·D·s) per step.
+``gram=False`` problem the row block ``C_{h,:}`` is a lazy Gram block asked of the design
+operator ``problem.Z`` (:func:`group_rows`: one ``u @ X`` product), computed when a group is chosen
+together with the rows of the best-scoring unselected groups (:class:`ColumnCache`), so a run of k
+steps reads X a few times instead of k times.
 
 The solver protocol (shared by every family of the library):
 

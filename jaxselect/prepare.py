@@ -232,7 +232,7 @@ def prepare(
         X = host_matrix(X, "X")  # validated (not copied) before its shape is read
         if gram is True or X.shape[1] <= GRAM_AUTO_MAX_FEATURES:
             return _prepare_on_host(X, Y, groups, sample_weight, l2, whiten, constant_columns, rank_tol, progress)
-    if gram is False and isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == float_dtype_for(X.dtype):
+    if gram is not True and isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == float_dtype_for(X.dtype):
         X = jax.device_put(X)  # one device copy of a large X (jnp.asarray would stage a second)
     with progress_bar(enabled=progress, total=3, unit="phase", desc="prepare") as bar:
         problem = _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_columns, rank_tol, bar)
