@@ -276,10 +276,12 @@ def _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_c
         problem = _from_moments(moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
         bar.update()
         return problem
-    # The design operator over X itself (no copy), or over a centred copy where large offsets would
-    # cost implicit centring its precision (the raw-Gram rule); joined outside jit (a jitted
-    # function returning its input would copy it).
-    design = DenseDesign.from_summary(X, summary) if raw_gram else _centred_design(X, summary)
+    # The boundary's design operator over X itself (no copy), or — dense X only — over a centred
+    # copy where large offsets would cost implicit centring its precision (the raw-Gram rule);
+    # joined outside jit (a jitted function returning its input would copy it).
+    design = data.design
+    if not raw_gram and isinstance(design, DenseDesign):
+        design = _centred_design(X, summary)
     problem = _prepare_lazy(design, Y, w, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)
     problem = problem._replace(Z=design)
     bar.update()
