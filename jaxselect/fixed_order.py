@@ -137,7 +137,7 @@ class ColumnCache(NamedTuple):
     results are those of computing each group's rows when it is chosen (same maths).
     """
 
-    rows: jax.Array  # (r, s, D) rows C[index[g], :] of the cached groups (unmasked: padding rows 0)
+    rows: jax.Array  # (r·s, D) rows C[index[g], :] of the cached groups, s per group (padding rows 0)
     group: jax.Array  # (r,) int32 cached groups, −1 where empty
 
     __repr__ = short_repr
@@ -235,7 +235,7 @@ def _empty_cache(problem: Problem) -> ColumnCache:
     r = _cache_groups(problem)
     s = problem.groups.index.shape[1]
     dtype = problem.b0.dtype
-    return ColumnCache(jnp.zeros((r, s, problem.n_features), dtype), jnp.full((r,), -1, jnp.int32))
+    return ColumnCache(jnp.zeros((r * s, problem.n_features), dtype), jnp.full((r,), -1, jnp.int32))
 
 
 def c_rows(problem: Problem, idx: jax.Array, m: jax.Array) -> jax.Array:
@@ -281,6 +281,7 @@ def _cached_rows(problem: Problem, state: SequencingState, h, take):
     cache = state.cache
     hit = cache.group == h
     r = cache.group.shape[0]
+    s = problem.groups.index.shape[1]
 
     def refill(_):
         index, mask = problem.groups.index, problem.groups.mask
@@ -288,11 +289,11 @@ def _cached_rows(problem: Problem, state: SequencingState, h, take):
         score = jnp.sum(bg * bg, axis=(1, 2)) / problem.groups.costs
         score = jnp.where(state.selected, -jnp.inf, score).at[h].set(jnp.inf)
         hs = jax.lax.top_k(score, r)[1].astype(jnp.int32)  # h first
-        return ColumnCache(group_rows(problem, hs), hs)
+        return ColumnCache(group_rows(problem, hs).reshape((r * s, -1)), hs)
 
     cache = jax.lax.cond(jnp.any(hit) | ~jnp.asarray(take, bool), lambda _: cache, refill, None)
-    pos = jnp.argmax(cache.group == h)
-    return cache.rows[pos], cache
+    start = (jnp.argmax(cache.group == h) * s).astype(jnp.int32)
+    return jax.lax.dynamic_slice_in_dim(cache.rows, start, s, axis=0), cache
 
 
 def degenerate(problem: Problem) -> jax.Array:
