@@ -34,6 +34,7 @@ from jaxselect._repr import short_repr
 from jaxselect._validation import as_hyper, check_constant_mode, check_float, float_dtype_for, host_value, is_traced
 from jaxselect.design import ColumnSummary, as_data, check_moments, summary_from_moments
 from jaxselect.design.boundary import host_matrix
+from jaxselect.design.sparse import is_sparse
 from jaxselect.design.operators import DenseDesign
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
@@ -181,7 +182,9 @@ def prepare(
     not), on an accelerator or inside a user's ``jit``, XLA. Both give the same result to rounding.
 
     Args:
-      X: (n, D) raw features (numpy or jax; a row-sharded jax.Array stays sharded).
+      X: (n, D) raw features (numpy or jax; a row-sharded jax.Array stays sharded), or a sparse
+        matrix (``scipy.sparse`` or ``jax.experimental.sparse``), never densified: the problem then
+        keeps it as a :class:`~jaxselect.design.SparseDesign` (``gram=False``).
       Y: (n,) or (n, T) raw targets.
       groups: None (every feature its own group, unit costs), a (D,) array of group ids, or a
         :class:`Groups` carrying costs.
@@ -197,7 +200,8 @@ def prepare(
         the Gram columns ``X̃ᵀX̃[:, h]`` of each chosen group when it is chosen — one ``u @ X``
         product, O(n·D·s), per step (False). "auto" forms the Gram when D ≤ 4096 (at most 64 MiB in
         float32; the solvers that revisit C — FR's Schur updates, the group lasso — need it) and is
-        lazy above, where D×D stops fitting comfortably. ``prepare`` does not know ``k``: a greedy
+        lazy above, where D×D stops fitting comfortably, and always lazy for a sparse X (which
+        ``gram=True`` refuses). ``prepare`` does not know ``k``: a greedy
         run of k ≪ D/2 steps is faster lazy (k passes over X against the Gram's D/2), so pass
         ``gram=False`` for it (e.g. ``cs_omp`` at k = 100 of D = 2 000 runs at a fraction of the
         full-Gram time). With False, ``Problem.Z`` is a design operator over X itself (one device
@@ -228,7 +232,7 @@ def prepare(
     progress = check_progress(progress)
     if gram not in (True, False, "auto"):
         raise ValueError(f"gram must be True, False or 'auto'; got {gram!r}")
-    if gram is not False and host_kernel_applies(X, Y, sample_weight):
+    if gram is not False and not is_sparse(X) and host_kernel_applies(X, Y, sample_weight):
         X = host_matrix(X, "X")  # validated (not copied) before its shape is read
         if gram is True or X.shape[1] <= GRAM_AUTO_MAX_FEATURES:
             return _prepare_on_host(X, Y, groups, sample_weight, l2, whiten, constant_columns, rank_tol, progress)
@@ -262,12 +266,20 @@ def _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_c
         constant_columns=constant_columns, scale="values",
     )
     bar.update()
-    X, Y, w, summary, groups = data.X, data.Y, data.weights, data.summary, data.groups
-    rank_tol = _rank_tol(rank_tol, X.dtype)
-    l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
+    Y, w, summary, groups = data.Y, data.weights, data.summary, data.groups
+    dtype, d = data.design.dtype, data.design.shape[1]
+    rank_tol = _rank_tol(rank_tol, dtype)
+    l2 = as_hyper(l2, "l2", dtype, low=0.0)
     raw_gram = _moderate_offsets(summary)
-    use_gram = X.shape[1] <= GRAM_AUTO_MAX_FEATURES if gram == "auto" else bool(gram)
+    dense = isinstance(data.design, DenseDesign)
+    if gram is True and not dense:
+        raise ValueError(
+            "gram=True forms the D×D Gram from a dense X; with sparse X use gram=False or 'auto' (the lazy Gram "
+            "columns of each chosen group, one sparse product per step: every sequencing solver runs on it)"
+        )
+    use_gram = dense and (d <= GRAM_AUTO_MAX_FEATURES if gram == "auto" else bool(gram))
     if use_gram:
+        X = data.X
         moments = xla_moments(X, Y, w, summary, centre=not raw_gram)
         scales = _concrete(lambda: scale_vectors(moments))
         bar.update()
@@ -280,8 +292,8 @@ def _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_c
     # copy where large offsets would cost implicit centring its precision (the raw-Gram rule);
     # joined outside jit (a jitted function returning its input would copy it).
     design = data.design
-    if not raw_gram and isinstance(design, DenseDesign):
-        design = _centred_design(X, summary)
+    if not raw_gram and dense:
+        design = _centred_design(data.X, summary)
     problem = _prepare_lazy(design, Y, w, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)
     problem = problem._replace(Z=design)
     bar.update()
