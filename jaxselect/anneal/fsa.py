@@ -208,17 +208,31 @@ def validate_fsa_options(X_shape, k, n_iter, mu, lr, optimizer, bins, smoothness
     return k, n_iter, mu, lr, smoothness, bins, huber_h
 
 
+#: ``polish=None`` polishes only when the support's dense columns (N × k-bucket) fit in this many
+#: bytes: the polish holds them as one dense array (and its Newton solver a copy or two).
+POLISH_DENSE_BYTES = 1 << 29
+
+
+def _default_polish(polish, n: int, width: int, dtype) -> bool:
+    """``polish=None``: on for linear learners whose dense (n, width) support columns fit
+    :data:`POLISH_DENSE_BYTES`; larger supports keep the schedule's iterate (pass True to force)."""
+    if polish is not None:
+        return polish
+    return n * width * np.dtype(dtype).itemsize <= POLISH_DENSE_BYTES
+
+
 def _check_polish(polish, tol, max_iter, bins, dtype):
     """``(polish, tol, max_iter)``: a bool (None: linear learners only), and the tolerance and cap
     as device scalars."""
     if polish is None:
-        polish = bins is None
-    if not isinstance(polish, (bool, np.bool_)):
+        polish = None if bins is None else False  # None: decided by the support's size (_default_polish)
+    if polish is not None and not isinstance(polish, (bool, np.bool_)):
         raise TypeError(f"polish must be True, False or None; got {polish!r}")
     tol = check_float(polish_tol(dtype) if tol is None else tol, "tol", low=0.0, strict_low=True)
     max_iter = check_int(max_iter, "max_iter", low=1)
     # device_put, not jnp.asarray: no program compiled per call
-    return bool(polish), jax.device_put(np.asarray(tol, dtype)), jax.device_put(np.int32(max_iter))
+    polish = None if polish is None else bool(polish)
+    return polish, jax.device_put(np.asarray(tol, dtype)), jax.device_put(np.int32(max_iter))
 
 
 def _check_k_live(live, k: int) -> None:
@@ -437,9 +451,11 @@ def fsa(
         priors) until ``max|∇F| ≤ tol·σ`` and return those coefficients (:mod:`.polish`: damped
         Newton for the pointwise losses on linear learners, L-BFGS for ranking, PL learners and
         callables); the support does not change and F never rises. False: the schedule's last
-        gradient iterate (Algorithm 1's output). None (default): True for linear learners, False
-        for PL learners (``bins``), whose F without a strong prior has no finite minimiser on
-        sparsely filled edge bins (pass True with ``l2``/``smoothness`` > 0).
+        gradient iterate (Algorithm 1's output). None (default): True for linear learners whose
+        support's dense columns (N × the k-bucket) fit :data:`POLISH_DENSE_BYTES` (512 MiB; the
+        polish holds them densely), False above that and for PL learners (``bins``), whose F
+        without a strong prior has no finite minimiser on sparsely filled edge bins (pass True
+        with ``l2``/``smoothness`` > 0).
       tol: the polish's gradient tolerance relative to σ (1 for labels, the target spread for the
         squared loss); default 1e-5 in float32, 1e-9 in float64.
       max_iter: cap on the polish's iterations (≥ 1); stopping there before ``tol`` sets
@@ -495,6 +511,7 @@ def fsa(
     schedule = annealing_schedule(m, k, n_iter, mu).astype(np.int32)
     cap = iteration_cap(n_iter)
     widths = stage_widths(m, k, _MIN_DROP)
+    polish = _default_polish(polish, n, int(widths[-1]), dtype)
     traced = is_traced((problem, X, y, pairs, sample_weight))
     bounds = None
     if traced:  # under jit/grad/vmap: static stage bounds, every loop a differentiable scan
