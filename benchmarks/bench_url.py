@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 QUICK = dict(n_train=50_000, n_test=12_500, n_features=100_000, k=2_000, n_informative=1_000)
+POLISH = {"auto": None, "on": True, "off": False}
 DEFAULT = dict(n_train=200_000, n_test=50_000, n_features=500_000, k=5_000, n_informative=2_000)
 
 
@@ -107,7 +108,8 @@ def run_child(args) -> dict:
             loss = args.child.split("_", 1)[1]
 
             def fit():
-                res = js.fsa(Xtr, ytr, args.k, loss=loss, l2=args.l2, n_iter=args.n_iter, mu=args.mu)
+                res = js.fsa(Xtr, ytr, args.k, loss=loss, l2=args.l2, n_iter=args.n_iter, mu=args.mu,
+                             polish=POLISH[args.polish])
                 return jax.block_until_ready(res)
 
             t0 = time.perf_counter()
@@ -121,7 +123,7 @@ def run_child(args) -> dict:
             coef = np.zeros(Xtr.shape[1])
             coef[support] = np.asarray(res.coef, dtype=np.float64)
             intercept = float(res.intercept)
-            extra.update(status=int(res.status), l2=args.l2, n_iter=args.n_iter, mu=args.mu, k=args.k,
+            extra.update(status=int(res.status), polish=args.polish, l2=args.l2, n_iter=args.n_iter, mu=args.mu, k=args.k,
                          final_loss=float(np.asarray(res.loss_path)[-1]))
         elif args.child == "liblinear":
             from common import l1_logistic
@@ -163,7 +165,7 @@ def run_child(args) -> dict:
 def _child(args, method: str, **opts) -> dict | None:
     cmd = [sys.executable, os.path.abspath(__file__), "--child", method, "--data", args.data,
            "--k", str(args.k), "--n-iter", str(opts.get("n_iter", args.n_iter)), "--mu", str(args.mu),
-           "--sgd-epochs", str(args.sgd_epochs)]
+           "--sgd-epochs", str(args.sgd_epochs), "--polish", str(opts.get("polish", args.polish))]
     for name in ("C", "alpha", "l2"):
         if name in opts:
             cmd += [f"--{name}", str(opts[name])]
@@ -182,6 +184,27 @@ def _child(args, method: str, **opts) -> dict | None:
         flush=True,
     )
     return row
+
+
+def op_timing(X, repeat: int = 5) -> dict:
+    """Median seconds of one product ``X̃ v`` / ``uᵀ X̃`` of FSA's sparse operator and of scipy's."""
+    import jax
+    import jax.numpy as jnp
+
+    from common import timeit
+    from jaxselect.design import SparseDesign
+
+    op = SparseDesign.from_csr(X)
+    v, u = jnp.ones(X.shape[1], jnp.float32), jnp.ones(X.shape[0], jnp.float32)
+    vn, un = np.ones(X.shape[1], np.float32), np.ones(X.shape[0], np.float32)
+    out = {
+        "sparse_design_mv_s": timeit(lambda: op.mv(v), repeat=repeat)[1],
+        "sparse_design_rmv_s": timeit(lambda: op.rmv(u), repeat=repeat)[1],
+        "scipy_mv_s": timeit(lambda: X @ vn, repeat=repeat)[1],
+        "scipy_rmv_s": timeit(lambda: X.T @ un, repeat=repeat)[1],
+    }
+    jax.clear_caches()
+    return out
 
 
 def run_parent(args) -> None:
@@ -204,6 +227,9 @@ def run_parent(args) -> None:
         "positive_rate_train": float(d.y_train.mean()), "generate_s": t_gen, "seed": args.seed,
     }
     print(f"data: {json.dumps(data)}", flush=True)
+    if args.op_timing:
+        data["op_timing"] = op_timing(d.X_train)
+        print(f"products: {json.dumps(data['op_timing'])}", flush=True)
     folder = tempfile.mkdtemp(prefix="bench_url_")
     args.data = folder
     try:
@@ -219,6 +245,8 @@ def run_parent(args) -> None:
                 grid = [dict(alpha=a) for a in args.alpha]
             else:
                 grid = [dict(l2=v, n_iter=n) for v in args.l2 for n in args.n_iter_grid]
+                if args.polish_both:
+                    grid = [dict(g, polish=p) for g in grid for p in ("off", "auto")]
             for opts in grid:
                 row = _child(args, method, **opts)
                 if row is not None:
@@ -245,7 +273,7 @@ def run_parent(args) -> None:
             "half_time": f["fit_s"] <= 0.5 * ll["fit_s"],
             "rss_no_higher": f["peak_rss"] <= ll["peak_rss"],
         }
-    cols = ["method", "C", "alpha", "l2", "n_iter", "test_error", "nnz", "fit_s", "fit2_s", "peak_rss_gib"]
+    cols = ["method", "C", "alpha", "l2", "n_iter", "polish", "test_error", "nnz", "fit_s", "fit2_s", "peak_rss_gib"]
     for r in rows:
         r["peak_rss_gib"] = r["peak_rss"] / 2**30
     print(table(rows, cols))
@@ -278,6 +306,9 @@ def main(argv=None):
     p.add_argument("--n-iter", type=int, default=100, help="FSA n_iter (child)")
     p.add_argument("--n-iter-grid", type=int, nargs="+", default=None, help="FSA n_iter values to run")
     p.add_argument("--mu", type=float, default=300.0)
+    p.add_argument("--polish", choices=sorted(POLISH), default="auto", help="js.fsa's polish (auto: its default)")
+    p.add_argument("--polish-both", action="store_true", help="run every FSA setting with polish off and auto")
+    p.add_argument("--op-timing", action="store_true", help="time one SparseDesign mv/rmv (and scipy's) at this size")
     p.add_argument("--sgd-epochs", type=int, default=20)
     p.add_argument("--warm", action="store_true", help="time a second (compiled) FSA call too")
     p.add_argument("--timeout", type=float, default=1800.0)
