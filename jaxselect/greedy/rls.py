@@ -510,7 +510,6 @@ def _resolve_chunk(chunk_size, n: int, d: int, dtype) -> int:
     return min(check_int(chunk_size, "chunk_size", low=1), d)
 
 
-@any_mesh
 #: Largest ``n·d`` up to which :func:`greedy_rls` and :func:`~jaxselect.glm_omp` densify a sparse X
 #: (their own state is an (n, d) dense matrix, so sparse storage would save nothing there).
 SPARSE_DENSIFY_LIMIT = 1 << 26
@@ -536,6 +535,7 @@ def densify_sparse(X, who: str, state: str, alternative: str):
     return as_sparse_csr(X, "X").toarray()
 
 
+@any_mesh
 def greedy_rls(
     X,
     Y,
