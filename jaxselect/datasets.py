@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxselect.sources import EquicorrelatedSource
+
 __all__ = [
     "Dataset",
     "data_path",
@@ -28,6 +30,8 @@ __all__ = [
     "BINARY_UCI_SETS",
     "MULTICLASS_SETS",
     "correlated_design",
+    "equicorrelated",
+    "EquicorrelatedSource",
 ]
 
 BINARY_UCI_SETS = (
@@ -254,3 +258,34 @@ def correlated_design(key_or_seed, n: int, d: int, rho: float = 0.9, dtype=np.fl
     for j in range(1, d):
         X[:, j] = rho * X[:, j - 1] + scale * rng.standard_normal(n)
     return X
+
+
+def equicorrelated(
+    n_samples: int,
+    n_features: int,
+    *,
+    n_informative: int | None = None,
+    alpha: float = 0.5,
+    seed: int = 0,
+    label_noise: float = 0.0,
+    dtype=np.float32,
+) -> EquicorrelatedSource:
+    """The FSA paper's Figure 1 data (§3.1.3 eq. (18), labels of eq. (17)) as a generated source.
+
+    ``x_i = α z_i 1_M + ε_i`` with z_i ~ N(0, 1), ε_i ~ N(0, I_M): every pair of columns has
+    correlation α²/(1+α²). Nothing is stored: entry (i, j) is a counter-based hash of
+    (seed, i, j), the same however it is asked. Use ``source.block(rows, cols)``,
+    ``source.targets(rows)``, ``source.materialize()`` (small sizes) or the fused products
+    ``source.matvec_block`` / ``source.rmatvec_block``; see
+    :class:`~jaxselect.sources.EquicorrelatedSource` for the arguments.
+
+    >>> import jaxselect as js
+    >>> src = js.datasets.equicorrelated(2000, 100, n_informative=3)
+    >>> X, y = src.materialize(), src.targets()
+    >>> X.shape, X.dtype.name, y.shape
+    ((2000, 100), 'float32', (2000,))
+    """
+    return EquicorrelatedSource(
+        n_samples, n_features, n_informative=n_informative, alpha=alpha, seed=seed,
+        label_noise=label_noise, dtype=dtype,
+    )

@@ -32,9 +32,10 @@ ascending index order, so the result does not depend on compaction: driving
 :func:`~jaxselect.anneal.fsa_step` on the full width gives the iterates of :func:`fsa`.
 
 Differentiability: the returned ``coef``/``intercept``/``loss_path`` are differentiable with
-respect to X, y, ``l2`` (and anything a callable loss closes over) through the unrolled
-iterations, with the support treated as fixed — the support itself is piecewise constant in the
-data (zero derivative almost everywhere). ``fsa`` can be called inside ``jax.jit``/``jax.grad``/
+respect to X, y, ``l2`` (and anything a callable loss closes over) with the support treated as
+fixed: ``loss_path`` (and unpolished coefficients) through the unrolled iterations, polished
+coefficients by implicit differentiation of the converged fit (:mod:`.polish`) — the support
+itself is piecewise constant in the data (zero derivative almost everywhere). ``fsa`` can be called inside ``jax.jit``/``jax.grad``/
 ``jax.vmap``: value checks (NaN, labels, pair ranges, constant columns) are then skipped because
 they need concrete values, and the stages run as scans of static length (see :mod:`.run`).
 """
@@ -70,6 +71,7 @@ from ..sharding import any_mesh
 from ..status import OK, status_message
 from .design import LinearDesign, PLDesign
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_scores
+from .polish import POLISH_MAX_ITER, merge_status, polish as polish_fit, polish_tol
 from .run import RunPlan, finish, iteration_cap, run
 from .schedule import annealing_schedule, plan_stages, stage_widths
 from .step import (
@@ -97,14 +99,16 @@ class FSAResult(NamedTuple):
 
     Attributes:
       support: (k,) int32 selected feature indices, ascending.
-      coef: (k,) raw-space coefficients (linear learners), or (k, B+1) PL coefficients.
+      coef: (k,) raw-space coefficients (linear learners), or (k, B+1) PL coefficients: the
+        minimiser of F on the support (``polish``), else the schedule's last iterate.
       intercept: () intercept (raw space).
       loss_path: (n_iter,) objective F at the start of each iteration (loss + priors).
       n_kept: (n_iter,) int32 schedule M_e of eq. (3) (variables kept after iteration e).
       step_size: (n_stages,) gradient step of each compacted stage (:func:`~jaxselect.anneal.stage_widths`;
         a stage the schedule skips repeats the previous step; NaN with an optax optimizer).
       status: () int32, 0 = ok, else the flags of :mod:`jaxselect.status` (``NONFINITE`` = 1:
-        non-finite loss or coefficients); ``js.raise_for_status(result)`` raises on it.
+        non-finite loss or coefficients; ``NOT_CONVERGED`` = 4: the polish on the final support
+        stopped at ``max_iter`` above its tolerance); ``js.raise_for_status(result)`` raises on it.
       x_min, bin_width: (k,) PL grid of the selected features (None for linear learners).
       basis_mean: (k, B+1) centering ū_j of the PL responses (None for linear learners).
       n_features: int, M, the number of columns of the training X (predictions need X of that
@@ -201,6 +205,19 @@ def validate_fsa_options(X_shape, k, n_iter, mu, lr, optimizer, bins, smoothness
     elif smoothness > 0:
         raise ValueError("smoothness (eq. 13) applies to piecewise-linear learners: also pass bins=B")
     return k, n_iter, mu, lr, smoothness, bins, huber_h
+
+
+def _check_polish(polish, tol, max_iter, bins, dtype):
+    """``(polish, tol, max_iter)``: a bool (None: linear learners only), and the tolerance and cap
+    as device scalars."""
+    if polish is None:
+        polish = bins is None
+    if not isinstance(polish, (bool, np.bool_)):
+        raise TypeError(f"polish must be True, False or None; got {polish!r}")
+    tol = check_float(polish_tol(dtype) if tol is None else tol, "tol", low=0.0, strict_low=True)
+    max_iter = check_int(max_iter, "max_iter", low=1)
+    # device_put, not jnp.asarray: no program compiled per call
+    return bool(polish), jax.device_put(np.asarray(tol, dtype)), jax.device_put(np.int32(max_iter))
 
 
 def _check_k_live(live, k: int) -> None:
@@ -338,6 +355,9 @@ def fsa(
     huber_h: float = 0.1,
     constant_columns: str = "inert",
     sample_weight=None,
+    polish: bool | None = None,
+    tol=None,
+    max_iter: int = POLISH_MAX_ITER,
 ) -> FSAResult:
     """Feature Selection with Annealing (Barbu et al., Algorithm 1 with schedule (3)).
 
@@ -383,6 +403,17 @@ def fsa(
         weights of :func:`jaxselect.shard_rows` give the unpadded result. ``"ranking"``: pair
         (i, j) gets weight ``w_i·w_j`` (a pair with a padding row is absent). Built-in losses only
         (a callable loss cannot be weighted: weight inside it).
+      polish: True: after the schedule, minimise F on the final support (same loss, weights and
+        priors) until ``max|∇F| ≤ tol·σ`` and return those coefficients (:mod:`.polish`: damped
+        Newton for the pointwise losses on linear learners, L-BFGS for ranking, PL learners and
+        callables); the support does not change and F never rises. False: the schedule's last
+        gradient iterate (Algorithm 1's output). None (default): True for linear learners, False
+        for PL learners (``bins``), whose F without a strong prior has no finite minimiser on
+        sparsely filled edge bins (pass True with ``l2``/``smoothness`` > 0).
+      tol: the polish's gradient tolerance relative to σ (1 for labels, the target spread for the
+        squared loss); default 1e-5 in float32, 1e-9 in float64.
+      max_iter: cap on the polish's iterations (≥ 1); stopping there before ``tol`` sets
+        NOT_CONVERGED (4) in ``status``.
 
     Compilation: one program per shape (N, M, the k-bucket of
     :func:`~jaxselect.anneal.k_bucket`, the power of two above ``n_iter``) and static options
@@ -391,8 +422,9 @@ def fsa(
     extraction of the k survivors.
 
     Returns:
-      :class:`FSAResult`. A non-zero ``status`` (non-finite values: the step was too large) also
-      gives a ``RuntimeWarning`` when the call is not traced; ``js.raise_for_status`` raises.
+      :class:`FSAResult`. A non-zero ``status`` (non-finite values: the step was too large;
+      NOT_CONVERGED: the polish stopped at ``max_iter``) also gives a ``RuntimeWarning`` when the
+      call is not traced; ``js.raise_for_status`` raises.
 
     Raises:
       ValueError / TypeError: on bad input (shapes, fewer than 2 rows, NaN/Inf, k outside
@@ -422,6 +454,7 @@ def fsa(
         (n, m), k, n_iter, mu, lr, optimizer, bins, smoothness, huber_h
     )
     l2 = as_hyper(l2, "l2", dtype, low=0.0)
+    polish, tol, max_iter = _check_polish(polish, tol, max_iter, bins, dtype)
     config = make_config(loss, huber_h, optimizer, weighted=w is not None)
     problem = _prepare(data, y, loss, bins, pairs, config, l2, jnp.asarray(smoothness, dtype))
     if loss == "squared":  # the loss squares the residuals: y's squares must stay finite
@@ -450,6 +483,9 @@ def fsa(
         jax.device_put(np.asarray(0.0 if lr is None else lr, dtype)),
         plan=plan,
     )
+    if polish:  # the converged fit on the final support (width W, the k survivors active)
+        fit = polish_fit(problem, cols, state.coef, state.intercept, state.active, tol, max_iter)
+        state = state._replace(coef=fit.coef, intercept=fit.intercept)
     grid = problem.grid
     support, coef, intercept, loss_path, status, basis_mean, x_min, bin_width = finish(
         state,
@@ -463,6 +499,7 @@ def fsa(
         k=k,
         n_iter=n_iter,
     )
+    status = merge_status(status, fit) if polish else status
     result = FSAResult(
         support=support,
         coef=coef,

@@ -1,0 +1,451 @@
+"""Reproduce the FSA paper's Figure 1: Lorenz FSA vs LogitBoost on equicorrelated data (§3.1.3).
+
+Data: eq. (18), ``x_i = α z_i 1_M + ε_i`` (α = 0.5, pairwise correlation 0.2), labels of eq. (17),
+``y = 1[Σ_{j≤k*} x_{10j} > 0]``, from :func:`jaxselect.datasets.equicorrelated` (a counter-based
+source: nothing is stored, the test rows come from another seed). Paper: M = 10⁵, k = k* = 500,
+N ≤ 10⁶, averaged over 10 runs.
+
+Methods (each run in its own subprocess, so its peak memory is its own):
+
+* ``fsa`` — ``js.fsa(X, y, k, loss="lorenz")`` with the library defaults (N_iter = 500, μ = 300);
+* ``logitboost`` — LogitBoost with univariate linear learners, all M fitted each round, the best
+  added, k rounds (the paper's LB; ``benchmarks/logitboost.py``); ``lb1`` trains a random 10 % of
+  the learners each round (the paper's LB1, which its Figure 1 shows);
+* ``hgb`` — scikit-learn's ``HistGradientBoostingClassifier`` with stumps (``max_depth=1``,
+  ``max_leaf_nodes=2``, k iterations, no early stopping), the popular peer.
+
+Reported per (method, N): training time (one call, compilation included; data generation not
+included), percent of the k* true variables among the selected ones (PCD, §3.1.2; for the boosters
+the distinct features of their k learners), test AUC (test set of the training size, capped by
+``--max-test``), peak anonymous RSS of the child (``RssAnon`` sampled every 10 ms; ``VmHWM`` too).
+A method runs at a size only where its estimated peak fits ``--memory-gb`` (X is held in memory by
+every method: streaming FSA beyond memory is not available yet).
+
+Usage::
+
+    python benchmarks/reproduce_fsa_fig1.py --n-features 10000 --sizes 10000 30000 --k 100   # minutes
+    python benchmarks/reproduce_fsa_fig1.py                       # the paper's sizes, where they fit
+    python benchmarks/reproduce_fsa_fig1.py --throughput          # generator / fused-product speed
+    python benchmarks/reproduce_fsa_fig1.py --combine results/fig1_a.json results/fig1_b.json --tag ab
+
+Writes ``benchmarks/results/fig1_<tag>.json`` and a three-panel plot ``fig1_<tag>.png``
+(matplotlib, if installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+
+RESULTS = os.path.join(HERE, "results")
+METHODS = ("fsa", "logitboost", "lb1", "hgb")
+LABELS = {"fsa": "FSA (Lorenz)", "logitboost": "LogitBoost (all learners)", "lb1": "LogitBoost (10% learners)", "hgb": "sklearn HGB stumps"}
+#: estimated peak memory of a method, in units of the float32 X (measured on small runs, rounded up)
+MEMORY_FACTOR = {"fsa": 3.2, "logitboost": 1.4, "lb1": 1.5, "hgb": 4.0}
+TEST_SEED_OFFSET = 1_000_003
+
+
+# ----------------------------------------------------------------------------------------- child
+class RssSampler:
+    """Peak of ``RssAnon`` (anonymous resident memory) of this process, sampled in a thread."""
+
+    def __init__(self, period: float = 0.01):
+        self.period, self.peak, self._stop = period, 0, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def read(field: str = "RssAnon") -> int:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+        return -1
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.read())
+            time.sleep(self.period)
+
+    def __enter__(self):
+        self.peak = self.read()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self.thread.join()
+        self.peak = max(self.peak, self.read())
+
+
+def _auc(y, scores) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, scores))
+
+
+def _test_scores_linear(test, support, coef, intercept, block_rows: int = 50_000) -> np.ndarray:
+    """Scores of a linear model on the test source, generating only the support's columns."""
+    out = []
+    for start in range(0, test.shape[0], block_rows):
+        Xs = np.asarray(test.block(slice(start, start + block_rows), support), dtype=np.float64)
+        out.append(Xs @ np.asarray(coef, dtype=np.float64) + intercept)
+    return np.concatenate(out)
+
+
+def run_child(args) -> dict:
+    import jax
+
+    import jaxselect as js
+    from logitboost import linear_model, logitboost
+
+    N, M, k, seed = args.n, args.n_features, args.k, args.seed
+    kstar = args.n_informative or k
+    src = js.datasets.equicorrelated(N, M, n_informative=kstar, alpha=args.alpha, seed=seed)
+    test = js.datasets.equicorrelated(
+        min(N, args.max_test), M, n_informative=kstar, alpha=args.alpha, seed=seed + TEST_SEED_OFFSET
+    )
+    rss_start = RssSampler.read()
+    with RssSampler() as sampler:
+        t0 = time.perf_counter()
+        if args.method == "hgb":
+            X = src.materialize()  # numpy float32, generated in blocks
+        else:
+            X = jax.block_until_ready(src.block(slice(None)))  # one device array, no host copy
+        y = src.targets()
+        t_gen = time.perf_counter() - t0
+        rss_data = RssSampler.read()
+
+        t0 = time.perf_counter()
+        if args.method == "fsa":
+            res = js.fsa(X, y, k, loss="lorenz", n_iter=args.n_iter)
+            jax.block_until_ready(res)
+            t_fit = time.perf_counter() - t0
+            support, coef, intercept = np.asarray(res.support), np.asarray(res.coef), float(res.intercept)
+            selected = support
+            extra = {"status": int(res.status)}
+        elif args.method in ("logitboost", "lb1"):
+            frac = 1.0 if args.method == "logitboost" else 0.1
+            res = jax.block_until_ready(logitboost(X, y, k, learner_fraction=frac, seed=seed))
+            t_fit = time.perf_counter() - t0
+            support, coef, intercept = linear_model(res)
+            selected = support
+            extra = {"n_rounds": k}
+        else:
+            from sklearn.ensemble import HistGradientBoostingClassifier
+
+            clf = HistGradientBoostingClassifier(
+                max_iter=k, max_depth=1, max_leaf_nodes=2, learning_rate=args.hgb_learning_rate,
+                early_stopping=False, random_state=seed,
+            )
+            clf.fit(X, y)
+            t_fit = time.perf_counter() - t0
+            used = set()
+            for trees in clf._predictors:  # private, but the only place the split features live
+                for tree in trees:
+                    nodes = tree.nodes
+                    used.update(int(f) for f in nodes["feature_idx"][~nodes["is_leaf"].astype(bool)])
+            selected = np.asarray(sorted(used), dtype=np.int64)
+            extra = {"learning_rate": args.hgb_learning_rate}
+        rss_fit = sampler.peak
+    if args.warm:  # a second, identical call: the compiled programs are cached (FSA, LogitBoost)
+        t0 = time.perf_counter()
+        if args.method == "fsa":
+            jax.block_until_ready(js.fsa(X, y, k, loss="lorenz", n_iter=args.n_iter))
+        elif args.method in ("logitboost", "lb1"):
+            jax.block_until_ready(logitboost(X, y, k, learner_fraction=frac, seed=seed))
+        else:
+            clf.fit(X, y)
+        extra["time_fit_warm_s"] = time.perf_counter() - t0
+    del X
+    # test AUC (outside the measured peak: the boosters' and FSA's linear models need only their
+    # columns; HGB predicts on full-width row blocks)
+    y_test = test.targets()
+    if args.method == "hgb":
+        rows = max(1, (1 << 27) // (M * 4))
+        scores = np.concatenate(
+            [clf.decision_function(test.materialize(slice(s, s + rows))) for s in range(0, test.shape[0], rows)]
+        )
+    else:
+        scores = _test_scores_linear(test, support, coef, intercept)
+    true = set(src.true_features.tolist())
+    return {
+        "method": args.method,
+        "n": N,
+        "n_features": M,
+        "k": k,
+        "n_informative": kstar,
+        "seed": seed,
+        "time_fit_s": t_fit,
+        "time_data_s": t_gen,
+        "pcd": 100.0 * len(true.intersection(selected.tolist())) / max(1, kstar),
+        "n_selected": int(len(selected)),
+        "auc": _auc(y_test, scores),
+        "n_test": int(test.shape[0]),
+        "x_bytes": src.nbytes,
+        "rss_anon_start": rss_start,
+        "rss_anon_after_data": rss_data,
+        "peak_rss_anon": rss_fit,
+        "vm_hwm": RssSampler.read("VmHWM"),
+        **extra,
+    }
+
+
+# ---------------------------------------------------------------------------------------- parent
+def _budget_bytes(memory_gb: float | None) -> int:
+    with open("/proc/meminfo") as f:
+        info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in f}
+    limit = int(0.9 * info["MemAvailable"])
+    return min(limit, int(memory_gb * 2**30)) if memory_gb else limit
+
+
+def run_parent(args) -> None:
+    budget = _budget_bytes(args.memory_gb)
+    rows, skipped = [], []
+    for N in args.sizes:
+        x_bytes = N * args.n_features * 4
+        for method in args.methods:
+            need = MEMORY_FACTOR[method] * x_bytes
+            if need > budget:
+                skipped.append({"method": method, "n": N, "needs_gb": need / 2**30, "budget_gb": budget / 2**30})
+                print(f"skip {method} at N={N}: needs ~{need / 2**30:.1f} GiB > budget {budget / 2**30:.1f} GiB", flush=True)
+                continue
+            for seed in range(args.seeds):
+                cmd = [
+                    sys.executable, os.path.abspath(__file__), "--child", method, "--n", str(N),
+                    "--n-features", str(args.n_features), "--k", str(args.k), "--seed", str(seed),
+                    "--alpha", str(args.alpha), "--n-iter", str(args.n_iter), "--max-test", str(args.max_test),
+                    "--hgb-learning-rate", str(args.hgb_learning_rate),
+                ] + (["--warm"] if args.warm else [])
+                if args.n_informative:
+                    cmd += ["--n-informative", str(args.n_informative)]
+                t0 = time.perf_counter()
+                try:
+                    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout)
+                except subprocess.TimeoutExpired:
+                    print(f"{method} N={N} seed={seed}: timed out after {args.timeout} s", flush=True)
+                    skipped.append({"method": method, "n": N, "timeout_s": args.timeout})
+                    continue
+                if proc.returncode != 0:
+                    print(f"{method} N={N} seed={seed} failed:\n{proc.stderr[-3000:]}", flush=True)
+                    skipped.append({"method": method, "n": N, "error": proc.stderr[-1000:]})
+                    continue
+                row = json.loads(proc.stdout.strip().splitlines()[-1])
+                row["wall_child_s"] = time.perf_counter() - t0
+                rows.append(row)
+                print(
+                    f"{method:10s} N={N:>8d} seed={seed}: fit {row['time_fit_s']:.1f} s, PCD {row['pcd']:.1f}%, "
+                    f"AUC {row['auc']:.4f}, peak RSS {row['peak_rss_anon'] / 2**30:.2f} GiB (X {row['x_bytes'] / 2**30:.2f} GiB)",
+                    flush=True,
+                )
+    report(args, rows, skipped, budget)
+
+
+def combine(args) -> None:
+    """Merge the runs of earlier result files (e.g. one per size) into one table, JSON and plot."""
+    rows, skipped = [], []
+    for path in args.combine:
+        with open(path) as f:
+            payload = json.load(f)
+        rows += payload["runs"]
+        skipped += payload["skipped"]
+        budget = payload["memory_budget_bytes"]
+        for key in ("n_features", "k", "alpha", "n_iter", "hgb_learning_rate"):  # the runs' settings
+            setattr(args, key, payload["config"][key])
+    report(args, sorted(rows, key=lambda r: (r["n"], METHODS.index(r["method"]))), skipped, budget, sources=args.combine)
+
+
+def report(args, rows, skipped, budget, sources=None) -> None:
+    from common import environment, table
+
+    summary = _summarise(rows)
+    warm = any("time_warm_s" in r for r in summary)
+    cols = ["method", "n", "runs", "time_fit_s"] + (["time_warm_s"] if warm else []) + [
+        "pcd", "auc", "peak_rss_gib", "peak_over_x", "extra_over_x"]
+    print()
+    print(table(summary, cols))
+    ratios = _ratios(summary)
+    if ratios:
+        print()
+        print(table(ratios, ["n", "method", "time_over_fsa"] + (["warm_time_over_fsa"] if warm else [])))
+    tag = args.tag or (f"M{args.n_features}_k{args.k}" + ("_paper" if args.n_features == 100_000 and args.k == 500 else ""))
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, f"fig1_{tag}.json")
+    payload = {
+        "environment": environment(),
+        "config": {k: v for k, v in vars(args).items() if k not in ("child", "n", "seed")},
+        "memory_budget_bytes": budget,
+        "load_average_at_end": os.getloadavg(),
+        "summary": summary,
+        "time_ratios_over_fsa": ratios,
+        "skipped": skipped,
+        "combined_from": sources,
+        "runs": rows,
+    }
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=2, default=float)
+    print(f"\nwrote {path}")
+    _plot(summary, os.path.join(RESULTS, f"fig1_{tag}.png"), args)
+
+
+def _summarise(rows):
+    out = []
+    for method in METHODS:
+        for N in sorted({r["n"] for r in rows if r["method"] == method}):
+            rs = [r for r in rows if r["method"] == method and r["n"] == N]
+            peak = float(np.max([r["peak_rss_anon"] for r in rs]))
+            out.append({
+                "method": method,
+                "n": N,
+                "runs": len(rs),
+                "time_fit_s": float(np.mean([r["time_fit_s"] for r in rs])),
+                "pcd": float(np.mean([r["pcd"] for r in rs])),
+                "auc": float(np.mean([r["auc"] for r in rs])),
+                "peak_rss_gib": peak / 2**30,
+                "peak_over_x": peak / rs[0]["x_bytes"],
+                "extra_over_x": float(np.max([r["peak_rss_anon"] - r["rss_anon_start"] for r in rs])) / rs[0]["x_bytes"],
+                **({"time_warm_s": float(np.mean([r["time_fit_warm_s"] for r in rs]))} if "time_fit_warm_s" in rs[0] else {}),
+            })
+    return out
+
+
+def _ratios(summary):
+    fsa = {r["n"]: r for r in summary if r["method"] == "fsa"}
+    out = []
+    for r in summary:
+        if r["method"] == "fsa" or r["n"] not in fsa:
+            continue
+        row = {"n": r["n"], "method": r["method"], "time_over_fsa": r["time_fit_s"] / fsa[r["n"]]["time_fit_s"]}
+        if "time_warm_s" in r and "time_warm_s" in fsa[r["n"]]:
+            row["warm_time_over_fsa"] = r["time_warm_s"] / fsa[r["n"]]["time_warm_s"]
+        out.append(row)
+    return out
+
+
+def _plot(summary, path, args) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot (the JSON has the numbers)")
+        return
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for i, method in enumerate(METHODS):
+        rs = [r for r in summary if r["method"] == method]
+        if not rs:
+            continue
+        n, color = [r["n"] for r in rs], f"C{i}"
+        for ax, key in zip(axes, ("time_fit_s", "pcd", "auc")):
+            ax.plot(n, [r[key] for r in rs], "o-", color=color, label=LABELS[method])
+        if all("time_warm_s" in r for r in rs):
+            axes[0].plot(n, [r["time_warm_s"] for r in rs], "s--", color=color, alpha=0.6, label=LABELS[method] + ", 2nd call")
+    for ax, title in zip(axes, ("training time (s)", "% true variables detected", "test AUC")):
+        ax.set_xscale("log")
+        ax.set_xlabel("N (observations)")
+        ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_yscale("log")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"equicorrelated data (eq. 18, α={args.alpha}), M={args.n_features}, k={args.k}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+# ------------------------------------------------------------------------------------ throughput
+def run_throughput(args) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    import jaxselect as js
+    from common import environment
+
+    def rate(fn, entries, repeat=3):
+        jax.block_until_ready(fn())
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            jax.block_until_ready(fn())
+        return entries * repeat / (time.perf_counter() - t0)
+
+    n_rows, n_cols = 4096, 16384
+    src = js.datasets.equicorrelated(10**6, 10**5, n_informative=500)
+    rng = np.random.default_rng(0)
+    cols = np.sort(rng.choice(10**5, n_cols, replace=False)).astype(np.int32)
+    v = rng.standard_normal(n_cols).astype(np.float32)
+    u = rng.standard_normal(n_rows).astype(np.float32)
+    rows = slice(123_456, 123_456 + n_rows)
+    out = {
+        "block_entries_per_s": rate(lambda: src.block(rows, cols), n_rows * n_cols),
+        "matvec_block_entries_per_s": rate(lambda: src.matvec_block(123_456, n_rows, cols, v), n_rows * n_cols),
+        "rmatvec_block_entries_per_s": rate(lambda: src.rmatvec_block(123_456, n_rows, cols, u), n_rows * n_cols),
+        "jax_random_normal_per_s": rate(lambda: jax.random.normal(jax.random.key(0), (n_rows, n_cols)), n_rows * n_cols),
+    }
+    t0 = time.perf_counter()
+    np.random.default_rng(0).standard_normal((n_rows, n_cols), dtype=np.float32)
+    out["numpy_standard_normal_per_s"] = n_rows * n_cols / (time.perf_counter() - t0)
+    every = np.arange(10**5, dtype=np.int32)  # the Figure 1 width: all M = 10⁵ columns, 1024 rows
+    ones, w = np.ones(10**5, np.float32), np.ones(1024, np.float32)
+    out["matvec_block_all_columns_entries_per_s"] = rate(lambda: src.matvec_block(7, 1024, every, ones), 1024 * 10**5)
+    out["rmatvec_block_all_columns_entries_per_s"] = rate(lambda: src.rmatvec_block(7, 1024, every, w), 1024 * 10**5)
+    Xb = jnp.asarray(np.asarray(src.block(rows, cols)))
+    out["dense_matvec_entries_per_s"] = rate(lambda: Xb @ jnp.asarray(v), n_rows * n_cols, repeat=10)
+    out["block_shape"] = [n_rows, n_cols]
+    out["load_average"] = os.getloadavg()
+    for key, val in out.items():
+        print(f"{key:32s} {val:.3g}" if isinstance(val, float) else f"{key:32s} {val}")
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, "fig1_throughput.json")
+    with open(path, "w") as f:
+        json.dump({"environment": environment(), **out}, f, indent=2, default=float)
+    print(f"wrote {path}")
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000, 300_000, 1_000_000])
+    p.add_argument("--n-features", type=int, default=100_000)
+    p.add_argument("--k", type=int, default=500, help="features selected / boosting rounds")
+    p.add_argument("--n-informative", type=int, default=None, help="k* (default: k)")
+    p.add_argument("--alpha", type=float, default=0.5)
+    p.add_argument("--seeds", type=int, default=1, help="runs per size (the paper averages 10)")
+    p.add_argument("--methods", nargs="+", default=["fsa", "logitboost", "hgb"], choices=METHODS)
+    p.add_argument("--n-iter", type=int, default=500, help="FSA's N_iter")
+    p.add_argument("--hgb-learning-rate", type=float, default=0.1)
+    p.add_argument("--max-test", type=int, default=100_000, help="test rows (the training size up to this)")
+    p.add_argument("--memory-gb", type=float, default=None, help="memory budget (default: 90%% of MemAvailable)")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds per method run")
+    p.add_argument("--warm", action="store_true", help="also time a second call (compiled programs cached)")
+    p.add_argument("--tag", default=None, help="results file suffix")
+    p.add_argument("--throughput", action="store_true", help="measure the generator and its fused products")
+    p.add_argument("--combine", nargs="+", metavar="JSON", help="merge earlier fig1_*.json runs into --tag's table and plot")
+    p.add_argument("--child", choices=METHODS, help=argparse.SUPPRESS)
+    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        args.method = args.child
+        print(json.dumps(run_child(args), default=float))
+    elif args.throughput:
+        run_throughput(args)
+    elif args.combine:
+        if not args.tag:
+            p.error("--combine needs --tag (the name of the merged result)")
+        combine(args)
+    else:
+        run_parent(args)
+
+
+if __name__ == "__main__":
+    main()
