@@ -44,6 +44,7 @@ EXPECTED_FAILED = {
             "give the repeated rows' ridge model at a given support, and weight-0 rows are removed rows: "
             "tests/test_sklearn.py)"
         ),
+        "check_sample_weight_equivalence_on_sparse_data": "as on dense data (sparse X is densified for greedy RLS)",
     },
     "DWSMClassifier": {
         "check_sample_weight_equivalence_on_dense_data": (

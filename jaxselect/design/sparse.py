@@ -111,8 +111,9 @@ def as_sparse_csr(X, name: str = "X", *, dtype=None, min_rows: int = 1):
       canonical float32 CSR with int32 indices is shared, not copied).
 
     Raises:
-      TypeError: non-numeric values, traced input. ValueError: bad shape, NaN/Inf (rows named),
-      values beyond the dtype's range, indices that do not fit int32.
+      TypeError: non-numeric values, traced input.
+      ValueError: bad shape, NaN/Inf (rows named), values beyond the dtype's range, indices that do
+        not fit int32.
     """
     import scipy.sparse as sp
 
