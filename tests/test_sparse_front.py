@@ -167,3 +167,115 @@ def test_dwsm_refuses_sparse():
 
     with pytest.raises(TypeError, match="rcpi_problem does not run on sparse X"):
         rcpi_problem(make_spec(D, 2), sp.csr_matrix(X), LABELS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-validation on sparse X: the folds' weights of the same X, one fold after the other
+
+
+def test_cross_validate_path_sparse_equals_dense():
+    a = js.cross_validate_path(X, Y, folds=3, k=3)
+    b = js.cross_validate_path(sp.csr_matrix(X), Y, folds=3, k=3)
+    np.testing.assert_array_equal(b.fold_order, a.fold_order)
+    np.testing.assert_allclose(b.grid, a.grid, rtol=1e-5)
+    _close(b.scores, a.scores, atol=1e-3)
+    assert b.best == a.best
+
+
+def test_cross_validate_fsa_sparse_equals_dense():
+    a = js.cross_validate_fsa(X, Y, [1, 2], folds=3, n_iter=30, sample_weight=W)
+    b = js.cross_validate_fsa(sp.csc_matrix(X), Y, [1, 2], folds=3, n_iter=30, sample_weight=W)
+    _close(b.scores, a.scores, atol=1e-3)
+    assert b.best == a.best
+    with pytest.raises(ValueError, match=r"piecewise-linear learners \(bins\) do not run on sparse X.*bins=None"):
+        js.cross_validate_fsa(sp.csr_matrix(X), Y, [1], folds=3, bins=4)
+
+
+# ---------------------------------------------------------------------------------------------
+# scikit-learn estimators
+
+
+sk = pytest.importorskip("sklearn")
+from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+
+from jaxselect.sklearn import (  # noqa: E402
+    DWSMClassifier,
+    FSAClassifier,
+    FSARegressor,
+    FSARegressorCV,
+    GreedyRLSRegressor,
+    GroupSequencingClassifier,
+    GroupSequencingRegressor,
+    GroupSequencingRegressorCV,
+)
+
+
+def _same_fit(make, y, fmt=sp.csr_matrix, atol=1e-4):
+    """Fit ``make()`` on dense and on sparse X: same support and coefficients, same predictions and
+    transform (sparse for sparse input); returns the sparse fit."""
+    dense, sparse = make().fit(X, y), make().fit(fmt(X), y)
+    assert sparse.__sklearn_tags__().input_tags.sparse
+    np.testing.assert_array_equal(sparse.get_support(), dense.get_support())
+    _close(sparse.coef_, dense.coef_, atol=atol)
+    score = "decision_function" if hasattr(dense, "decision_function") else "predict"
+    _close(getattr(sparse, score)(fmt(X)), getattr(dense, score)(X), atol=atol)
+    _close(getattr(dense, score)(fmt(X)), getattr(dense, score)(X), atol=atol)
+    reduced = sparse.transform(fmt(X))
+    assert sp.issparse(reduced)
+    _close(reduced.toarray(), dense.transform(X))
+    return sparse
+
+
+@pytest.mark.parametrize("fmt", FORMATS[:3], ids=FORMAT_IDS[:3])
+def test_greedy_and_glm_estimators_sparse_equal_dense(fmt):
+    _same_fit(lambda: GreedyRLSRegressor(k=3), Y, fmt)
+    _same_fit(lambda: GroupSequencingClassifier(k=3), LABELS, fmt, atol=1e-3)
+
+
+@pytest.mark.parametrize("fmt", FORMATS[:3], ids=FORMAT_IDS[:3])
+def test_fsa_and_sequencing_estimators_sparse_equal_dense(fmt):
+    _same_fit(lambda: FSARegressor(k=2, n_iter=30), Y, fmt, atol=1e-3)
+    _same_fit(lambda: FSAClassifier(k=2, n_iter=30), LABELS, fmt, atol=1e-3)
+    _same_fit(lambda: GroupSequencingRegressor(k=3, budget=2.0), Y, fmt)
+
+
+def test_cv_estimators_sparse_equal_dense():
+    est = _same_fit(lambda: GroupSequencingRegressorCV(cv=3, k=3), Y)
+    assert est.budget_ == GroupSequencingRegressorCV(cv=3, k=3).fit(X, Y).budget_
+    est = _same_fit(lambda: FSARegressorCV(ks=[1, 2], cv=3, n_iter=30), Y, atol=1e-3)
+    assert est.k_ == FSARegressorCV(ks=[1, 2], cv=3, n_iter=30).fit(X, Y).k_
+
+
+def test_estimator_refusals():
+    Xs = sp.csr_matrix(X)
+    assert not DWSMClassifier().__sklearn_tags__().input_tags.sparse
+    with pytest.raises(TypeError, match="dense data is required"):
+        DWSMClassifier(n_iter=1).fit(Xs, LABELS)
+    for est in (FSARegressor(k=2, bins=4), FSARegressorCV(ks=[1], bins=4)):
+        with pytest.raises(ValueError, match=r"bins=4\): piecewise-linear learners do not run on sparse X.*bins=None"):
+            est.fit(Xs, Y)
+
+
+def _documents(n: int = 48, seed: int = 0):
+    """Short generated documents: filler words plus two words of the label's vocabulary."""
+    rng = np.random.default_rng(seed)
+    filler = [f"word{i}" for i in range(30)]
+    vocab = (["awful", "poor", "dull"], ["great", "superb", "lovely"])
+    labels = np.arange(n) % 2
+    docs = [" ".join(list(rng.choice(filler, size=6)) + list(rng.choice(vocab[c], size=2))) for c in labels]
+    return docs, labels, vocab
+
+
+def test_pipeline_after_tfidf():
+    docs, labels, vocab = _documents()
+    pipe = make_pipeline(TfidfVectorizer(), FSAClassifier(k=4, n_iter=50)).fit(docs, labels)
+    assert np.mean(pipe.predict(docs) == labels) > 0.9
+    words = set(pipe[0].get_feature_names_out()[pipe[1].get_support()])
+    assert words & set(vocab[0] + vocab[1])
+    pipe = make_pipeline(TfidfVectorizer(), FSAClassifier(k=4, n_iter=50), LogisticRegression()).fit(docs, labels)
+    assert pipe.score(docs, labels) > 0.9  # the selector's transform hands a sparse matrix on
+    target = labels + 0.1 * np.random.default_rng(1).normal(size=labels.size)
+    reg = make_pipeline(TfidfVectorizer(), GroupSequencingRegressor(k=4)).fit(docs, target)
+    assert reg.score(docs, target) > 0.8
