@@ -186,7 +186,7 @@ def _summary(data, rows, cols, w, n: int, d: int):
     # a stored zero (an entry dropped by ``take``, a shard's padding) counts as an implicit zero
     entry_pos = pos_row[rows] & (data != 0)
     count = jax.ops.segment_sum(entry_pos.astype(jnp.int32), cols, num_segments=d)
-    n_pos = jnp.sum(pos_row.astype(jnp.int32))
+    n_pos = jnp.sum(pos_row, dtype=jnp.int32)  # int32 under x64 too (count is int32)
     smax = jax.ops.segment_max(jnp.where(entry_pos, data, -jnp.inf), cols, num_segments=d)
     smin = jax.ops.segment_min(jnp.where(entry_pos, data, jnp.inf), cols, num_segments=d)
     zero = jnp.zeros((), dtype)
