@@ -592,7 +592,7 @@ def cross_validate_fsa(
     train, test, w = _fold_weights(train, test, sample_weight, n)
     _check_fsa_options(X if w is None else X[w > 0], max(grid), dict(options))  # the vmapped fits skip value checks
     if sparse:
-        return _cv_fsa_sparse(X, y, grid, train * (1.0 if w is None else w[None, :]), test, l2, score, options)
+        return _cv_fsa_sparse(X, y, grid, train, test, l2, score, options)  # train: the folds' weights
     train = train > 0
     K = train.shape[0]
     scores = np.zeros((K, len(grid)))
