@@ -12,9 +12,15 @@
    step on the same input (goal ≥ 25×), and the XLA compilations of repeat calls that change
    only ``mu``, only ``lr``, only ``l2``, ``k`` within its bucket, ``k`` to another bucket.
 
+4. Host memory of an in-memory call (``--memory``): ``fsa(X, y, 20, loss="logistic")`` on a numpy
+   float32 X of N × 2 000 (N = 200 000 by default, ``--memory-rows``): the peak resident memory
+   (VmHWM of /proc/self/status, reset before each call) above what was resident once X was
+   built, over the bytes of X, for the first call (with compilation) and a warm one.
+
 Usage: ``python benchmarks/bench_fsa.py [--quick]`` — prints a table, writes
 ``benchmarks/results/bench_fsa[_quick].json``; ``--compiled-run`` runs only part 3 and writes
-``benchmarks/results/bench_fsa_run[_quick].json``.
+``benchmarks/results/bench_fsa_run[_quick].json``; ``--memory`` runs only part 4 and writes
+``benchmarks/results/bench_fsa_memory.json``.
 """
 
 from __future__ import annotations
@@ -308,6 +314,55 @@ def part3(n, m, k, repeat=3):
     return out
 
 
+def memory_child(n, kind, cache_dir, m=2000, k=20):
+    """One measurement of part 4 in a fresh process: the peak RSS of one ``fsa`` call above what
+    was resident once X was built (VmHWM reset before the call), with the XLA programs loaded from
+    (or written to) the persistent compilation cache ``cache_dir``."""
+    jax.config.update("jax_compilation_cache_dir", cache_dir)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    X = correlated_float32(11, n, m)
+    labels = (X[:, 9] - X[:, 99] + 0.5 * X[:, 999] > 0).astype(np.int32)
+    if kind == "device":
+        X = jax.block_until_ready(jax.device_put(X))
+    before = current_rss_bytes()
+    if not reset_peak_rss():
+        print(json.dumps(None))
+        return
+    t = time.perf_counter()
+    jax.block_until_ready(fsa(X, labels, k, loss="logistic"))
+    print(json.dumps(dict(extra=peak_rss_bytes() - before, seconds=time.perf_counter() - t, x_bytes=n * m * 4)))
+
+
+def part4(n, m=2000, k=20):
+    """Peak RSS of ``fsa(X, y, k, loss="logistic")`` above the resident memory with X built, / X,
+    each call in a fresh process: X a numpy array (copied to the device unless it is 64-byte
+    aligned, which a fresh numpy allocation is not) and X already a device ``jax.Array`` (the
+    call's own working memory); first with compilation, then with the programs from the
+    persistent compilation cache (the memory of the run itself)."""
+    import subprocess
+    import tempfile
+
+    out = dict(N=n, M=m, k=k, loss="logistic", x_bytes=n * m * 4)
+    for kind in ("numpy", "device"):
+        with tempfile.TemporaryDirectory() as cache:  # one per kind: its first call compiles
+            for when in ("compiling", "cached"):
+                cmd = [sys.executable, os.path.abspath(__file__), "--memory-child", kind]
+                cmd += ["--memory-rows", str(n), "--cache", cache]
+                line = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+                res = json.loads(line)
+                if res is None:
+                    return None
+                out[f"{kind}_{when}_extra_over_x"] = res["extra"] / res["x_bytes"]
+                out[f"{kind}_{when}_s"] = res["seconds"]
+        print(
+            f"  X {kind}: peak RSS above the resident X {out[f'{kind}_compiling_extra_over_x']:.2f}x X with "
+            f"compilation, {out[f'{kind}_cached_extra_over_x']:.2f}x X with the programs cached "
+            f"({out[f'{kind}_cached_s']:.1f}s)"
+        )
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, finishes in well under a minute")
@@ -324,7 +379,24 @@ def main():
     ap.add_argument(
         "--compiled-run", action="store_true", help="only part 3 (one compiled run vs masked scan, compile counts)"
     )
+    ap.add_argument("--memory", action="store_true", help="only part 4 (host memory of an in-memory call)")
+    ap.add_argument("--memory-rows", type=int, default=200_000, help="N of part 4 (M = 2 000)")
+    ap.add_argument("--memory-child", choices=("numpy", "device"), help=argparse.SUPPRESS)
+    ap.add_argument("--cache", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.memory_child:
+        memory_child(args.memory_rows, args.memory_child, args.cache)
+        return
+    if args.memory:
+        print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({os.cpu_count()} cores, {platform.machine()})")
+        print(f"[4] N={args.memory_rows} M=2000 k=20 logistic, numpy float32: peak RSS of fsa")
+        out = dict(part4=part4(args.memory_rows), environment=environment())
+        path = os.path.join(RESULTS, "bench_fsa_memory.json")
+        os.makedirs(RESULTS, exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(out, f, indent=2, default=float)
+        print(f"\nwrote {path}")
+        return
     if args.compiled_run:
         p3 = dict(n=5000, m=400, k=30) if args.quick else dict(n=50_000, m=2000, k=30)
         print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({os.cpu_count()} cores, {platform.machine()})")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jaxselect as js
-from jaxselect.design import DenseDesign, DesignOperator, HostDesign, as_data, column_summary
+from jaxselect.design import DenseDesign, DesignOperator, HostDesign, TransposedDesign, as_data, column_summary
 
 N, D = 37, 6  # odd n: row blocks of the host operator do not divide it
 
@@ -51,6 +51,7 @@ def _memmap(X, s, tmp_path):
 
 OPERATORS = {
     "dense-device": lambda X, s, tmp: DenseDesign.from_summary(jnp.asarray(X), s),
+    "dense-transposed": lambda X, s, tmp: TransposedDesign.from_summary(jnp.asarray(np.ascontiguousarray(X.T)), s),
     "host-numpy": lambda X, s, tmp: _host(X, s),
     "host-memmap": _memmap,
 }
@@ -121,6 +122,19 @@ def test_every_operator_gives_the_dense_answer(kind, weighted, tmp_path):
     assert [start for start, _ in blocks] == [0, 10, 20, 30]
     stacked = np.concatenate([np.asarray(b.materialize()) for _, b in blocks])
     np.testing.assert_allclose(stacked, Xs, **tol)
+    # FSA's compaction (a fused and a row-blocked gather: 37 rows = 4 blocks of 8 + a tail of 5)
+    # and its row subsample
+    cols = np.array([0, 2, 4], np.int32)
+    for block in (0, 8):
+        small = op.compact(cols, block)
+        assert isinstance(small, DesignOperator) and small.shape == (N, 3)
+        np.testing.assert_allclose(np.asarray(small.materialize()), Xs[:, cols], **tol)
+        np.testing.assert_allclose(np.asarray(small.mv(v[:3].astype(f32))), Xs[:, cols] @ v[:3], **tol)
+        np.testing.assert_allclose(np.asarray(small.rmv(u.astype(f32))), u @ Xs[:, cols], **tol)
+        np.testing.assert_allclose(np.asarray(small.compact(np.array([2, 0], np.int32)).materialize()), Xs[:, [4, 0]], **tol)
+    sub = op.subsample_rows(3)
+    assert sub.shape == (13, D)
+    np.testing.assert_allclose(np.asarray(sub.materialize()), Xs[::3], **tol)
 
 
 def test_dense_design_is_a_pytree_under_jit_and_vmap():
@@ -130,6 +144,21 @@ def test_dense_design_is_a_pytree_under_jit_and_vmap():
     eager = jnp.stack([op.mv(v) for v in V])
     np.testing.assert_allclose(np.asarray(jax.jit(lambda o, v: o.mv(v))(op, V[0])), np.asarray(eager[0]), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(jax.vmap(op.mv)(V)), np.asarray(eager), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_transposed_storage_summary_and_jit(weighted):
+    """The transposed operator summarises its stored columns (the rows of Xᵀ) as the dense one does,
+    and its compaction runs inside ``jit`` with traced column indices."""
+    X, w = _data()
+    wj = None if not weighted else jnp.asarray(w)
+    a = TransposedDesign.raw(jnp.asarray(np.ascontiguousarray(X.T))).summarize(wj)
+    b = DenseDesign.raw(jnp.asarray(X)).summarize(wj)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-6, atol=1e-6)
+    op = TransposedDesign.raw(jnp.asarray(np.ascontiguousarray(X.T))).standardized(a[0])
+    small = jax.jit(lambda o, c: o.compact(c))(op, jnp.asarray([5, 1], jnp.int32))
+    np.testing.assert_allclose(np.asarray(small.materialize()), _reference(X, w if weighted else None)[3][:, [5, 1]], rtol=2e-4, atol=2e-4)
 
 
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])

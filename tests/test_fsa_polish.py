@@ -180,7 +180,7 @@ def test_jit_equals_eager(loss):
     problem = fsa_prepare(X, target, loss=loss, **kw)
     raw = js.fsa(X, target, K, loss=loss, n_iter=20, polish=False, **kw)
     cols = jnp.asarray(raw.support)
-    inv = np.asarray(problem.design.inv_scale)[raw.support]
+    inv = np.asarray(problem.design.factor)[raw.support]
     coef = jnp.asarray((np.asarray(raw.coef) / inv)[:, None], jnp.float32)
     intercept = jnp.asarray(float(raw.intercept) + float(np.asarray(problem.design.mean)[raw.support] @ raw.coef), jnp.float32)
     args = (problem, cols, coef, intercept, jnp.ones((K,), bool), jnp.asarray(1e-5, jnp.float32), jnp.asarray(50, jnp.int32))

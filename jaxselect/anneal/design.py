@@ -1,20 +1,23 @@
-"""The two FSA designs as linear operators on the per-feature coefficients (no intercept).
+"""FSA's designs: any linear design operator, or the piecewise-linear learners' :class:`PLDesign`.
 
-* :class:`LinearDesign` — standardized linear learners without copying X: with column means m
-  and inverse scales d (0 for constant columns, the library's rule
-  :func:`jaxselect.design.column_summary`: a column is constant iff max == min), ``A c = X (d ⊙ c) − mᵀ(d ⊙ c)`` and
-  ``Aᵀ u = d ⊙ (uᵀX − (Σu) m)``. Reductions over rows are written ``u @ X`` so they stay a
-  single matmul that XLA can shard over rows.
-* :class:`LinearDesignT` — the same operator on a *compacted* copy stored transposed, Xᵀ (W, N):
-  gathering kept columns of a row-major X straight into a (W, N) array is one fused pass with a
-  single output buffer (gathering into (N, W) makes XLA build a column-major temporary and copy
-  it, twice the memory), later compactions gather contiguous rows, and both products
-  ``w @ Xᵀ`` and ``Xᵀ @ u`` are fast row-major forms.
-* :class:`PLDesign` — centered piecewise-linear learners (see :mod:`.piecewise`), transpose by
-  ``jax.vjp`` (a scatter-add of two entries per (row, feature)).
+FSA touches its data only through methods, so any storage of X that implements the
+:class:`~jaxselect.design.DesignOperator` protocol (dense on one device or row-sharded, its
+transposed compacted copy :class:`~jaxselect.design.TransposedDesign`, sparse, ...) plugs in
+with no change here:
 
-Coefficients are always (W, P): P = 1 for linear, P = B + 1 for PL. :func:`take_columns` gathers
-the kept features between compacted stages.
+* ``design.mv(c)`` / ``design.rmv(u)`` — scores ``Ã c`` and the transpose ``u Ã`` (linear learners
+  on standardized columns, the standardisation applied implicitly: X is never copied);
+* ``design.compact(cols, block)`` — the kept columns between stages, as the cheapest operator for
+  repeated products (a dense X gives its transposed copy, gathered in row blocks);
+* ``design.subsample_rows(stride)`` — every ``stride``-th row, for a cheap spectral estimate;
+* ``design.shape`` — (N, W).
+
+:class:`PLDesign` — centered piecewise-linear learners (see :mod:`.piecewise`) — is FSA's own (it
+is not a view of X) and has the same methods, with (W, B+1) coefficient blocks; its transpose is
+``jax.vjp`` (a scatter-add of two entries per (row, feature)).
+
+Coefficients are always (W, P): P = 1 for linear learners, P = B + 1 for PL. :func:`scores` and
+:func:`gradient` are the two products on them.
 """
 
 from __future__ import annotations
@@ -25,35 +28,10 @@ from typing import NamedTuple, Union
 import jax
 import jax.numpy as jnp
 
+from ..design import DesignOperator
 from .piecewise import pl_scores
 
-__all__ = [
-    "LinearDesign",
-    "LinearDesignT",
-    "PLDesign",
-    "FSADesign",
-    "matvec",
-    "rmatvec",
-    "take_columns",
-    "take_rows",
-    "n_rows",
-]
-
-
-class LinearDesign(NamedTuple):
-    """Raw X with the standardization kept aside. X (N, W), mean (W,), inv_scale (W,)."""
-
-    X: jax.Array
-    mean: jax.Array
-    inv_scale: jax.Array
-
-
-class LinearDesignT(NamedTuple):
-    """Compacted linear design stored transposed. Xt (W, N), mean (W,), inv_scale (W,)."""
-
-    Xt: jax.Array
-    mean: jax.Array
-    inv_scale: jax.Array
+__all__ = ["PLDesign", "FSADesign", "scores", "gradient", "n_params"]
 
 
 class PLDesign(NamedTuple):
@@ -63,89 +41,48 @@ class PLDesign(NamedTuple):
     alpha: jax.Array
     basis_mean: jax.Array
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.idx.shape)
 
-#: Any of the three FSA designs (named apart from :class:`jaxselect.Design`, the sequencing solvers' design).
-FSADesign = Union[LinearDesign, LinearDesignT, PLDesign]
+    @property
+    def dtype(self):
+        return self.alpha.dtype
+
+    def mv(self, coef: jax.Array) -> jax.Array:
+        """Scores ``Σ_j (u(x_j) − ū_j)ᵀ c_j``: (W, B+1) -> (N,)."""
+        return pl_scores(self.idx, self.alpha, self.basis_mean, coef)
+
+    def rmv(self, u: jax.Array) -> jax.Array:
+        """The transpose: (N,) -> (W, B+1)."""
+        _, vjp = jax.vjp(self.mv, jnp.zeros(self.basis_mean.shape, u.dtype))
+        return vjp(u)[0]
+
+    def compact(self, cols: jax.Array, block: int = 0) -> "PLDesign":
+        """Features ``cols`` (W',) (clipped gathers: the indices are always valid)."""
+        take = functools.partial(jnp.take, mode="clip")
+        return PLDesign(take(self.idx, cols, axis=1), take(self.alpha, cols, axis=1), take(self.basis_mean, cols, axis=0))
+
+    def subsample_rows(self, stride: int) -> "PLDesign":
+        return PLDesign(self.idx[:: int(stride)], self.alpha[:: int(stride)], self.basis_mean)
 
 
-def n_rows(design: FSADesign) -> int:
-    if isinstance(design, LinearDesign):
-        return design.X.shape[0]
-    if isinstance(design, LinearDesignT):
-        return design.Xt.shape[1]
-    return design.idx.shape[0]
+#: FSA's design: a linear :class:`~jaxselect.design.DesignOperator` or PL learners (named apart
+#: from :class:`jaxselect.Design`, the sequencing solvers' design).
+FSADesign = Union[DesignOperator, PLDesign]
 
 
-def matvec(design: FSADesign, coef: jax.Array) -> jax.Array:
+def n_params(design: FSADesign) -> int:
+    """P, the coefficients per feature: B + 1 for PL learners, 1 for a linear design."""
+    return design.basis_mean.shape[1] if isinstance(design, PLDesign) else 1
+
+
+def scores(design: FSADesign, coef: jax.Array) -> jax.Array:
     """Scores without intercept, ``A c``: (W, P) -> (N,)."""
-    if isinstance(design, LinearDesign):
-        w = coef[:, 0] * design.inv_scale
-        return design.X @ w - jnp.dot(design.mean, w)
-    if isinstance(design, LinearDesignT):
-        w = coef[:, 0] * design.inv_scale
-        return w @ design.Xt - jnp.dot(design.mean, w)
-    return pl_scores(design.idx, design.alpha, design.basis_mean, coef)
+    return design.mv(coef if n_params(design) > 1 else coef[:, 0])
 
 
-def rmatvec(design: FSADesign, u: jax.Array) -> jax.Array:
+def gradient(design: FSADesign, u: jax.Array) -> jax.Array:
     """Transpose ``Aᵀ u``: (N,) -> (W, P)."""
-    if isinstance(design, LinearDesign):
-        g = (u @ design.X - jnp.sum(u) * design.mean) * design.inv_scale
-        return g[:, None]
-    if isinstance(design, LinearDesignT):
-        g = (design.Xt @ u - jnp.sum(u) * design.mean) * design.inv_scale
-        return g[:, None]
-    zeros = jnp.zeros(design.basis_mean.shape, u.dtype)
-    _, vjp = jax.vjp(lambda c: matvec(design, c), zeros)
-    return vjp(u)[0]
-
-
-def take_columns(design: FSADesign, cols: jax.Array, block: int = 0) -> FSADesign:
-    """Keep features ``cols`` (int (W',), ascending, in range) of the design (linear -> transposed copy).
-
-    The gathers clip their (always valid) indices instead of filling out-of-range ones: a fill
-    adds a select over the gathered copy, a second buffer as large as the copy inside a compiled run.
-    ``block`` > 0 gathers a row-major X into its transposed copy ``block`` rows at a time (a
-    ``fori_loop``): on the CPU the fused gather-transpose reads X with a stride of M floats per
-    element and is about 5× slower than the blocked one, which reads cache-resident row blocks.
-    Use 0 for row-sharded X (the blocks would cross shards).
-    """
-    take = functools.partial(jnp.take, mode="clip")
-    if isinstance(design, LinearDesign):
-        return LinearDesignT(
-            _gather_transposed(design.X, cols, block), take(design.mean, cols), take(design.inv_scale, cols)
-        )
-    if isinstance(design, LinearDesignT):
-        return LinearDesignT(take(design.Xt, cols, axis=0), take(design.mean, cols), take(design.inv_scale, cols))
-    return PLDesign(
-        take(design.idx, cols, axis=1),
-        take(design.alpha, cols, axis=1),
-        take(design.basis_mean, cols, axis=0),
-    )
-
-
-def _gather_transposed(X, cols, block: int):
-    """``X[:, cols].T`` (W, N), in row blocks of ``block`` (0: one fused gather)."""
-    n = X.shape[0]
-    if block <= 0 or n < 2 * block:
-        return jnp.take(X, cols, axis=1, mode="clip").T
-    n_blocks = n // block
-
-    def body(i, out):
-        rows = jax.lax.dynamic_slice_in_dim(X, i * block, block, 0)
-        return jax.lax.dynamic_update_slice_in_dim(out, jnp.take(rows, cols, axis=1, mode="clip").T, i * block, 1)
-
-    out = jax.lax.fori_loop(0, n_blocks, body, jnp.zeros((cols.shape[0], n), X.dtype))
-    if n_blocks * block < n:
-        tail = jnp.take(X[n_blocks * block :], cols, axis=1, mode="clip").T
-        out = jax.lax.dynamic_update_slice_in_dim(out, tail, n_blocks * block, 1)
-    return out
-
-
-def take_rows(design: FSADesign, stride: int) -> FSADesign:
-    """Every ``stride``-th row (a static strided slice), e.g. for a cheap spectral estimate."""
-    if isinstance(design, LinearDesign):
-        return LinearDesign(design.X[::stride], design.mean, design.inv_scale)
-    if isinstance(design, LinearDesignT):
-        return LinearDesignT(design.Xt[:, ::stride], design.mean, design.inv_scale)
-    return PLDesign(design.idx[::stride], design.alpha[::stride], design.basis_mean)
+    g = design.rmv(u)
+    return g if n_params(design) > 1 else g[:, None]

@@ -62,6 +62,7 @@ from .._validation import (
     check_int,
     check_result_type,
     check_scale,
+    float_dtype_for,
     host_value,
     is_traced,
 )
@@ -69,7 +70,7 @@ from .. import losses as _losses
 from ..design import Data, as_data
 from ..sharding import any_mesh
 from ..status import OK, status_message
-from .design import LinearDesign, PLDesign
+from .design import PLDesign
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_scores
 from .polish import POLISH_MAX_ITER, merge_status, polish as polish_fit, polish_tol
 from .run import RunPlan, finish, iteration_cap, run
@@ -261,7 +262,7 @@ def _prepare(data: Data, y, loss, bins, pairs, config, l2, smoothness) -> FSAPro
     if w is not None:
         target = _weight_target(target, w, loss)
     if bins is None:
-        design, grid = LinearDesign(Xj, summary.mean, summary.factor), None
+        design, grid = data.design, None  # the standardised operator over X
     else:
         design, grid = _prepare_pl(Xj, bins, w)
     return FSAProblem(design, target, summary.live, grid, config, l2, smoothness)
@@ -276,6 +277,23 @@ def _front_door(X, sample_weight, loss, constant_columns, *, squares: bool) -> D
         X, None, sample_weight=sample_weight, targets=None, constant_columns=constant_columns,
         scale="squares" if squares else "values",
     )
+
+
+def _on_device(X):
+    """A numpy X already in its compute dtype goes to the device by ``jax.device_put``: on the CPU
+    that aliases a C-contiguous, 64-byte-aligned array (a memmap of an ``.npy`` file, an aligned
+    allocation) instead of copying it, where ``jnp.asarray`` always copies. Only :func:`fsa` uses
+    it: the aliasing array lives during the call only (a problem kept by the user must not see
+    later writes to X)."""
+    if (
+        isinstance(X, np.ndarray)
+        and X.ndim == 2
+        and X.flags.c_contiguous
+        and X.dtype.kind == "f"
+        and X.dtype == float_dtype_for(X.dtype)
+    ):
+        return jax.device_put(X)
+    return X
 
 
 # --------------------------------------------------------------------------- problem builder
@@ -446,7 +464,7 @@ def fsa(
     check_constant_mode(constant_columns)
     # the moment-space (Gram) oracle of the last stages squares raw centred columns
     gram = bins is None and (loss == "squared" or loss is _losses.squared_loss)
-    data = _front_door(X, sample_weight, loss, constant_columns, squares=gram)  # one pass over X
+    data = _front_door(_on_device(X), sample_weight, loss, constant_columns, squares=gram)  # one pass over X
     Xj, w = data.X, data.weights
     n, m = Xj.shape
     dtype = Xj.dtype

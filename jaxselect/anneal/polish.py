@@ -40,7 +40,7 @@ from .._repr import short_repr
 from ..losses import GLMLoss, huber_hinge_margin, logistic_margin, lorenz_margin, signed_labels
 from ..newton import choose_solver, glm_newton
 from ..status import NONFINITE, NOT_CONVERGED
-from .design import LinearDesign, LinearDesignT, PLDesign, matvec, take_columns
+from .design import PLDesign
 from .step import FSAProblem, prior
 from .stepsize import WeightedTarget
 
@@ -97,21 +97,14 @@ def support_design(design, cols):
 
     The one place where the polish reads the FSA problem's design.
     """
-    if isinstance(design, LinearDesign):
-        raw = jnp.take(design.X, cols, axis=1, mode="clip")
-    elif isinstance(design, LinearDesignT):
-        raw = jnp.take(design.Xt, cols, axis=0, mode="clip").T
-    else:
-        assert isinstance(design, PLDesign)
-        return take_columns(design, cols)
-    mean = jnp.take(design.mean, cols, mode="clip")
-    inv_scale = jnp.take(design.inv_scale, cols, mode="clip")
-    return (raw - mean[None, :]) * inv_scale[None, :]
+    if isinstance(design, PLDesign):
+        return design.compact(cols)
+    return design.take(cols).materialize()
 
 
 def _scores(design_s, coef):
     if isinstance(design_s, PLDesign):
-        return matvec(design_s, coef)
+        return design_s.mv(coef)
     return design_s @ coef[:, 0]
 
 

@@ -4,7 +4,7 @@
 (an int32 array padded to a power-of-two length ``cap``) and the traced ``n_iter`` and ``lr``, and
 runs every stage, compaction and step-size estimate in one XLA program; :func:`finish` (tiny,
 static ``k`` and ``n_iter``) extracts the k survivors. Only the static :class:`RunPlan` shapes the
-program: the stage widths (successive halvings of M down to the k-bucket,
+program: the stage widths (successive halvings of M down to the k-bucket, without M/2,
 :func:`~jaxselect.anneal.stage_widths`), ``cap``, how the step is set, and whether the squared
 loss may iterate in moment space. So a call that changes only ``mu``, ``lr``, ``l2`` or
 ``smoothness`` compiles nothing, one that changes ``k`` within its bucket or ``n_iter`` within
@@ -12,8 +12,8 @@ its ``cap`` compiles only :func:`finish`.
 
 Inside the program (:func:`run`): the bounds of each stage (the iterations whose active count fits
 its width, :func:`~jaxselect.anneal.plan_stages`) are computed from the schedule; between stages
-the kept columns are gathered into a smaller array (compacted linear designs are stored
-transposed, see :mod:`.design`); each stage sets its step (power iteration, warm-started, with a
+the kept columns are gathered into a smaller array (``design.compact``: a dense linear design
+becomes its transposed copy, see :mod:`.design`); each stage sets its step (power iteration, warm-started, with a
 traced number of iterations) and runs its iterations as a ``lax.fori_loop`` with traced bounds,
 a ``while`` loop that does no masked padding work. For the squared loss one of the last two stages
 that is narrower than its length iterates in moment space (``G = AᵀA/N``, :func:`~jaxselect.anneal.step.gram_oracle`),
@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 
 from ..status import NONFINITE, OK
-from .design import LinearDesign, LinearDesignT, PLDesign, n_rows, take_columns, take_rows
+from .design import PLDesign
 from .step import FSAProblem, FSAState, Params, advance, default_step, design_shape, direct_oracle, gram_oracle
 from .step import start_vector
 from .stepsize import WeightedTarget
@@ -61,7 +61,7 @@ class RunPlan(NamedTuple):
       bounds: None (stage bounds computed in the program from the schedule), or static
         ``((start, end), ...)`` per stage (traced calls: every loop a differentiable scan).
       gather_block: rows per block of the first (transposing) compaction of a linear design, 0
-        for one fused gather (row-sharded or traced X; see :func:`~jaxselect.anneal.design.take_columns`).
+        for one fused gather (row-sharded or traced X; see :meth:`~jaxselect.design.DenseDesign.compact`).
     """
 
     widths: tuple
@@ -107,7 +107,7 @@ def _subsampled(problem: FSAProblem, stride: int) -> FSAProblem:
     if isinstance(target, WeightedTarget):  # the subsample's weights, again of mean 1
         rel = target.rel[::stride]
         target = WeightedTarget(None, rel * (rel.shape[0] / jnp.sum(rel)))
-    return problem._replace(design=take_rows(problem.design, stride), target=target)
+    return problem._replace(design=problem.design.subsample_rows(stride), target=target)
 
 
 def _stage_step(problem: FSAProblem, index: int, length, v_coef, v_icpt, lam):
@@ -122,7 +122,7 @@ def _stage_step(problem: FSAProblem, index: int, length, v_coef, v_icpt, lam):
         n = jnp.minimum(_POWER_WARM, length // 2)
         return default_step(problem, v_coef, v_icpt, jnp.where(n >= 2, n, 0), lam)
     n = jnp.minimum(_POWER_COLD, length // 2)
-    rows = n_rows(problem.design)
+    rows = problem.design.shape[0]
     if problem.config.curvature is None or rows <= 2 * _SUBSAMPLE_ROWS:
         return default_step(problem, v_coef, v_icpt, jnp.maximum(n, _POWER_WARM), lam)
     sub = _subsampled(problem, -(-rows // _SUBSAMPLE_ROWS))
@@ -207,7 +207,7 @@ def run(problem: FSAProblem, schedule, n_iter, lr, *, plan: RunPlan):
     for i, width in enumerate(widths):
         if i > 0:
             keep = _first_true(state.active, width)
-            design = take_columns(design, keep, plan.gather_block)
+            design = design.compact(keep, plan.gather_block)
             state = state._replace(
                 coef=jnp.take(state.coef, keep, axis=0),
                 active=jnp.take(state.active, keep),
@@ -231,9 +231,8 @@ def run(problem: FSAProblem, schedule, n_iter, lr, *, plan: RunPlan):
     if isinstance(design, PLDesign):
         mean = inv_scale = None
         basis_mean = design.basis_mean
-    else:
-        assert isinstance(design, (LinearDesign, LinearDesignT))
-        mean, inv_scale, basis_mean = design.mean, design.inv_scale, None
+    else:  # a linear design operator carries its standardisation (the kept columns' μ and f)
+        mean, inv_scale, basis_mean = design.mean, design.factor, None
     return state, cols, objective, jnp.stack(steps), mean, inv_scale, basis_mean
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from .. import losses as _losses
 from .._repr import short_repr
 from .._validation import as_hyper, check_float, check_int
-from .design import FSADesign, LinearDesignT, PLDesign, matvec, rmatvec
+from .design import FSADesign, gradient, n_params, scores
 from .piecewise import smoothness_penalty
 from .schedule import annealing_schedule
 from .stepsize import WeightedTarget, power_iteration
@@ -79,8 +79,9 @@ class FSAProblem(NamedTuple):
     """Validated FSA data and options (:func:`~jaxselect.anneal.fsa_prepare`).
 
     Attributes:
-      design: :class:`~jaxselect.anneal.design.LinearDesign` (raw X (N, M) with column means and
-        inverse standard deviations, 0 on constant columns) or
+      design: a :class:`~jaxselect.design.DesignOperator` over the standardized X (N, M) (the
+        front door's :class:`~jaxselect.design.DenseDesign`: X with its column means and factors,
+        0 on constant columns; any storage with the protocol's methods) or
         :class:`~jaxselect.anneal.design.PLDesign` (piecewise-linear encoding).
       target: what the loss takes: (N,) float targets (squared), (N,) float 0/1 labels
         (classification), ``(ij (P, 2) int32, r (P,))`` (ranking), the ``y`` given with a
@@ -238,34 +239,30 @@ def direct_oracle(design: FSADesign, target, loss_fn):
 
     def oracle(coef, intercept):
         dtype = coef.dtype
-        scores = matvec(design, coef) + intercept
-        val, u = jax.value_and_grad(lambda s: jnp.asarray(loss_fn(s, target), dtype))(scores)
-        return val, rmatvec(design, u), jnp.sum(u)
+        s = scores(design, coef) + intercept
+        val, u = jax.value_and_grad(lambda s: jnp.asarray(loss_fn(s, target), dtype))(s)
+        return val, gradient(design, u), jnp.sum(u)
 
     return oracle
 
 
 def gram_oracle(design, y):
-    """Moment-space oracle for the squared loss on a standardized linear design.
+    """Moment-space oracle for the squared loss on a standardized linear design (an operator).
 
-    With ``G = AᵀA/N``, ``c = Aᵀy/N`` (A centered), ``ȳ = mean y``, ``v = mean (y − ȳ)²``:
-    ``½ mean (A β + b − y)² = ½ (βᵀGβ − 2cᵀβ + v + (b − ȳ)²)``, gradient ``(Gβ − c, b − ȳ)`` —
-    the same iterates as :func:`direct_oracle` in exact arithmetic, at O(W²) per iteration after
-    one O(N W²) Gram product. Used for the long narrow stages at the end of the schedule.
+    With ``G = AᵀA/N`` (``design.gram``), ``c = Aᵀy/N`` (A centered), ``ȳ = mean y``,
+    ``v = mean (y − ȳ)²``: ``½ mean (A β + b − y)² = ½ (βᵀGβ − 2cᵀβ + v + (b − ȳ)²)``, gradient
+    ``(Gβ − c, b − ȳ)`` — the same iterates as :func:`direct_oracle` in exact arithmetic, at O(W²)
+    per iteration after one O(N W²) Gram product. Used for the long narrow stages at the end of the
+    schedule. Weighted: the moments of ``diag(rel)`` (``rel`` has mean 1, so ``Σ rel = N``).
     """
     rel = None
-    if isinstance(y, WeightedTarget):  # weighted moments: rel has mean 1, so mean(rel·…) = Σw…/Σw
+    if isinstance(y, WeightedTarget):
         y, rel = y.value, y.rel.astype(y.value.dtype)
-    if isinstance(design, LinearDesignT):
-        xct = design.Xt - design.mean[:, None]  # (W, N), centered
-    else:
-        xct = (design.X - design.mean[None, :]).T
-    n = xct.shape[1]
+    n = jnp.asarray(y.shape[0], y.dtype)
     ybar = jnp.mean(y) if rel is None else jnp.mean(rel * y)
     yc = y - ybar
-    xw = xct if rel is None else xct * rel[None, :]
-    gram = (xw @ xct.T) * (design.inv_scale[:, None] * design.inv_scale[None, :]) / n
-    cross = (xw @ yc) * design.inv_scale / n
+    gram = design.gram(rel)
+    cross = design.rmv(yc if rel is None else rel * yc) / n
     vy = jnp.mean(yc * yc) if rel is None else jnp.mean(rel * yc * yc)
 
     def oracle(coef, intercept):
@@ -307,9 +304,7 @@ def advance(oracle, problem: FSAProblem, state: FSAState) -> FSAState:
 
 def design_shape(design: FSADesign):
     """``(P, dtype)`` of a design's coefficients."""
-    if isinstance(design, PLDesign):
-        return design.basis_mean.shape[1], design.alpha.dtype
-    return 1, design.mean.dtype
+    return n_params(design), design.dtype
 
 
 def default_step(problem: FSAProblem, v_coef, v_icpt, n_power, lam=None):

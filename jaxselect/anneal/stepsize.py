@@ -25,7 +25,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .design import FSADesign, matvec, n_rows, rmatvec
+from .design import FSADesign, gradient, scores
 
 __all__ = ["power_iteration", "WeightedTarget"]
 
@@ -78,13 +78,13 @@ def power_iteration(
       final unit vector, to warm-start the next stage.
     """
     dtype = v_coef.dtype
-    hess = _score_hessian(loss_fn, target, curvature, n_rows(design), dtype)
+    hess = _score_hessian(loss_fn, target, curvature, design.shape[0], dtype)
     tiny = jnp.asarray(jnp.finfo(dtype).tiny, dtype)
 
     def apply(vc, vb):
-        s = matvec(design, vc) + vb
+        s = scores(design, vc) + vb
         w = hess(s)
-        return rmatvec(design, w), jnp.sum(w)
+        return gradient(design, w), jnp.sum(w)
 
     def normalize(vc, vb):
         nrm = jnp.sqrt(jnp.sum(vc * vc) + vb * vb)

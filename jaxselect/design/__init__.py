@@ -6,7 +6,7 @@ Layer 1 of the package (above the core helpers, below every problem builder and 
 * :mod:`.summary` — the one standardisation rule (:class:`ColumnSummary`, :func:`column_summary`);
 * :mod:`.operators` — the :class:`DesignOperator` protocol and its implementations
   (:class:`DenseDesign` for device and row-sharded arrays, :class:`HostDesign` for host arrays and
-  memmaps);
+  memmaps, :class:`TransposedDesign` for a compacted copy stored transposed);
 * :mod:`.sparse` — sparse X (:class:`SparseDesign` on a device, :class:`HostSparseDesign` for
   ``scipy.sparse`` on the host), standardised implicitly and never densified;
 * :mod:`.boundary` — :func:`as_data`, the validation of everything a user passes, returning a
@@ -14,7 +14,7 @@ Layer 1 of the package (above the core helpers, below every problem builder and 
 """
 
 from jaxselect.design.boundary import TARGET_KINDS, Data, as_data, check_constant_columns, check_moments
-from jaxselect.design.operators import HOST_BLOCK_BYTES, DenseDesign, DesignOperator, HostDesign
+from jaxselect.design.operators import HOST_BLOCK_BYTES, DenseDesign, DesignOperator, HostDesign, TransposedDesign
 from jaxselect.design.sparse import HostSparseDesign, SparseDesign, as_sparse_csr, is_sparse
 from jaxselect.design.summary import ColumnSummary, column_summary, standardize, summary_from_moments
 from jaxselect.design.weights import as_sample_weight
@@ -29,6 +29,7 @@ __all__ = [
     "HostDesign",
     "HostSparseDesign",
     "SparseDesign",
+    "TransposedDesign",
     "as_data",
     "as_sample_weight",
     "as_sparse_csr",
