@@ -102,8 +102,11 @@ def test_predict_dwsm_refuses_sparse():
 # Refits: only the support's columns are densified
 
 
-@pytest.mark.parametrize("fmt", FORMATS[:3], ids=FORMAT_IDS[:3])
-@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize(
+    "fmt, weighted",
+    [(sp.csr_matrix, False), (sp.csc_matrix, True), (sp.coo_matrix, True)],
+    ids=["csr", "csc-weighted", "coo-weighted"],
+)
 def test_refits_sparse_equal_dense(fmt, weighted):
     w = W if weighted else None
     Xs = fmt(X)
@@ -117,7 +120,8 @@ def test_refits_sparse_equal_dense(fmt, weighted):
     b = js.rls_refit(Xs, Y, selected, l2=1e-3, bias=1.0, sample_weight=w)
     _close(b[0], a[0])
     _close(b[1], a[1])
-    a, b = js.glm_refit(X, LABELS, support, l2=1e-2, sample_weight=w), js.glm_refit(Xs, LABELS, support, l2=1e-2, sample_weight=w)
+    a = js.glm_refit(X, LABELS, support, l2=1e-2, sample_weight=w)
+    b = js.glm_refit(Xs, LABELS, support, l2=1e-2, sample_weight=w)
     _close(b.coef, a.coef, atol=1e-3)
     _close(b.intercept, a.intercept, atol=1e-3)
     assert int(b.status) == 0
@@ -212,39 +216,40 @@ from jaxselect.sklearn import (  # noqa: E402
 )
 
 
-def _same_fit(make, y, fmt=sp.csr_matrix, atol=1e-4):
-    """Fit ``make()`` on dense and on sparse X: same support and coefficients, same predictions and
-    transform (sparse for sparse input); returns the sparse fit."""
-    dense, sparse = make().fit(X, y), make().fit(fmt(X), y)
-    assert sparse.__sklearn_tags__().input_tags.sparse
-    np.testing.assert_array_equal(sparse.get_support(), dense.get_support())
-    _close(sparse.coef_, dense.coef_, atol=atol)
+def _same_fit(make, y, formats=(sp.csr_matrix, sp.csc_matrix, sp.coo_matrix), atol=1e-4):
+    """Fit ``make()`` on dense X and on X in each sparse format: same support and coefficients, same
+    predictions and transform (sparse for sparse input); returns the last sparse fit."""
+    dense = make().fit(X, y)
     score = "decision_function" if hasattr(dense, "decision_function") else "predict"
-    _close(getattr(sparse, score)(fmt(X)), getattr(dense, score)(X), atol=atol)
-    _close(getattr(dense, score)(fmt(X)), getattr(dense, score)(X), atol=atol)
-    reduced = sparse.transform(fmt(X))
-    assert sp.issparse(reduced)
-    _close(reduced.toarray(), dense.transform(X))
+    for fmt in formats:
+        sparse = make().fit(fmt(X), y)
+        assert sparse.__sklearn_tags__().input_tags.sparse
+        np.testing.assert_array_equal(sparse.get_support(), dense.get_support())
+        _close(sparse.coef_, dense.coef_, atol=atol)
+        _close(getattr(sparse, score)(fmt(X)), getattr(dense, score)(X), atol=atol)
+        _close(getattr(dense, score)(fmt(X)), getattr(dense, score)(X), atol=atol)
+        reduced = sparse.transform(fmt(X))
+        assert sp.issparse(reduced)
+        _close(reduced.toarray(), dense.transform(X))
     return sparse
 
 
-@pytest.mark.parametrize("fmt", FORMATS[:3], ids=FORMAT_IDS[:3])
-def test_greedy_and_glm_estimators_sparse_equal_dense(fmt):
-    _same_fit(lambda: GreedyRLSRegressor(k=3), Y, fmt)
-    _same_fit(lambda: GroupSequencingClassifier(k=3), LABELS, fmt, atol=1e-3)
+def test_greedy_and_glm_estimators_sparse_equal_dense():
+    _same_fit(lambda: GreedyRLSRegressor(k=3), Y)
+    _same_fit(lambda: GroupSequencingClassifier(k=3), LABELS, atol=1e-3)
 
 
-@pytest.mark.parametrize("fmt", FORMATS[:3], ids=FORMAT_IDS[:3])
-def test_fsa_and_sequencing_estimators_sparse_equal_dense(fmt):
-    _same_fit(lambda: FSARegressor(k=2, n_iter=30), Y, fmt, atol=1e-3)
-    _same_fit(lambda: FSAClassifier(k=2, n_iter=30), LABELS, fmt, atol=1e-3)
-    _same_fit(lambda: GroupSequencingRegressor(k=3, budget=2.0), Y, fmt)
+def test_fsa_and_sequencing_estimators_sparse_equal_dense():
+    _same_fit(lambda: FSARegressor(k=2, n_iter=30), Y, atol=1e-3)
+    _same_fit(lambda: FSAClassifier(k=2, n_iter=30), LABELS, atol=1e-3)
+    _same_fit(lambda: GroupSequencingRegressor(k=3, budget=2.0), Y)
 
 
 def test_cv_estimators_sparse_equal_dense():
-    est = _same_fit(lambda: GroupSequencingRegressorCV(cv=3, k=3), Y)
+    one = (sp.csr_matrix,)
+    est = _same_fit(lambda: GroupSequencingRegressorCV(cv=3, k=3), Y, one)
     assert est.budget_ == GroupSequencingRegressorCV(cv=3, k=3).fit(X, Y).budget_
-    est = _same_fit(lambda: FSARegressorCV(ks=[1, 2], cv=3, n_iter=30), Y, atol=1e-3)
+    est = _same_fit(lambda: FSARegressorCV(ks=[1, 2], cv=3, n_iter=30), Y, one, atol=1e-3)
     assert est.k_ == FSARegressorCV(ks=[1, 2], cv=3, n_iter=30).fit(X, Y).k_
 
 
