@@ -624,7 +624,10 @@ def _cv_fsa_sparse(X, y, grid, train_w, test_w, l2, score: str, options) -> CVRe
             s = np.asarray(X[:, support] @ host_array(res.coef)).astype(dt) + host_array(res.intercept)
             vw = jnp.asarray(test_w[f], dt)
             sj = jnp.asarray(s)
-            sc = _accuracy(yj, sj, vw) if score == "accuracy" else _fold_score(yj[:, None], sj[:, None], vw, score=score)
+            if score == "accuracy":
+                sc = _accuracy(yj, sj, vw)
+            else:
+                sc = _fold_score(yj[:, None], sj[:, None], vw, score=score)
             scores[f, b] = float(sc)
             status |= int(host_array(res.status))
     return _summarise(np.asarray(grid, np.float64), scores, status=status)

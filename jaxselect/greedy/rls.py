@@ -633,7 +633,10 @@ def greedy_rls(
     # the front door: X used as given, so its squares must stay finite (scale="squares"); targets,
     # weights, the constant-column mode and the summary (its live mask: the selectable columns)
     X = densify_sparse(
-        X, "greedy_rls", "the dual state C = G X", "jaxselect.fsa (FSARegressor) or prepare + cs_omp (GroupSequencingRegressor)"
+        X,
+        "greedy_rls",
+        "the dual state C = G X",
+        "jaxselect.fsa (FSARegressor) or prepare + cs_omp (GroupSequencingRegressor)",
     )
     data = as_data(
         X, Y, sample_weight=sample_weight, constant_columns=constant_columns, scale="squares"
