@@ -5,7 +5,7 @@ corporate acquisitions: 300 documents, 20 000 word features. This example turns 
 a document ("w17 w17 w903 ...": every word id repeated as often as it occurs), so that the pipeline
 starts from text, as a user's would:
 
-    TfidfVectorizer(sublinear_tf=True, use_idf=False)  ->  FSAClassifier(k=93, l2=1.0)
+    TfidfVectorizer(sublinear_tf=True, use_idf=False)  ->  FSAClassifier(k=93, l2=3.0)
 
 The vectoriser's output, log(1 + counts) with rows scaled to unit L2 norm, is a scipy CSR matrix;
 FSA works on it without densifying (centring and scaling are applied inside its products). The

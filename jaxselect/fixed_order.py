@@ -7,8 +7,10 @@ block Cholesky factor of C in selection order, ``K = L⁻¹ C_{S,:}`` (P × D, r
 and ``β = L⁻¹ b0_S``; then ``b = b0 − Kᵀβ``, ``F(S) = ½‖β‖²`` and the Schur complements
 ``M_g = C_gg − K_gᵀK_g``. Adding group h appends ``Q = L_h⁻¹ (C_{h,:} − K_hᵀK)`` (L_h the Cholesky
 factor of M_h) and ``β_h = L_h⁻¹ b_h``: O(P·D·s) per step, independent of n once C is formed. On a
-``gram=False`` problem the row block ``C_{h,:}`` is computed from the design (:func:`c_rows`),
-O(n·D·s) per step.
+``gram=False`` problem the row block ``C_{h,:}`` is a lazy Gram block asked of the design
+operator ``problem.Z`` (:func:`group_rows`: one ``u @ X`` product), computed when a group is chosen
+together with the rows of the best-scoring unselected groups (:class:`ColumnCache`), so a run of k
+steps reads X a few times instead of k times.
 
 The solver protocol (shared by every family of the library):
 
@@ -40,9 +42,9 @@ from jaxselect._budget import kahan_add
 from jaxselect._progress import check_progress, progress_bar, run_in_chunks
 from jaxselect._repr import short_repr
 from jaxselect._validation import check_int, is_traced
-from jaxselect.linalg import floored_cholesky, gather_groups, pivot_rtol
+from jaxselect.linalg import apply_block_diag, floored_cholesky, gather_groups, pivot_rtol
 from jaxselect.path import SelectionPath, link_code
-from jaxselect.prepare import Problem, check_problem, to_raw_coef
+from jaxselect.prepare import Problem, check_problem, design_columns, to_raw_coef
 from jaxselect.sharding import any_mesh
 from jaxselect.status import DEGENERATE, ILL_CONDITIONED, NONFINITE
 
@@ -122,8 +124,39 @@ class SequencingState(NamedTuple):
     params: RuleParams  # traced parameters of the rule (criterion, cost_sensitive, c_min, order)
     config: SequencingConfig  # static: the rule and the storage form of StepInfo.w
     info: StepInfo  # diagnostics of the latest step (sequencing_init: the "no step yet" value)
+    cache: "ColumnCache | None" = None  # gram=False: the lazy Gram rows computed ahead (None with C)
 
     __repr__ = short_repr
+
+
+class ColumnCache(NamedTuple):
+    """Lazy Gram rows of a ``gram=False`` run, computed ahead for a batch of likely groups.
+
+    One pass over X costs about as much for a few dozen columns as for one (the product is
+    memory-bound), so when the chosen group's rows are not cached, :func:`sequencing_add` computes
+    them together with those of the best-scoring unselected groups (``|b|²`` per group over its cost)
+    in one ``u @ X`` product; later steps that pick a cached group read their rows for free. The
+    results are those of computing each group's rows when it is chosen (same maths).
+    """
+
+    rows: jax.Array  # (r·s, D) rows C[index[g], :] of the cached groups, s per group (padding rows 0)
+    group: jax.Array  # (r,) int32 cached groups, −1 where empty
+
+    __repr__ = short_repr
+
+
+#: Columns of X̃ computed per pass of a ``gram=False`` run (rows of C ahead of need; at most this
+#: many, fewer when D is large: the cache holds at most :data:`CACHE_BYTES` bytes).
+CACHE_COLUMNS = 64
+CACHE_BYTES = 1 << 26
+
+
+def _cache_groups(problem: Problem) -> int:
+    """Static number r of groups a pass of a ``gram=False`` run computes the rows of."""
+    J, s = problem.groups.index.shape
+    d = problem.n_features
+    cols = min(CACHE_COLUMNS, max(1, CACHE_BYTES // max(1, d * problem.b0.dtype.itemsize)))
+    return max(1, min(J, cols // s))
 
 
 class StepInfo(NamedTuple):
@@ -207,30 +240,73 @@ def sequencing_init(
             objective=zero,
             w=jnp.zeros((capacity if slots else d, t), dtype),
         ),
+        cache=None if problem.C is not None else _empty_cache(problem),
     )
+
+
+def _empty_cache(problem: Problem) -> ColumnCache:
+    r = _cache_groups(problem)
+    s = problem.groups.index.shape[1]
+    dtype = problem.b0.dtype
+    return ColumnCache(jnp.zeros((r * s, problem.n_features), dtype), jnp.full((r,), -1, jnp.int32))
 
 
 def c_rows(problem: Problem, idx: jax.Array, m: jax.Array) -> jax.Array:
-    """Rows C[idx, :] (s, D) of the regularised covariance, zero on padding."""
+    """Rows C[idx, :] (s, D) of the regularised covariance, zero on padding.
+
+    ``idx`` is a group's row of the index table (``problem.groups.index[h]``). On a ``gram=False``
+    problem these are the group's lazy Gram columns, asked of the design operator (:func:`group_rows`).
+    """
     if problem.C is not None:
         return jnp.take(problem.C, idx, axis=0, mode="fill", fill_value=0) * m[:, None].astype(problem.C.dtype)
-    if problem.z_affine is None:
-        Zh = jnp.take(problem.Z, idx, axis=1, mode="fill", fill_value=0)  # (n, s)
-        rows = jax.lax.dot_general(Zh, problem.Z, (((0,), (0,)), ((), ()))) / problem.n_samples
-    else:  # Z is raw X: Zh = (X_h − μ_h) c_h; Zhᵀ Z = (Zhᵀ X − (Zhᵀ1) μᵀ) ⊙ c, no copy of X
-        shift, scale = problem.z_affine[0], problem.z_affine[1]
-        Xh = jnp.take(problem.Z, idx, axis=1, mode="fill", fill_value=0)
-        Zh = (Xh - jnp.take(shift, idx, mode="fill", fill_value=0)[None, :]) * jnp.take(
-            scale, idx, mode="fill", fill_value=0
-        )[None, :]
-        raw = jax.lax.dot_general(Zh, problem.Z, (((0,), (0,)), ((), ())))
-        raw = raw - jnp.sum(Zh, axis=0)[:, None] * shift[None, :]
-        rows = raw * scale[None, :] / problem.n_samples
+    h = problem.groups.ids[jnp.clip(idx[0], 0, problem.n_features - 1)]  # a group's first entry is real
+    return group_rows(problem, h[None])[0] * m[:, None].astype(problem.b0.dtype)
+
+
+def group_rows(problem: Problem, hs: jax.Array) -> jax.Array:
+    """Rows C[index[h], :] (r, s, D) of groups ``hs`` (r,) of a ``gram=False`` problem (padding rows 0).
+
+    The lazy Gram columns, asked of the design operator ``Z`` (X̃): the groups' standardised
+    columns whitened by their bases ``B_h``, then one ``u @ X``-shaped product ``Z.rmv`` for all of
+    them (never ``X.T @ u``) and the block-diagonal basis on the right —
+    ``C[idx, :] = (X̃[:, idx] B_h)ᵀ W X̃ B / Σw + diag``: O(n·D·r·s), no D×D matrix.
+    """
+    tr, groups = problem.transform, problem.groups
+    r = hs.shape[0]
+    s = groups.index.shape[1]
+    idx, real = groups.index[hs], groups.mask[hs]  # (r, s)
+    cols = design_columns(problem.Z, idx.reshape(-1), real.reshape(-1))  # (n, r·s)
+    cols = jnp.einsum("nra,rab->nrb", cols.reshape((-1, r, s)), tr.basis[hs]).reshape((-1, r * s))
+    if problem.weights is not None:
+        cols = cols * problem.weights[:, None].astype(cols.dtype)
+    rows = apply_block_diag(problem.Z.rmv(cols.T), tr.basis, tr.index, tr.mask) / problem.n_samples
     diag = jnp.where(problem.live, problem.l2, jnp.ones_like(problem.b0[:, 0]))
-    rows = rows.at[jnp.arange(idx.shape[0], dtype=jnp.int32), idx].add(
-        jnp.take(diag, idx, mode="fill", fill_value=0), mode="drop"
-    )
-    return rows * m[:, None].astype(rows.dtype)
+    flat = idx.reshape(-1)
+    rows = rows.at[jnp.arange(r * s, dtype=jnp.int32), flat].add(jnp.take(diag, flat, mode="fill", fill_value=0), mode="drop")
+    rows = rows * real.reshape((-1, 1)).astype(rows.dtype)
+    return rows.reshape((r, s, -1))
+
+
+def _cached_rows(problem: Problem, state: SequencingState, h, take):
+    """``(rows C[index[h], :] (s, D) unmasked, cache)`` of a ``gram=False`` step: read from the
+    cache, or — on a miss of a step that takes h — computed in one pass together with the rows of
+    the best-scoring unselected groups (:class:`ColumnCache`)."""
+    cache = state.cache
+    hit = cache.group == h
+    r = cache.group.shape[0]
+    s = problem.groups.index.shape[1]
+
+    def refill(_):
+        index, mask = problem.groups.index, problem.groups.mask
+        bg = gather_groups(state.b, index, mask, axis=0)  # (J, s, T)
+        score = jnp.sum(bg * bg, axis=(1, 2)) / problem.groups.costs
+        score = jnp.where(state.selected, -jnp.inf, score).at[h].set(jnp.inf)
+        hs = jax.lax.top_k(score, r)[1].astype(jnp.int32)  # h first
+        return ColumnCache(group_rows(problem, hs).reshape((r * s, -1)), hs)
+
+    cache = jax.lax.cond(jnp.any(hit) | ~jnp.asarray(take, bool), lambda _: cache, refill, None)
+    start = (jnp.argmax(cache.group == h) * s).astype(jnp.int32)
+    return jax.lax.dynamic_slice_in_dim(cache.rows, start, s, axis=0), cache
 
 
 def degenerate(problem: Problem) -> jax.Array:
@@ -242,21 +318,19 @@ def degenerate(problem: Problem) -> jax.Array:
 
 def c_matvec(problem: Problem, w: jax.Array) -> jax.Array:
     """``C @ w`` (D, T) for coefficients w (D, T) in problem coordinates, in either mode: from the
-    Gram matrix, or (``gram=False``) from the design as ``Zᵀ(Z w)/n + diag·w`` (λ on live
-    coordinates, 1 on inert ones, as :func:`c_rows`), without forming C."""
+    Gram matrix, or (``gram=False``) from the design operator as ``Bᵀ X̃ᵀ W X̃ B w / Σw + diag·w``
+    (λ on live coordinates, 1 on inert ones, as :func:`c_rows`): one ``Z.mv`` and one ``Z.rmv``,
+    without forming C."""
     if problem.C is not None:
         return problem.C @ w
-    if problem.z_affine is None:
-        Zw = problem.Z @ w  # (n, T)
-        cross = jax.lax.dot_general(problem.Z, Zw, (((0,), (0,)), ((), ())))
-    else:  # Z is raw X: Z_std = (X − μ) c, so Z_std w = X (c w) − μ·(c w) and Z_stdᵀ u = c (Xᵀu − μ 1ᵀu)
-        shift, scale = problem.z_affine[0], problem.z_affine[1]
-        v = w * scale[:, None]
-        Zw = problem.Z @ v - (shift @ v)[None, :]
-        cross = jax.lax.dot_general(problem.Z, Zw, (((0,), (0,)), ((), ())))
-        cross = (cross - shift[:, None] * jnp.sum(Zw, axis=0)[None, :]) * scale[:, None]
+    tr = problem.transform
+    v = apply_block_diag(w.T, jnp.swapaxes(tr.basis, 1, 2), tr.index, tr.mask)  # (B w)ᵀ, (T, D)
+    u = problem.Z.mv(v.T)  # (n, T)
+    if problem.weights is not None:
+        u = u * problem.weights[:, None].astype(u.dtype)
+    cross = apply_block_diag(problem.Z.rmv(u.T), tr.basis, tr.index, tr.mask)  # (T, D), u @ X
     diag = jnp.where(problem.live, problem.l2, jnp.ones_like(problem.b0[:, 0]))
-    return cross / problem.n_samples + diag[:, None] * w
+    return cross.T / problem.n_samples + diag[:, None] * w
 
 
 def _pivot_floor(scale: jax.Array) -> jax.Array:
@@ -299,7 +373,12 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array, take=
     s = idx.shape[0]
     dtype = state.K.dtype
     Kh = jnp.take(state.K, idx, axis=1, mode="fill", fill_value=0)  # (P, s)
-    rows = c_rows(problem, idx, m)  # (s, D)
+    cache = state.cache
+    if cache is None:
+        rows = c_rows(problem, idx, m)  # (s, D)
+    else:  # gram=False: lazy Gram rows, computed ahead a batch of groups at a time
+        rows, cache = _cached_rows(problem, state, h, take)
+        rows = rows * m[:, None].astype(rows.dtype)
     cross = jax.lax.dot_general(Kh, state.K, (((0,), (0,)), ((), ())))  # Kh^T K, (s, D)
     R = rows - cross
     S = jnp.take(R, idx, axis=1, mode="fill", fill_value=0)  # M_h = C_hh - Kh^T Kh
@@ -345,6 +424,7 @@ def sequencing_add(problem: Problem, state: SequencingState, h: jax.Array, take=
         cost_carry=cost_carry,
         F=state.F + 0.5 * jnp.sum(beta_h * beta_h),
         status=state.status | jnp.where(floored, ILL_CONDITIONED, 0).astype(jnp.int32),
+        cache=cache,
     )
 
 

@@ -34,7 +34,8 @@ from jaxselect._repr import short_repr
 from jaxselect._validation import as_hyper, check_constant_mode, check_float, float_dtype_for, host_value, is_traced
 from jaxselect.design import ColumnSummary, as_data, check_moments, summary_from_moments
 from jaxselect.design.boundary import host_matrix
-from jaxselect.design.operators import on_one_device
+from jaxselect.design.sparse import is_sparse
+from jaxselect.design.operators import DenseDesign
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
 from jaxselect.moments import Moments, check_scales, host_kernel_applies, scale_vectors, xla_moments
@@ -84,8 +85,14 @@ class Problem(NamedTuple):
     Attributes:
       C: (D, D) regularised covariance ``XᵀX/n + λI`` in problem coordinates, or None in
         ``gram=False`` mode.
-      Z: (n, D) the design when ``C`` is None (gram=False), else None: in problem coordinates, or
-        — when ``z_affine`` is set — the raw X itself (no copy of X's size is made).
+      Z: the design when ``C`` is None (``gram=False``), else None: a
+        :class:`~jaxselect.design.DesignOperator` (a :class:`~jaxselect.design.DenseDesign` for
+        dense X) of the *standardised* features ``X̃`` (n, D); the problem coordinates are
+        ``X̃ B`` with ``B`` the block-diagonal whitening basis (``transform.basis``). Solvers touch
+        it only through the operator (:func:`~jaxselect.fixed_order.c_rows`,
+        :func:`~jaxselect.fixed_order.c_matvec`): X itself is kept, never centred, scaled or copied
+        (except a centred copy when column offsets are large against their spread, mean² > 100 ×
+        variance, where implicit centring would lose precision).
       b0: (D, T) cross moments ``XᵀY/n`` in problem coordinates.
       diag_blocks: (J, s_max, s_max) the diagonal blocks ``C_gg`` (identity on padding).
       metric_white: (J, s_max, s_max) ``A_g`` with ``‖A_g b_g‖² = b_gᵀ (X_gᵀX_g/n)⁺ b_g`` (the
@@ -99,10 +106,8 @@ class Problem(NamedTuple):
       n_samples: () number of training rows, as a float.
       status: () int32, :data:`~jaxselect.NONFINITE` when the moments hold NaN/Inf (possible only
         for data traced inside a user's ``jit``, where the boundary cannot check values), else 0.
-      z_affine: None, or (2, D) ``[shift, scale]`` when ``Z`` holds raw X: the problem coordinates
-        are ``(X − shift) · scale`` (scale 0 on inert columns). :func:`prepare` keeps raw X for
-        ``gram=False`` with singleton groups, no sample weights and moderate offsets (mean² ≤ 100 ×
-        variance); solvers then form the few standardised columns they need on the fly.
+      weights: None, or (n,) the row weights of a ``gram=False`` problem with ``sample_weight``
+        (the moments are ``X̃ᵀWX̃/Σw``).
 
     Built by :func:`prepare`, :func:`prepare_from_batches` or :func:`problem_from_moments`; read by
     every sequencing solver (:func:`~jaxselect.cs_omp`, :func:`~jaxselect.cs_fr`,
@@ -127,7 +132,7 @@ class Problem(NamedTuple):
     transform: Transform
     l2: jax.Array
     n_samples: jax.Array
-    z_affine: jax.Array | None = None
+    weights: jax.Array | None = None
     status: jax.Array | None = None
 
     __repr__ = short_repr
@@ -177,7 +182,9 @@ def prepare(
     not), on an accelerator or inside a user's ``jit``, XLA. Both give the same result to rounding.
 
     Args:
-      X: (n, D) raw features (numpy or jax; a row-sharded jax.Array stays sharded).
+      X: (n, D) raw features (numpy or jax; a row-sharded jax.Array stays sharded), or a sparse
+        matrix (``scipy.sparse`` or ``jax.experimental.sparse``), never densified: the problem then
+        keeps it as a :class:`~jaxselect.design.SparseDesign` (``gram=False``).
       Y: (n,) or (n, T) raw targets.
       groups: None (every feature its own group, unit costs), a (D,) array of group ids, or a
         :class:`Groups` carrying costs.
@@ -189,12 +196,18 @@ def prepare(
         (sklearn ``Ridge(alpha)`` on standardised columns is λ = alpha/n, n = Σw with weights). A
         Python float or a traced scalar: ``jax.vmap`` / ``jax.grad`` over ``l2`` work.
       whiten: group-whiten (Hu et al. Alg. 1 assumes whitened groups); False only standardises.
-      gram: form the D×D Gram matrix (True), or keep the design and compute the rows a solver needs
-        on the fly, O(n·D) per selected feature (False, for D too large for D×D). "auto" forms it
-        when D ≤ 4096. With False the problem keeps X itself when the groups are single features,
-        there are no weights and offsets are moderate (``Problem.z_affine``; one device copy of a
-        numpy X, none of a ``jax.Array``), else a standardised copy; the sequencing solvers then
-        return slot-space paths (:class:`~jaxselect.SelectionPath`) with a lean default ``k``.
+      gram: form the D×D Gram matrix (True), or keep the design as a lazy operator and compute
+        the Gram columns ``X̃ᵀX̃[:, h]`` of each chosen group when it is chosen — one ``u @ X``
+        product, O(n·D·s), per step (False). "auto" forms the Gram when D ≤ 4096 (at most 64 MiB in
+        float32; the solvers that revisit C — FR's Schur updates, the group lasso — need it) and is
+        lazy above, where D×D stops fitting comfortably, and always lazy for a sparse X (which
+        ``gram=True`` refuses). ``prepare`` does not know ``k``: a greedy
+        run of k ≪ D/2 steps is faster lazy (k passes over X against the Gram's D/2), so pass
+        ``gram=False`` for it (e.g. ``cs_omp`` at k = 100 of D = 2 000 runs at a fraction of the
+        full-Gram time). With False, ``Problem.Z`` is a design operator over X itself (one device
+        copy of a numpy X, none of a ``jax.Array``; standardisation, whitening and weights applied
+        implicitly), and the sequencing solvers return slot-space paths
+        (:class:`~jaxselect.SelectionPath`) with a lean default ``k``.
       constant_columns: "inert" (default): constant columns (max == min) become inert features
         that are never selected and get coefficient 0; "raise": a ValueError names them. A group
         made only of constant columns is never selected. X with every column constant raises.
@@ -219,11 +232,11 @@ def prepare(
     progress = check_progress(progress)
     if gram not in (True, False, "auto"):
         raise ValueError(f"gram must be True, False or 'auto'; got {gram!r}")
-    if gram is not False and host_kernel_applies(X, Y, sample_weight):
+    if gram is not False and not is_sparse(X) and host_kernel_applies(X, Y, sample_weight):
         X = host_matrix(X, "X")  # validated (not copied) before its shape is read
         if gram is True or X.shape[1] <= GRAM_AUTO_MAX_FEATURES:
             return _prepare_on_host(X, Y, groups, sample_weight, l2, whiten, constant_columns, rank_tol, progress)
-    if gram is False and isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == float_dtype_for(X.dtype):
+    if gram is not True and isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == float_dtype_for(X.dtype):
         X = jax.device_put(X)  # one device copy of a large X (jnp.asarray would stage a second)
     with progress_bar(enabled=progress, total=3, unit="phase", desc="prepare") as bar:
         problem = _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_columns, rank_tol, bar)
@@ -253,12 +266,20 @@ def _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_c
         constant_columns=constant_columns, scale="values",
     )
     bar.update()
-    X, Y, w, summary, groups = data.X, data.Y, data.weights, data.summary, data.groups
-    rank_tol = _rank_tol(rank_tol, X.dtype)
-    l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
+    Y, w, summary, groups = data.Y, data.weights, data.summary, data.groups
+    dtype, d = data.design.dtype, data.design.shape[1]
+    rank_tol = _rank_tol(rank_tol, dtype)
+    l2 = as_hyper(l2, "l2", dtype, low=0.0)
     raw_gram = _moderate_offsets(summary)
-    use_gram = X.shape[1] <= GRAM_AUTO_MAX_FEATURES if gram == "auto" else bool(gram)
+    dense = isinstance(data.design, DenseDesign)
+    if gram is True and not dense:
+        raise ValueError(
+            "gram=True forms the D×D Gram from a dense X; with sparse X use gram=False or 'auto' (the lazy Gram "
+            "columns of each chosen group, one sparse product per step: every sequencing solver runs on it)"
+        )
+    use_gram = dense and (d <= GRAM_AUTO_MAX_FEATURES if gram == "auto" else bool(gram))
     if use_gram:
+        X = data.X
         moments = xla_moments(X, Y, w, summary, centre=not raw_gram)
         scales = _concrete(lambda: scale_vectors(moments))
         bar.update()
@@ -267,13 +288,14 @@ def _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_c
         problem = _from_moments(moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
         bar.update()
         return problem
-    # Raw X as the design (memory O(n·D) once, not twice) where that is exact enough: singleton
-    # groups (whitening is a per-column scale), no weights, moderate offsets (the raw-Gram rule).
-    if raw_gram and w is None and groups.mask.shape[1] == 1 and on_one_device(X):
-        # X joins the problem outside jit: a jitted function returning its input would copy it.
-        problem = _prepare_raw_design(X, Y, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)._replace(Z=X)
-    else:
-        problem = _prepare_design(X, Y, w, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)
+    # The boundary's design operator over X itself (no copy), or — dense X only — over a centred
+    # copy where large offsets would cost implicit centring its precision (the raw-Gram rule);
+    # joined outside jit (a jitted function returning its input would copy it).
+    design = data.design
+    if not raw_gram and dense:
+        design = _centred_design(data.X, summary)
+    problem = _prepare_lazy(design, Y, w, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)
+    problem = problem._replace(Z=design)
     bar.update()
     scales = _concrete(lambda: _design_scale_vectors(summary, Y, w, problem.transform.y_scale))
     if scales is not None:
@@ -580,10 +602,51 @@ def _target_scale(Y, Yc, nf, w):
     return y_scale, Ys
 
 
+@jax.jit
+def _centred_design(X, summary: ColumnSummary) -> DenseDesign:
+    """The operator over a centred copy of X (large column offsets: implicit centring would cancel)."""
+    return DenseDesign(X - summary.mean[None, :], jnp.zeros_like(summary.mean), summary.factor)
+
+
+def design_columns(design, idx: jax.Array, real: jax.Array) -> jax.Array:
+    """The dense standardised columns ``X̃[:, idx]`` (n, s) of a design operator, zero where ``real``
+    is False (padding of a group's index row): ``design.take(idx).materialize()``, only s columns."""
+    safe = jnp.where(real, idx, jnp.zeros_like(idx))
+    cols = design.take(safe).materialize()
+    return jnp.where(real[None, :], cols, jnp.zeros_like(cols))
+
+
+def _weighted(cols: jax.Array, w) -> jax.Array:
+    return cols if w is None else cols * w[:, None].astype(cols.dtype)
+
+
+#: Columns gathered at once when the per-group moments of a lazy problem are formed (lax.map batches).
+GROUP_BLOCK_COLUMNS = 256
+
+
+def _group_moments(design, w, groups: Groups, nf) -> jax.Array:
+    """(J, s, s) per-group moments ``X̃_gᵀWX̃_g/Σw`` of the standardised design, O(n·D·s) work and
+    O(n·s) memory per group (a ``lax.map`` over groups, a few groups gathered at a time)."""
+    index, mask = groups.index, groups.mask
+    s_max = index.shape[1]
+
+    def one(args):
+        idx, real = args
+        cols = design_columns(design, idx, real)
+        return jax.lax.dot_general(_weighted(cols, w), cols, (((0,), (0,)), ((), ()))) / nf
+
+    return jax.lax.map(one, (index, mask), batch_size=max(1, GROUP_BLOCK_COLUMNS // s_max))
+
+
 @partial(jax.jit, static_argnames=("whiten", "rank_tol"))
-def _prepare_design(X, Y, w, groups: Groups, l2, summary: ColumnSummary, *, whiten: bool, rank_tol: float) -> Problem:
-    """gram=False: keep the design Z (rows scaled by √w) instead of forming C."""
-    dtype = X.dtype
+def _prepare_lazy(design, Y, w, groups: Groups, l2, summary: ColumnSummary, *, whiten: bool, rank_tol: float) -> Problem:
+    """gram=False: the :class:`Problem` of a design operator (its ``Z`` joins outside jit).
+
+    Everything is asked of the operator: ``b0 = Bᵀ X̃ᵀ W Ys / Σw`` is one ``rmv``, the per-group
+    moments (whitening bases and diagonal blocks) come from each group's own columns; no (n, D)
+    temporary. With singleton groups the standardised columns have unit variance by construction.
+    """
+    dtype = design.dtype
     index, mask = groups.index, groups.mask
     J, s_max = index.shape
     nf = summary.n_samples
@@ -591,74 +654,28 @@ def _prepare_design(X, Y, w, groups: Groups, l2, summary: ColumnSummary, *, whit
     pad2 = mask[:, :, None] & mask[:, None, :]
     if w is None:
         y_mean = jnp.mean(Y, axis=0)
-        Yc = Y - y_mean[None, :]
-    else:
+        y_scale, u = _target_scale(Y, Y - y_mean[None, :], nf, None)
+    else:  # u = W Ys: the √w-scaled standardised targets of _target_scale times √w
         y_mean = (w @ Y) / nf
-        Yc = (Y - y_mean[None, :]) * jnp.sqrt(w)[:, None]
-    y_scale, Ys = _target_scale(Y, Yc, nf, w)
-    design = _design(X, w, groups, summary, whiten=whiten, rank_tol=rank_tol)
-    Z = design.Z if w is None else design.Z * jnp.sqrt(w)[:, None]
-    live = design.live
-    inert_diag = jnp.where(live, l2, jnp.ones_like(design.x_mean))
-    b0 = (Ys.T @ Z).T / nf  # (Yᵀ Z)ᵀ: no X.T @ u
-    Zg = gather_groups(Z, index, mask, axis=1)  # (n, J, s)
-    diag_blocks = jnp.einsum("nja,njb->jab", Zg, Zg) / nf
+        root = jnp.sqrt(w)[:, None]
+        y_scale, Ys = _target_scale(Y, (Y - y_mean[None, :]) * root, nf, w)
+        u = Ys * root
+    if s_max == 1:  # a standardised column's variance: 1, or 0 when constant
+        G_blocks = jnp.take(summary.live.astype(dtype), index[:, 0], mode="fill", fill_value=0).reshape((J, 1, 1))
+    else:
+        G_blocks = _group_moments(design, w, groups, nf)
+    bases = _group_bases(G_blocks, groups, summary.live, whiten=whiten, rank_tol=rank_tol)
+    live = bases.live
+    b0t = apply_block_diag(design.rmv(u.T) / nf, bases.basis, index, mask)  # (T, D): one u @ X
+    inert_diag = jnp.where(live, l2, jnp.ones_like(summary.mean))
+    diag_blocks = jnp.einsum("jab,jac,jcd->jbd", bases.basis, G_blocks, bases.basis)  # Bᵀ G B per group
     diag_blocks = diag_blocks + eye_s * jnp.take(inert_diag, index, mode="fill", fill_value=1)[:, None, :]
     diag_blocks = jnp.where(pad2, diag_blocks, eye_s)
-    transform = Transform(design.x_mean, design.x_scale, y_mean, y_scale, design.basis, index, mask)
+    transform = Transform(summary.mean, summary.scale, y_mean, y_scale, bases.basis, index, mask)
     return Problem(
         None,
-        Z,
-        b0,
-        diag_blocks,
-        design.metric_white,
-        design.metric_std,
-        live,
-        groups,
-        transform,
-        l2,
-        nf,
-        None,
-        _status(b0, diag_blocks),
-    )
-
-
-@partial(jax.jit, static_argnames=("whiten", "rank_tol"))
-def _prepare_raw_design(X, Y, groups: Groups, l2, summary: ColumnSummary, *, whiten: bool, rank_tol: float) -> Problem:
-    """gram=False with singleton groups and no weights: the problem keeps X itself (``z_affine``).
-
-    Every quantity is a column reduction or a thin product with X: no (n, D) temporary. The
-    problem coordinates are ``Z = (X − μ) · c`` with ``c`` = 1/σ times the (1×1) whitening basis,
-    0 on inert columns.
-    """
-    dtype = X.dtype
-    index, mask = groups.index, groups.mask
-    J = index.shape[0]
-    d = X.shape[1]
-    nf = summary.n_samples
-    nonconstant = summary.live
-    x_mean, x_scale, col_w = summary.mean, summary.scale, summary.factor  # from the boundary's pass
-    std_var = summary.live.astype(dtype)  # variance of the standardised columns (1, or 0 if constant)
-    G_blocks = jnp.take(std_var, index[:, 0], mode="fill", fill_value=0).reshape((J, 1, 1))
-    bases = _group_bases(G_blocks, groups, nonconstant, whiten=whiten, rank_tol=rank_tol)
-    live = bases.live
-    basis = jnp.zeros((d,), dtype).at[index[:, 0]].set(jnp.where(mask[:, 0], bases.basis[:, 0, 0], 0), mode="drop")
-    c = jnp.where(live, col_w * basis, jnp.zeros_like(col_w))
-    y_mean = jnp.mean(Y, axis=0)
-    Yc = Y - y_mean[None, :]
-    y_scale, Ys = _target_scale(Y, Yc, nf, None)
-    # b0 = Zᵀ Ys / n = c ⊙ ((X − μ)ᵀ Ys) / n, as (Ysᵀ X − (Ysᵀ1) μᵀ)ᵀ (Σ Ys ≈ 0; subtracted exactly).
-    cross = Ys.T @ X - jnp.sum(Ys, axis=0)[:, None] * x_mean[None, :]  # (T, D)
-    b0 = (cross * c[None, :]).T / nf
-    inert_diag = jnp.where(live, l2, jnp.ones_like(x_mean))
-    z_var = std_var * jnp.where(live, basis * basis, jnp.zeros_like(basis))
-    diag_blocks = (jnp.take(z_var + inert_diag, index[:, 0], mode="fill", fill_value=1)).reshape((J, 1, 1))
-    diag_blocks = jnp.where(mask[:, :, None], diag_blocks, jnp.ones_like(diag_blocks))
-    transform = Transform(x_mean, x_scale, y_mean, y_scale, bases.basis, index, mask)
-    return Problem(
-        None,
-        None,  # raw X joins outside jit (see prepare)
-        b0,
+        None,  # the design joins outside jit (see _prepare_on_device)
+        b0t.T,
         diag_blocks,
         bases.metric_white,
         bases.metric_std,
@@ -667,16 +684,19 @@ def _prepare_raw_design(X, Y, groups: Groups, l2, summary: ColumnSummary, *, whi
         transform,
         l2,
         nf,
-        jnp.stack([x_mean, c]),
-        _status(b0, diag_blocks),
+        w,
+        _status(b0t, diag_blocks),
     )
 
 
 def problem_design(problem: Problem) -> jax.Array:
-    """The (n, D) design of a ``gram=False`` problem in problem coordinates (materialised)."""
-    if problem.z_affine is None:
-        return problem.Z
-    return (problem.Z - problem.z_affine[0][None, :]) * problem.z_affine[1][None, :]
+    """The (n, D) design of a ``gram=False`` problem in problem coordinates, ``√w ⊙ X̃ B``
+    (materialised: for small problems and tests)."""
+    Z = problem.Z.materialize()
+    if problem.weights is not None:
+        Z = Z * jnp.sqrt(problem.weights)[:, None].astype(Z.dtype)
+    tr = problem.transform
+    return apply_block_diag(Z, tr.basis, tr.index, tr.mask)
 
 
 def to_raw_coef(transform: Transform, w: jax.Array) -> tuple[jax.Array, jax.Array]:

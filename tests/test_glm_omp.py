@@ -467,7 +467,7 @@ def test_init_step_api_reproduces_glm_omp():
     groups = js.Groups.from_ids(ids, costs)
     path = glm_omp(X, y, groups, l2=1e-2)
     problem = glm_problem(X, y, groups, l2=1e-2)
-    assert "Z=float32[150, 9]" in repr(problem)
+    assert "Z=DenseDesign(X=float32[150, 9]" in repr(problem)
     capacity = sum(SIZES) + max(SIZES)
     state = jax.jit(lambda p: glm_omp_init(p, capacity))(problem)
     np.testing.assert_allclose(state.b, path.null_intercept, atol=1e-5)

@@ -195,12 +195,12 @@ def test_gram_false_problems_are_accepted():
     (rows of C and C·w formed from Z) and gives the Gram solution — forced here on small data."""
     X, Y, ids, costs = grouped_problem(4)
     X, Y = X.astype(np.float32), Y.astype(np.float32)
-    # grouped (a standardised design) and singletons (raw X with an affine map, Problem.z_affine)
+    # grouped (whitened through the basis) and singletons: Problem.Z is the operator over X itself
     for groups in (js.Groups.from_ids(ids, costs, dtype=np.float32), None):
         dense = js.prepare(X, Y, groups)
         lean = js.prepare(X, Y, groups, gram=False)
         assert lean.C is None and dense.C is not None
-        assert (lean.z_affine is not None) == (groups is None)
+        np.testing.assert_array_equal(np.asarray(lean.Z.X), X)
         path = group_lasso_path(dense, n_lambdas=N_LAMBDAS)
         lean_path = group_lasso_path(lean, n_lambdas=N_LAMBDAS)
         assert lean_path.order.tolist() == path.order.tolist() and int(lean_path.status) == 0

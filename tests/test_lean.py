@@ -73,9 +73,9 @@ def test_slot_paths_equal_gram_paths(dtype):
 
 
 def test_raw_design_keeps_x_and_equals_the_gram_mode():
-    """Singleton groups, no weights, moderate offsets: the problem holds X itself (``z_affine``) and
-    forms standardised rows on the fly; large offsets or weights fall back to the standardised copy.
-    float32, where the on-the-fly centring matters most (float64 runs the same code)."""
+    """gram=False: ``Problem.Z`` is a design operator over X itself (standardisation, whitening and
+    weights implicit) and forms the chosen columns on the fly; only large offsets fall back to a
+    centred copy. float32, where the on-the-fly centring matters most (float64 runs the same code)."""
     dtype = np.float32
     rng = np.random.default_rng(5)
     X = (rng.normal(size=(40, 16)) * rng.uniform(0.8, 2.0, 16) + rng.uniform(-4, 4, 16)).astype(dtype)
@@ -85,8 +85,8 @@ def test_raw_design_keeps_x_and_equals_the_gram_mode():
     pa = js.cs_fr(js.prepare(X, y, gram=True), k=8)
     scale = float(np.abs(np.asarray(pa.coef)).max())
     lean = js.prepare(X, y, gram=False)
-    assert lean.z_affine is not None and lean.Z is not None
-    np.testing.assert_array_equal(np.asarray(lean.Z), X)  # X itself, not a standardised copy
+    assert isinstance(lean.Z, js.design.DenseDesign) and lean.weights is None
+    np.testing.assert_array_equal(np.asarray(lean.Z.X), X)  # X itself, not a standardised copy
     design, _ = js.whiten_design(X)
     np.testing.assert_allclose(prepare_mod.problem_design(lean), design.Z, rtol=rtol, atol=rtol)
     pb = js.cs_fr(lean, k=8)
@@ -96,8 +96,14 @@ def test_raw_design_keeps_x_and_equals_the_gram_mode():
     # The standardised copy (compared with the Gram mode in the tests above) where raw X is not exact enough.
     Xo = X.copy()
     Xo[:, 3] += 1e3  # mean² ≫ 100 · variance
-    assert js.prepare(Xo, y, gram=False).z_affine is None
-    assert js.prepare(X, y, gram=False, sample_weight=np.linspace(0.5, 1.5, 40).astype(dtype)).z_affine is None
+    centred = js.prepare(Xo, y, gram=False).Z
+    np.testing.assert_allclose(np.asarray(centred.X), Xo - Xo.mean(axis=0), atol=1e-3)
+    np.testing.assert_array_equal(np.asarray(centred.mean), 0.0)
+    # weights stay beside X (no √w-scaled copy): the problem keeps them and X itself
+    wt = np.linspace(0.5, 1.5, 40).astype(dtype)
+    weighted = js.prepare(X, y, gram=False, sample_weight=wt)
+    np.testing.assert_array_equal(np.asarray(weighted.Z.X), X)
+    np.testing.assert_allclose(np.asarray(weighted.weights), wt)
 
 
 def test_slot_path_agrees_with_a_naive_ridge_refit_per_prefix(x64):
@@ -197,3 +203,66 @@ def test_dense_form_inside_jit_and_validation():
     assert cols.shape == (X.shape[0], path.features.shape[0]) and np.all(cols[:, -1] == 0)
     with pytest.raises(ValueError, match="pass n_features"):
         jax.jit(lambda p: p.dense().coef)(path)
+
+
+def _weighted_reference_moments(X, y, w, l2):
+    """Independent numpy (float64) rows of ``C = X̃ᵀWX̃/Σw + λI`` and ``b0`` of standardised X, y
+    (no whitening; constant columns zero with unit diagonal)."""
+    X, y, w = (np.asarray(a, np.float64) for a in (X, y, w))
+    sw = w.sum()
+    mu = w @ X / sw
+    sd = np.sqrt(w @ (X - mu) ** 2 / sw)
+    live = X.max(axis=0) > X.min(axis=0)
+    Xs = np.where(live, (X - mu) / np.where(live, sd, 1.0), 0.0)
+    yc = y - w @ y / sw
+    ys = yc / np.sqrt(w @ yc**2 / sw)
+    C = Xs.T @ (Xs * w[:, None]) / sw + np.diag(np.where(live, l2, 1.0))
+    return C, Xs.T @ (w * ys) / sw
+
+
+def test_lazy_gram_rows_match_an_independent_reference_with_weights():
+    """The operator's lazy Gram rows (group_rows, c_rows, c_matvec) and b0 of a weighted, grouped,
+    unwhitened gram=False problem equal numpy's weighted standardised moments; Z keeps X itself."""
+    X, Y, groups = grouped(T=1)
+    X, y = X.astype(np.float32), Y[:, 0].astype(np.float32)
+    w = np.random.default_rng(3).uniform(0.2, 2.0, X.shape[0]).astype(np.float32)
+    lean = js.prepare(X, y, groups, sample_weight=w, gram=False, whiten=False, l2=1e-3)
+    np.testing.assert_array_equal(np.asarray(lean.Z.X), X)
+    C, b0 = _weighted_reference_moments(X, y, w, 1e-3)
+    np.testing.assert_allclose(np.asarray(lean.b0)[:, 0], b0, atol=2e-5)
+    g = lean.groups
+    rows = np.asarray(engine.group_rows(lean, np.arange(g.n_groups, dtype=np.int32)))  # (J, s, D)
+    for h in range(g.n_groups):
+        real = np.asarray(g.mask[h])
+        idx = np.asarray(g.index[h])[real]
+        np.testing.assert_allclose(rows[h][real], C[idx], atol=2e-5)
+        np.testing.assert_array_equal(rows[h][~real], 0.0)
+        np.testing.assert_allclose(np.asarray(engine.c_rows(lean, g.index[h], g.mask[h]))[real], C[idx], atol=2e-5)
+    v = np.random.default_rng(4).normal(size=(12, 2)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(engine.c_matvec(lean, v)), C @ v, atol=5e-5)
+
+
+@pytest.mark.parametrize("cache_columns", [1, 64])
+def test_lazy_gram_equals_gram_mode_for_every_solver(monkeypatch, cache_columns):
+    """gram=False equals gram=True (same order, objectives, raw coefficients) for OMP, FR, Doubling,
+    a fixed order and the group lasso, with weights and whitened groups; ``cache_columns`` 1 computes
+    each group's rows when chosen, 64 ahead of need (ColumnCache refills)."""
+    monkeypatch.setattr(engine, "CACHE_COLUMNS", cache_columns)
+    X, Y, groups = grouped(T=2)
+    X, Y = X.astype(np.float32), Y.astype(np.float32)
+    w = np.random.default_rng(5).uniform(0.3, 1.7, X.shape[0]).astype(np.float32)
+    for sw in (None, w):
+        a = js.prepare(X, Y, groups, sample_weight=sw, gram=True, l2=1e-3)
+        b = js.prepare(X, Y, groups, sample_weight=sw, gram=False, l2=1e-3)
+        k = groups.n_groups
+        for solver in (js.cs_omp, js.cs_fr, js.doubling):
+            pa, pb = solver(a, k=k), solver(b, k=k)
+            assert pb.order.tolist() == pa.order.tolist()
+            np.testing.assert_allclose(pb.objective, pa.objective, rtol=1e-4, atol=1e-5)
+            scale = float(np.abs(np.asarray(pa.coef)).max())
+            np.testing.assert_allclose(pb.dense().coef, pa.coef, atol=2e-3 * scale)
+        order = np.array([3, 0, 2], np.int32)
+        fa, fb = js.fixed_order_path(a, order), js.fixed_order_path(b, order)
+        np.testing.assert_allclose(fb.objective, fa.objective, rtol=1e-4, atol=1e-5)
+        la, lb = js.group_lasso_path(a, n_lambdas=6), js.group_lasso_path(b, n_lambdas=6)
+        assert lb.order.tolist() == la.order.tolist()

@@ -67,7 +67,7 @@ from .._validation import (
     is_traced,
 )
 from .. import losses as _losses
-from ..design import Data, as_data
+from ..design import Data, DenseDesign, SparseDesign, as_data, as_sparse_csr, is_sparse
 from ..sharding import any_mesh
 from ..status import OK, status_message
 from .design import PLDesign
@@ -257,15 +257,27 @@ def _weight_target(target, w, loss):
 def _prepare(data: Data, y, loss, bins, pairs, config, l2, smoothness) -> FSAProblem:
     """The FSA problem of validated data: the linear design is the front door's standardised
     operator (X itself, the summary's means and factors: no copy of X); the PL design bins X."""
-    Xj, w, summary = data.X, data.weights, data.summary
-    target = _check_target(y, Xj.shape[0], Xj.dtype, loss, pairs)
+    w, summary = data.weights, data.summary
+    target = _check_target(y, data.design.shape[0], data.design.dtype, loss, pairs)
     if w is not None:
         target = _weight_target(target, w, loss)
     if bins is None:
-        design, grid = data.design, None  # the standardised operator over X
+        design, grid = data.design, None  # the standardised operator over X (dense or sparse)
     else:
-        design, grid = _prepare_pl(Xj, bins, w)
+        _check_dense_for_bins(data)
+        design, grid = _prepare_pl(data.X, bins, w)
     return FSAProblem(design, target, summary.live, grid, config, l2, smoothness)
+
+
+def _check_dense_for_bins(data: Data) -> None:
+    """Piecewise-linear learners bin every entry of X, the implicit zeros of a sparse X included:
+    their (N, M) bin indices are as large as the dense X, so they refuse sparse input."""
+    if isinstance(data.design, SparseDesign):
+        raise ValueError(
+            "piecewise-linear learners (bins=...) bin every entry of X, its zeros included, so they need "
+            "the dense X: pass X.toarray() if it fits in memory, or use linear learners (bins=None), "
+            "which run on sparse X without densifying it"
+        )
 
 
 def _front_door(X, sample_weight, loss, constant_columns, *, squares: bool) -> Data:
@@ -342,16 +354,16 @@ def fsa_prepare(
     check_loss(loss)
     check_constant_mode(constant_columns)
     data = _front_door(X, sample_weight, loss, constant_columns, squares=False)
-    Xj = data.X
+    dtype = data.design.dtype
     if bins is not None:
         bins = check_int(bins, "bins", low=1)
     smoothness = check_float(smoothness, "smoothness", low=0.0)
     if bins is None and smoothness > 0:
         raise ValueError("smoothness (eq. 13) applies to piecewise-linear learners: also pass bins=B")
     huber_h = check_float(huber_h, "huber_h", low=0.0, strict_low=True)
-    l2 = as_hyper(l2, "l2", Xj.dtype, low=0.0)
+    l2 = as_hyper(l2, "l2", dtype, low=0.0)
     config = make_config(loss, huber_h, optimizer, weighted=data.weights is not None)
-    return _prepare(data, y, loss, bins, pairs, config, l2, jnp.asarray(smoothness, Xj.dtype))
+    return _prepare(data, y, loss, bins, pairs, config, l2, jnp.asarray(smoothness, dtype))
 
 
 # --------------------------------------------------------------------------- public API
@@ -465,9 +477,9 @@ def fsa(
     # the moment-space (Gram) oracle of the last stages squares raw centred columns
     gram = bins is None and (loss == "squared" or loss is _losses.squared_loss)
     data = _front_door(_on_device(X), sample_weight, loss, constant_columns, squares=gram)  # one pass over X
-    Xj, w = data.X, data.weights
-    n, m = Xj.shape
-    dtype = Xj.dtype
+    w = data.weights
+    n, m = data.design.shape
+    dtype = data.design.dtype
     k, n_iter, mu, lr, smoothness, bins, huber_h = validate_fsa_options(
         (n, m), k, n_iter, mu, lr, optimizer, bins, smoothness, huber_h
     )
@@ -489,7 +501,9 @@ def fsa(
         bounds = tuple((st.start, st.start + st.length) for st in plan_stages(m, schedule, widths))
     mode = "optimizer" if optimizer is not None else ("power" if lr is None else "fixed")
     # the first compaction transposes X in row blocks, unless X is spread over devices or traced
-    one_device = isinstance(Xj, jax.Array) and not traced and len(Xj.sharding.device_set) == 1
+    one_device = (
+        isinstance(data.design, DenseDesign) and not traced and len(data.design.X.sharding.device_set) == 1
+    )
     plan = RunPlan(widths, cap, mode, gram, bounds, _GATHER_BLOCK if one_device else 0)
     padded = np.full((cap,), k, np.int32)
     padded[:n_iter] = schedule
@@ -561,14 +575,17 @@ def fsa_predict(result: FSAResult, X) -> jax.Array:
     True
     """
     check_result_type(result, FSAResult, "result", "jaxselect.fsa")
-    Xj = as_float_matrix(X, "X")
+    Xj = as_sparse_csr(X, "X") if is_sparse(X) else as_float_matrix(X, "X")
     width = result.n_features  # None (built by hand), an int, or a 0-d array after a jit boundary
     width = None if width is None or is_traced(width) or np.ndim(width) else int(width)
     if width is not None and Xj.shape[1] != width:
         raise ValueError(f"X has {Xj.shape[1]} columns but the model was trained on {width}; pass X with {width}")
     if width is None and not is_traced(result.support) and Xj.shape[1] <= int(jnp.max(result.support)):
         raise ValueError(f"X has {Xj.shape[1]} columns but the model uses feature {int(jnp.max(result.support))}")
-    Xs = jnp.take(Xj, result.support, axis=1)
+    if is_sparse(Xj):  # only the k selected columns are densified: (n, k)
+        Xs = jnp.asarray(Xj[:, np.asarray(result.support)].toarray())
+    else:
+        Xs = jnp.take(Xj, result.support, axis=1)
     if result.x_min is None:
         scores = Xs @ result.coef.astype(Xs.dtype) + result.intercept.astype(Xs.dtype)
         return check_finite_output(scores, Xs, "fsa_predict")

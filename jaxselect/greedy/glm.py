@@ -59,13 +59,14 @@ from jaxselect._validation import (
     host_array,
     is_traced,
 )
+from jaxselect.design import DenseDesign
 from jaxselect.greedy.rls import densify_sparse
 from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores, selectable_groups, slot_capacity
 from jaxselect.groups import Groups
 from jaxselect.losses import GLM_LOSSES, GLMLoss, glm_loss
 from jaxselect.newton import NEWTON_SOLVERS, choose_solver, default_tol, glm_newton
 from jaxselect.path import SelectionPath, link_code
-from jaxselect.prepare import Transform, to_raw_coef, whiten_design
+from jaxselect.prepare import Transform, design_columns, to_raw_coef, whiten_design
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, NOT_CONVERGED
 
@@ -134,7 +135,9 @@ class GLMProblem(NamedTuple):
     """A validated GLM selection problem (arrays only; build it with :func:`glm_problem`).
 
     Attributes:
-      Z: (n, D) standardised, group-whitened design (zero columns on inert coordinates).
+      Z: the standardised, group-whitened design (n, D) as a
+        :class:`~jaxselect.design.DesignOperator` (zero columns on inert coordinates); the solver
+        reads it through ``take(idx).materialize()`` and ``rmv`` only.
       Y: (n, T) targets in the loss's coding (0/1 for logistic, one-hot for softmax).
       live: (D,) bool, False on inert coordinates (constant columns, dropped directions).
       metric_white, metric_std: (J, s, s) the OMP criterion metrics (as in :class:`jaxselect.Problem`).
@@ -148,7 +151,7 @@ class GLMProblem(NamedTuple):
       config: the static :class:`GLMConfig` (loss and Newton solver).
     """
 
-    Z: jax.Array
+    Z: DenseDesign
     Y: jax.Array
     live: jax.Array
     metric_white: jax.Array
@@ -336,7 +339,7 @@ def glm_problem(
     design, groups = whiten_design(
         X, groups, whiten=whiten, constant_columns=constant_columns, rank_tol=rank_tol, sample_weight=sample_weight
     )
-    Z = design.Z
+    Z = DenseDesign.raw(design.Z)  # the standardised, group-whitened design as an operator
     n, D = Z.shape
     dtype = Z.dtype
     l2 = as_hyper(l2, "l2", dtype, low=0.0)
@@ -428,9 +431,9 @@ def _advance(problem: GLMProblem, state: GLMOMPState, add_group):
     groups = problem.groups
     index, mask, costs = groups.index, groups.mask, groups.costs
     # eq. 22 at the current model (unselected groups have W_g = 0) and the OMP criterion
-    Zs = jnp.take(Z, state.slot_feature, axis=1, mode="fill", fill_value=0)
+    Zs = design_columns(Z, state.slot_feature, state.slot_feature < D)
     G = parts.grad(Zs @ state.V + state.b[None, :], Y)
-    grad_full = (G.T @ Z).T / jnp.asarray(n, dtype) + problem.l2 * _slot_coef(problem, state)
+    grad_full = Z.rmv(G.T).T / jnp.asarray(n, dtype) + problem.l2 * _slot_coef(problem, state)
     denom = jnp.where(problem.cost_sensitive, costs, jnp.ones_like(costs))
     scores = omp_scores(grad_full, problem.metric_white, problem.metric_std, index, mask, problem.criterion) / denom
     allowed = ~state.selected & selectable_groups(groups.index, groups.mask, problem.live)
@@ -438,7 +441,7 @@ def _advance(problem: GLMProblem, state: GLMOMPState, add_group):
     take = add_group & jnp.any(allowed)
     new_slots = jnp.where(take & mask[h], index[h], D).astype(jnp.int32)
     slot_feature = jax.lax.dynamic_update_slice(state.slot_feature, new_slots, (state.count,))
-    Zs = jnp.take(Z, slot_feature, axis=1, mode="fill", fill_value=0)
+    Zs = design_columns(Z, slot_feature, slot_feature < D)
     active = jnp.take(problem.live, slot_feature, mode="fill", fill_value=False)
     res = glm_newton(
         Zs,
