@@ -93,7 +93,9 @@ def test_predict_sparse_bcoo_and_errors(fitted):
 
 
 def test_predict_dwsm_refuses_sparse():
-    policy = js.dwsm_fit(jax.random.key(0), X, LABELS, lam=0.05, n_iter=1, states_per_example=2)
+    from jaxselect.sequential.policy import DWSMPolicy
+
+    policy = DWSMPolicy(*[None] * len(DWSMPolicy._fields))  # refused on X's type before anything is read
     with pytest.raises(TypeError, match="DWSM policy does not predict on sparse X.*toarray"):
         js.predict(policy, sp.csr_matrix(X))
 
