@@ -36,7 +36,25 @@ ESTIMATORS = [
     DWSMClassifier(),
 ]
 
+# The sparse variant of the weight check fits 15 rows, 9 of positive weight, with 30 columns: the
+# defaults' fits interpolate them, so their minimisers are not unique and rounding picks one.
+_UNDERDETERMINED = (
+    "9 rows of positive weight against k=10 features and l2=0: the fit on the support interpolates them "
+    "(loss ~1e-15 both ways) and is not unique, so the order of the sparse products' sums moves the "
+    "predictions at the weight-0 rows (by ~1e-3); weights equal repeated rows on determined problems "
+    "(tests/test_sparse_front.py, tests/test_sklearn.py)"
+)
+
 EXPECTED_FAILED = {
+    "GroupSequencingRegressor": {
+        "check_sample_weight_equivalence_on_sparse_data": (
+            "sparse X runs the lazy-Gram path (gram=False), which sequences at most as many groups as X has "
+            "stored rows: 15 weighted rows give 15 steps, the 27 repeated rows 27, and with 9 distinct rows "
+            "(rank 9) against 30 columns the steps past the rank fit rounding noise"
+        ),
+    },
+    "FSARegressor": {"check_sample_weight_equivalence_on_sparse_data": _UNDERDETERMINED},
+    "FSAClassifier": {"check_sample_weight_equivalence_on_sparse_data": _UNDERDETERMINED},
     "GreedyRLSRegressor": {
         "check_sample_weight_equivalence_on_dense_data": (
             "greedy RLS selects by leave-one-out error: leaving out one copy of a repeated row keeps its "
