@@ -39,8 +39,8 @@ ESTIMATORS = [
 # The sparse variant of the weight check fits 15 rows, 9 of positive weight, with 30 columns: the
 # defaults' fits interpolate them, so their minimisers are not unique and rounding picks one.
 _UNDERDETERMINED = (
-    "9 rows of positive weight against k=10 features and l2=0: the fit on the support interpolates them "
-    "(loss ~1e-15 both ways) and is not unique, so the order of the sparse products' sums moves the "
+    "9 rows of positive weight against k=10 features and l2=0: the fit on the support (nearly) interpolates "
+    "them and is not unique (the weighted and repeated fits' losses agree to 1e-15), so the order of the sparse products' sums moves the "
     "predictions at the weight-0 rows (by ~1e-3); weights equal repeated rows on determined problems "
     "(tests/test_sparse_front.py, tests/test_sklearn.py)"
 )
