@@ -286,3 +286,14 @@ def test_pipeline_after_tfidf():
     target = labels + 0.1 * np.random.default_rng(1).normal(size=labels.size)
     reg = make_pipeline(TfidfVectorizer(), GroupSequencingRegressor(k=4)).fit(docs, target)
     assert reg.score(docs, target) > 0.8
+
+
+def test_sparse_weights_equal_repeated_rows():
+    """Integer weights on sparse X give the fit on the repeated rows (a determined problem)."""
+    counts = np.random.default_rng(3).integers(0, 3, size=N)
+    Xr, Yr = sp.csr_matrix(np.repeat(X, counts, axis=0)), np.repeat(Y, counts)
+    for make in (lambda: FSARegressor(k=2, n_iter=30), lambda: GroupSequencingRegressor(k=3)):
+        weighted = make().fit(sp.csr_matrix(X), Y, sample_weight=counts.astype(np.float32))
+        repeated = make().fit(Xr, Yr)
+        np.testing.assert_array_equal(weighted.get_support(), repeated.get_support())
+        _close(weighted.predict(sp.csr_matrix(X)), repeated.predict(sp.csr_matrix(X)), atol=1e-3)
