@@ -40,8 +40,9 @@ ESTIMATORS = [
 # interpolate them, so their minimisers are not unique and rounding picks one.
 _UNDERDETERMINED = (
     "9 rows of positive weight against k=10 features and l2=0: the fit on the support (nearly) interpolates "
-    "them and is not unique (the weighted and repeated fits' losses agree to 1e-15), so the order of the sums (weighted rows, repeated rows, sparse products) moves the "
-    "predictions at the weight-0 rows (by ~1e-3); weights equal repeated rows on determined problems "
+    "them and is not unique (the weighted and repeated fits' losses agree to 1e-15), so the order of the "
+    "sums (weighted rows, repeated rows, sparse products) moves the predictions at the weight-0 rows (by "
+    "~1e-3); weights equal repeated rows on determined problems "
     "(tests/test_sparse_front.py, tests/test_sklearn.py)"
 )
 
