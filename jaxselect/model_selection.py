@@ -27,6 +27,12 @@ held-out rows, SST around their own mean, averaged over targets (scikit-learn's 
 ``"neg_mse"`` — minus the mean squared error; ``"accuracy"`` (FSA's classification losses) — the
 fraction of held-out labels whose sign the score predicts.
 
+Sparse X (``scipy.sparse`` any format, BCOO/BCSR): the folds are the same row weightings of
+the one sparse X, but run one after the other (a Python loop over folds: sparse X is converted
+on the host and cannot be vmapped): ``prepare``/``fsa`` on sparse X with the fold's weights,
+held-out predictions by scipy's sparse product. FSA's piecewise-linear learners (``bins``) are
+refused on sparse X, as by :func:`jaxselect.fsa`.
+
 This module does not import scikit-learn; :mod:`jaxselect.sklearn` builds its ``*CV`` estimators
 on it.
 """
@@ -54,7 +60,7 @@ from jaxselect._validation import (
     is_traced,
 )
 from jaxselect.anneal.fsa import LOSSES, fsa, fsa_predict, validate_fsa_options
-from jaxselect.design import as_sample_weight, column_summary
+from jaxselect.design import HostSparseDesign, as_sample_weight, as_sparse_csr, column_summary, is_sparse
 from jaxselect.greedy.criteria import OMP_CRITERIA
 from jaxselect.groups import as_groups
 from jaxselect.sharding import any_mesh
@@ -279,6 +285,35 @@ def _cv_weighted(X, Y, groups, train_w, test_w, l2, c_min, *, method, k, criteri
     return jax.vmap(fold)(train_w, test_w)
 
 
+def _cv_sparse(X, Y, groups, train_w, test_w, l2, c_min, *, method, k, criterion, cost_sensitive, whiten, score):
+    """:func:`_cv_weighted` for a sparse (canonical CSR) X: one fold after the other."""
+    from jaxselect.prepare import prepare
+
+    outs = []
+    for tw, vw in zip(train_w, test_w):
+        problem = prepare(X, Y, groups, l2=l2, whiten=whiten, sample_weight=tw)
+        path = _solve(problem, c_min, method=method, k=k, criterion=criterion, cost_sensitive=cost_sensitive)
+        outs.append((path.order, path.cum_cost, _sparse_path_scores(path, X, Y, vw, score=score), path.status))
+    return tuple(jnp.stack([o[i] for o in outs]) for i in range(4))
+
+
+def _sparse_path_scores(path, X, Y, test_w, *, score: str):
+    """(m+1,) held-out scores of :func:`_path_scores` on a sparse X (predictions by scipy's product)."""
+    coef = host_array(path.coef)  # (m, D or P, T)
+    d = X.shape[1]
+    if path.features is None:
+        cols = X
+    else:  # slot path: the P slot columns; an empty slot (index D) multiplies a zero coefficient
+        features = host_array(path.features)
+        cols = X[:, np.minimum(features, d - 1)]
+        coef = coef * (features < d).astype(coef.dtype)[None, :, None]
+    m, p, T = coef.shape
+    pred = (cols @ coef.transpose(1, 0, 2).reshape(p, m * T)).reshape(-1, m, T).transpose(1, 0, 2)
+    pred = jnp.asarray(pred.astype(coef.dtype, copy=False)) + path.intercept[:, None, :]
+    null = jnp.broadcast_to(path.null_intercept[None, :], Y.shape)
+    return jax.vmap(lambda P: _fold_score(Y, P, test_w, score=score))(jnp.concatenate([null[None], pred]))
+
+
 def _budget_grid(cum_cost: np.ndarray, dtype) -> np.ndarray:
     """0 and every finite cumulative cost, ascending, near-duplicates (within the budget tolerance) merged."""
     values = np.unique(np.concatenate([[0.0], cum_cost[np.isfinite(cum_cost)].astype(np.float64)]))
@@ -356,6 +391,8 @@ def cross_validate_path(
     Args:
       X: (n, D) raw features (concrete: the folds are built on the host); may be row-sharded on any
         mesh (see :func:`jaxselect.shard_rows`): the folds are row weights of the same sharded X.
+        Or sparse (``scipy.sparse``, BCOO/BCSR): the folds then run one after the other (see the
+        module docstring).
       y: (n,) or (n, T) regression targets.
       groups: None, (D,) group ids, or a :class:`jaxselect.Groups` with costs (budgets are in its
         cost units; with unit costs a budget is a number of groups).
@@ -394,7 +431,8 @@ def cross_validate_path(
     check_choice(score, "score", REGRESSION_SCORES)
     if is_traced((X, y)):
         raise ValueError("cross_validate_path builds its folds on the host: call it outside jax.jit/vmap")
-    X = as_float_matrix(X, "X", min_rows=2 * MIN_ROWS)
+    sparse = is_sparse(X)
+    X = as_sparse_csr(X, "X", min_rows=2 * MIN_ROWS) if sparse else as_float_matrix(X, "X", min_rows=2 * MIN_ROWS)
     n, d = X.shape
     Y, _ = as_targets(y, n, "y", dtype=X.dtype)
     groups = as_groups(groups, d, dtype=X.dtype)
@@ -412,7 +450,8 @@ def cross_validate_path(
         "score": score,
     }
     dt = X.dtype
-    out = _cv_weighted(X, Y, groups, jnp.asarray(train, dt), jnp.asarray(test, dt), l2, c_min, **options)
+    run = _cv_sparse if sparse else _cv_weighted
+    out = run(X, Y, groups, jnp.asarray(train, dt), jnp.asarray(test, dt), l2, c_min, **options)
     order, cum_cost, path_scores, status = (host_array(a) for a in out)
     if budgets is None:
         grid = _budget_grid(cum_cost, cum_cost.dtype)
@@ -477,7 +516,9 @@ def cross_validate_fsa(
 
     Args:
       X: (n, M) raw features (concrete; may be row-sharded on any mesh — each fold's training rows
-        are gathered into a copy for its fits).
+        are gathered into a copy for its fits). Or sparse (``scipy.sparse``, BCOO/BCSR; linear
+        learners only, ``bins=None``): each fold is then a fit on the whole sparse X with the fold's
+        0/1 training weights (weight-0 rows are left out), one fold after the other.
       y: (n,) targets (``loss="squared"``) or binary labels in {0, 1}, {−1, +1} or bool
         (``"logistic"``, ``"huber_hinge"``, ``"lorenz"``).
       ks: the k values to try (integers ≥ 1, at most the number of non-constant columns).
@@ -510,7 +551,14 @@ def cross_validate_fsa(
     check_choice(score, "score", ("accuracy",) if classify else REGRESSION_SCORES)
     if is_traced((X, y)):
         raise ValueError("cross_validate_fsa builds its folds on the host: call it outside jax.jit/vmap")
-    X = as_float_matrix(X, "X", min_rows=2 * MIN_ROWS)
+    sparse = is_sparse(X)
+    if sparse and bins is not None:
+        raise ValueError(
+            "cross_validate_fsa: piecewise-linear learners (bins) do not run on sparse X (their basis values are "
+            "centred, so every entry of the encoded design is non-zero: it would be dense, n x M x (bins + 1)); use "
+            "bins=None (linear learners) for sparse X, or X.toarray() if it fits in memory"
+        )
+    X = as_sparse_csr(X, "X", min_rows=2 * MIN_ROWS) if sparse else as_float_matrix(X, "X", min_rows=2 * MIN_ROWS)
     n, m = X.shape
     y = host_array(y)  # (n,) on the host (gathered when its rows span processes)
     if y.ndim == 2 and y.shape[1] == 1:
@@ -543,6 +591,8 @@ def cross_validate_fsa(
     train, test = fold_masks(folds, n)
     train, test, w = _fold_weights(train, test, sample_weight, n)
     _check_fsa_options(X if w is None else X[w > 0], max(grid), dict(options))  # the vmapped fits skip value checks
+    if sparse:
+        return _cv_fsa_sparse(X, y, grid, train, test, l2, score, options)  # train: the folds' weights
     train = train > 0
     K = train.shape[0]
     scores = np.zeros((K, len(grid)))
@@ -559,6 +609,30 @@ def cross_validate_fsa(
     return _summarise(np.asarray(grid, np.float64), scores, status=status)
 
 
+def _cv_fsa_sparse(X, y, grid, train_w, test_w, l2, score: str, options) -> CVResult:
+    """:func:`cross_validate_fsa` on a sparse (canonical CSR) X: for each k, the folds one after the
+    other, each an FSA fit on the whole X with the fold's training weights (one compiled program per k)."""
+    opts = dict(options)
+    dt = X.dtype
+    yj = jnp.asarray(y)
+    scores = np.zeros((train_w.shape[0], len(grid)))
+    status = 0
+    for b, kk in enumerate(grid):
+        for f in range(train_w.shape[0]):
+            res = fsa(X, y, kk, l2=l2, sample_weight=train_w[f].astype(dt), **opts)
+            support = host_array(res.support)
+            s = np.asarray(X[:, support] @ host_array(res.coef)).astype(dt) + host_array(res.intercept)
+            vw = jnp.asarray(test_w[f], dt)
+            sj = jnp.asarray(s)
+            if score == "accuracy":
+                sc = _accuracy(yj, sj, vw)
+            else:
+                sc = _fold_score(yj[:, None], sj[:, None], vw, score=score)
+            scores[f, b] = float(sc)
+            status |= int(host_array(res.status))
+    return _summarise(np.asarray(grid, np.float64), scores, status=status)
+
+
 def _check_fsa_options(X, k_max: int, options: dict) -> None:
     """Run FSA's own option and data checks (k against the non-constant columns) before vmapping."""
     validate_fsa_options(
@@ -572,7 +646,8 @@ def _check_fsa_options(X, k_max: int, options: dict) -> None:
         options["smoothness"],
         options["huber_h"],
     )
-    live = host_array(column_summary(X).live)
+    summary = HostSparseDesign.raw(X).summarize()[0] if is_sparse(X) else column_summary(X)
+    live = host_array(summary.live)
     if k_max > int(live.sum()):
         raise ValueError(
             f"ks holds k={k_max} but X has only {int(live.sum())} non-constant columns; choose k <= {int(live.sum())}"

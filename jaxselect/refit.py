@@ -9,6 +9,13 @@ on standardised columns (Xs) and centred targets, mapped back to raw coefficient
 intercept. The linear system is solved by Cholesky inside ``jax.lax.custom_linear_solve``, so
 reverse-mode gradients with respect to X, Y and λ come from one more solve with the same matrix
 (the implicit function theorem) instead of differentiating through the factorisation.
+
+Sparse X (``scipy.sparse`` any format, or BCOO/BCSR): a refit needs only the columns of its
+support, so the s selected columns are densified, (n, s), and nothing else: the column summary
+(means, scales, the constant-column rule) comes from the sparse entries of the whole X
+(:func:`~jaxselect.design.as_data`), the fit is the dense one on those s columns, and the
+coefficients are scattered back to (D,). The support (or ``selected``) must then be concrete, and
+the fit is differentiable in Y and the hyper-parameters, not in the sparse X.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from jaxselect._repr import short_repr
 from jaxselect._static import canonical
 from jaxselect.losses import GLMLoss, glm_loss
 from jaxselect.newton import NewtonInfo, default_tol, glm_newton, glm_risk, gradient_scale
-from jaxselect.design import as_data
+from jaxselect.design import as_data, is_sparse
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, NOT_CONVERGED
 
@@ -74,7 +81,8 @@ def ridge_refit(X, Y, support=None, *, l2=1e-5, sample_weight=None):
     """Ridge fit with intercept on the columns in ``support``; differentiable in X, Y and l2.
 
     Args:
-      X: (n, D) raw features.
+      X: (n, D) raw features; or sparse (see the module docstring: only the support's columns are
+        densified).
       Y: (n,) or (n, T) targets.
       support: (D,) bool mask of the columns to use (default all). May be a traced array (e.g.
         ``jnp.any(path.step_coef(k) != 0, axis=-1)``, which also works for the slot paths of
@@ -105,16 +113,49 @@ def ridge_refit(X, Y, support=None, *, l2=1e-5, sample_weight=None):
     >>> np.round(np.asarray(coef), 4).tolist(), round(float(b), 4)
     ([1.0, 0.0, 0.0], 2.0)
     """
-    data = as_data(X, Y, sample_weight=sample_weight, scale="values")  # the front door: one pass over X
-    X, Y, was_1d, w = data.X, data.Y, data.y_1d, data.weights
-    support = _check_support(support, X.shape[1])
+    sparse = is_sparse(X)
+    # the front door: one pass over X (sparse X: its entries, on the host)
+    data = as_data(X, Y, sample_weight=sample_weight, scale="values", storage="host" if sparse else "device")
+    Y, was_1d, w = data.Y, data.y_1d, data.weights
+    support = _check_support(support, data.n_features)
+    if sparse:
+        X, summary, idx, support = _support_columns(data, support, "ridge_refit")
+    else:
+        X, summary, idx = data.X, data.summary, None
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
     check_scale(Y, "Y")
-    coef, intercept = _ridge_refit(X, Y, support, l2, w, data.summary)
+    coef, intercept = _ridge_refit(X, Y, support, l2, w, summary)
+    coef = _scatter_columns(coef, idx, data.n_features)
     _check_finite_fit(coef, intercept, "ridge_refit")
     if was_1d:
         return coef[:, 0], intercept[0]
     return coef, intercept
+
+
+def _support_columns(data, support, who: str):
+    """Sparse X (``data`` from ``as_data(..., storage="host")``): ``(Xs, summary, idx, mask)`` — the
+    dense (n, s) raw columns ``idx`` of a concrete ``support``, their column summary and an all-True
+    (s,) mask (an empty support: column 0 with a False mask, so that shapes stay non-empty)."""
+    values = host_value(lambda: support)
+    if values is None:
+        raise ValueError(
+            f"{who}: with sparse X the support must be concrete (the selected columns are gathered on the host); "
+            "pass a numpy mask, or X.toarray() to refit inside jax.jit"
+        )
+    idx = np.flatnonzero(np.asarray(values, bool))
+    mask = np.ones(idx.shape, bool)
+    if idx.size == 0:
+        idx, mask = np.zeros(1, np.int64), np.zeros(1, bool)
+    summary = data.summary
+    summary = summary._replace(mean=summary.mean[idx], scale=summary.scale[idx], live=summary.live[idx])
+    return data.design.X[:, idx].toarray(), summary, idx, jnp.asarray(mask)
+
+
+def _scatter_columns(coef, idx, d: int):
+    """(D, T) coefficients from those of the columns ``idx`` (s, T) (``idx`` None: as they are)."""
+    if idx is None:
+        return coef
+    return jnp.zeros((d,) + coef.shape[1:], coef.dtype).at[jnp.asarray(idx)].add(coef)
 
 
 def _check_finite_fit(coef, intercept, what: str) -> None:
@@ -199,9 +240,10 @@ def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0, sample_weight=None):
     ``√bias · w_bias``.
 
     Args:
-      X: (n, d) features, ``n >= 2``; Y: (n,) or (n, T) targets.
+      X: (n, d) features, ``n >= 2`` (or sparse: only the selected columns are densified); Y: (n,)
+        or (n, T) targets.
       selected: (k,) integer feature indices (e.g. ``greedy_rls(...).selected``); ``-1`` entries
-        (a greedy step that selected nothing) are ignored. May be traced.
+        (a greedy step that selected nothing) are ignored. May be traced (dense X only).
       l2: > 0, the penalty on the mean loss (Python float or traced scalar; default 1e-3 as in
         :func:`jaxselect.greedy_rls`); bias: ≥ 0 (may be traced).
       sample_weight: None or (n,) row weights ``w ≥ 0``:
@@ -222,9 +264,10 @@ def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0, sample_weight=None):
     ([0.0, 0.0, 1.0, 0.0], 0.0)
     """
     # the front door; the features are used as given: XᵀX is formed unscaled (scale="squares")
-    data = as_data(X, Y, sample_weight=sample_weight, scale="squares")
-    X, Y, was_1d, w = data.X, data.Y, data.y_1d, data.weights
-    d = X.shape[1]
+    sparse = is_sparse(X)
+    data = as_data(X, Y, sample_weight=sample_weight, scale="squares", storage="host" if sparse else "device")
+    Y, was_1d, w = data.Y, data.y_1d, data.weights
+    d = data.n_features
     if not isinstance(selected, jax.Array):
         selected = np.asarray(selected)
         if selected.dtype.kind not in "iu":
@@ -235,10 +278,24 @@ def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0, sample_weight=None):
     values = host_value(lambda: selected)
     if values is not None and values.size and (values.min() < -1 or values.max() >= d):
         raise ValueError(f"selected must hold feature indices in [0, {d}) (or -1 for none); got {values.tolist()}")
+    if sparse:
+        if values is None:
+            raise ValueError(
+                "rls_refit: with sparse X, selected must be concrete (the selected columns are gathered on the "
+                "host); pass a numpy array, or X.toarray() to refit inside jax.jit"
+            )
+        # the k selected columns, dense; each −1 entry stays −1 (a zero column)
+        X = data.design.X[:, np.maximum(values, 0)].toarray()
+        local = np.where(values >= 0, np.arange(values.size), -1)
+    else:
+        X, local = data.X, selected
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
     bias = as_hyper(bias, "bias", X.dtype, low=0.0)
     check_scale(Y, "Y")
-    coef, intercept = _rls_refit(X, Y, selected.astype(jnp.int32), l2, bias, w)
+    coef, intercept = _rls_refit(X, Y, jnp.asarray(local).astype(jnp.int32), l2, bias, w)
+    if sparse:
+        index = np.where(values >= 0, values, d)
+        coef = jnp.zeros((d, coef.shape[1]), coef.dtype).at[jnp.asarray(index)].set(coef[: values.size], mode="drop")
     _check_finite_fit(coef, intercept, "rls_refit")
     if was_1d:
         return coef[:, 0], intercept[0]
@@ -292,7 +349,8 @@ def glm_refit(
     one flat direction.
 
     Args:
-      X: (n, D) raw features, n ≥ 2.
+      X: (n, D) raw features, n ≥ 2; or sparse (see the module docstring: only the support's
+        columns are densified; the support must then be concrete).
       y: ``loss="logistic"``: (n,) or (n, 1) labels in {0, 1}, {−1, +1} or bool, or probabilities
         in [0, 1] (soft labels; differentiable); traced labels are used as ``max(y, 0)``.
         ``loss="softmax"``: classes 0..C−1 (bool = 0/1; traced labels need ``n_classes``).
@@ -331,9 +389,17 @@ def glm_refit(
     (True, 0, 'int32')
     """
     check_choice(loss, "loss", ("logistic", "softmax"))
-    data = as_data(X, None, sample_weight=sample_weight, targets=None, scale="values")  # one pass over X
-    X, w = data.X, data.weights
-    n, d = X.shape
+    sparse = is_sparse(X)
+    data = as_data(  # one pass over X (sparse X: its entries, on the host)
+        X, None, sample_weight=sample_weight, targets=None, scale="values", storage="host" if sparse else "device"
+    )
+    w = data.weights
+    n, d = data.n_samples, data.n_features
+    support = _check_support(support, d)
+    if sparse:
+        X, summary, idx, support = _support_columns(data, support, "glm_refit")
+    else:
+        X, summary, idx = data.X, data.summary, None
     if loss == "logistic":
         Yt = _refit_binary_labels(y, n, X.dtype)[:, None]
     else:
@@ -343,15 +409,15 @@ def glm_refit(
         if C < 2:
             raise ValueError("softmax needs at least 2 classes; y has only class 0")
         Yt = jax.nn.one_hot(jnp.asarray(labels), C, dtype=X.dtype)
-    support = _check_support(support, d)
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
     max_iter = check_int(max_iter, "max_iter", low=1)
     tol = check_float(default_tol(X.dtype) if tol is None else tol, "tol", low=0.0, strict_low=True)
     solver = _check_solver(solver)
     coef, intercept, info = _glm_refit(
-        X, Yt, support, l2, jnp.asarray(tol, X.dtype), jnp.asarray(max_iter, jnp.int32), w, data.summary,
+        X, Yt, support, l2, jnp.asarray(tol, X.dtype), jnp.asarray(max_iter, jnp.int32), w, summary,
         loss=loss, solver=solver,
     )
+    coef = _scatter_columns(coef, idx, d)
     if loss == "logistic":
         coef, intercept = coef[:, 0], intercept[0]
     if return_info is not None:

@@ -40,6 +40,25 @@ keeps them all, with a ``UserWarning`` (as ``SelectKBest``). Solver status flags
 (:mod:`jaxselect.status`) are kept in ``status_``; a refit that hit ``max_iter`` gives a
 ``ConvergenceWarning``, other flags a ``RuntimeWarning``.
 
+Sparse X (``scipy.sparse`` CSR/CSC/COO, e.g. the output of ``TfidfVectorizer``): the estimators
+whose solver runs on sparse X take it in ``fit``, ``predict``, ``decision_function`` and
+``transform`` (``transform`` then returns a sparse matrix, as every ``SelectorMixin``) and
+declare ``input_tags.sparse``; X is never densified (predictions are the sparse product
+``X @ coef_ + intercept_``):
+
+=============================  ================================================================
+estimator                      sparse X
+=============================  ================================================================
+FSARegressor / FSAClassifier   yes, linear learners (``bins=None``); ``bins`` refuses sparse X
+/ FSARegressorCV
+GroupSequencingRegressor(CV)   yes (:func:`~jaxselect.prepare` on the sparse design)
+GroupSequencingClassifier      densified when n·D ≤ ``SPARSE_DENSIFY_LIMIT`` (its problem holds
+                               the whitened design dense), refused above
+GreedyRLSRegressor             densified when n·D ≤ ``SPARSE_DENSIFY_LIMIT`` (its dual state
+                               ``C = G X`` is (n, D) dense), refused above
+DWSMClassifier                 no: scikit-learn's "dense data is required" ``TypeError``
+=============================  ================================================================
+
 This is the only module of jaxselect that imports scikit-learn (``pip install 'jaxselect[sklearn]'``).
 
 >>> import numpy as np
@@ -76,6 +95,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.model_selection import check_cv
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
+from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import (
@@ -86,12 +106,13 @@ from sklearn.utils.validation import (
 )
 
 from jaxselect._budget import within_budget
-from jaxselect.design import HostDesign
+from jaxselect.design import HostDesign, HostSparseDesign, as_sparse_csr, is_sparse
 from jaxselect._validation import check_float, check_int
 from jaxselect.anneal import fsa, fsa_predict
 from jaxselect.greedy import cs_fr, cs_omp, doubling, glm_omp, greedy_rls
 from jaxselect.groups import Groups
 from jaxselect.model_selection import cross_validate_fsa, cross_validate_path
+from jaxselect.prediction import predict as _predict
 from jaxselect.prepare import prepare
 from jaxselect.sequential import dwsm_fit as _dwsm_fit
 from jaxselect.sequential import dwsm_predict
@@ -173,6 +194,8 @@ def _check_weights(sample_weight, X):
 def _live_columns(X, w) -> np.ndarray:
     """(n_features,) bool: the columns that are not constant over the rows of positive weight — the
     data layer's rule, from its host summary pass (no device copy of X)."""
+    if is_sparse(X):
+        return np.asarray(HostSparseDesign.raw(as_sparse_csr(X, "X", dtype=X.dtype)).summarize(w)[0].live)
     return np.asarray(HostDesign.raw(X, X.dtype).summarize(w)[0].live)
 
 
@@ -262,29 +285,42 @@ def _encode_labels(est, y, w=None, *, min_classes: int = 2):
 
 
 def _linear_predict(X, coef, intercept):
-    """``X @ coefᵀ + intercept`` in float64 (coef (D,) → (n,); coef (T, D) → (n, T))."""
-    return np.asarray(X, np.float64) @ np.asarray(coef, np.float64).T + intercept
+    """``X @ coefᵀ + intercept`` in float64 (coef (D,) → (n,); coef (T, D) → (n, T)); a sparse X
+    stays sparse (scipy's sparse product)."""
+    X = X.astype(np.float64) if is_sparse(X) else np.asarray(X, np.float64)
+    return np.asarray(safe_sparse_dot(X, np.asarray(coef, np.float64).T, dense_output=True)) + intercept
 
 
 class _Base(BaseEstimator):
-    """Tags shared by every estimator here: dense, finite input."""
+    """Tags shared by every estimator here: finite input; sparse X (kept as CSR) where ``_sparse``."""
+
+    #: whether the estimator's solver runs on sparse X (``input_tags.sparse``)
+    _sparse = False
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = self._sparse
         return tags
 
     def _validate_fit(self, X, y, sample_weight, *, multi_output: bool, numeric: bool):
-        """``(X, y, w)``: X float64/float32, y checked, ``w`` None or the checked (n_samples,) weights."""
+        """``(X, y, w)``: X float64/float32 (a sparse X as CSR), y checked, ``w`` None or the checked
+        (n_samples,) weights."""
         X, y = validate_data(
-            self, X, y, dtype=_FLOATS, multi_output=multi_output, y_numeric=numeric, ensure_min_samples=2
+            self,
+            X,
+            y,
+            dtype=_FLOATS,
+            accept_sparse="csr" if self._sparse else False,
+            multi_output=multi_output,
+            y_numeric=numeric,
+            ensure_min_samples=2,
         )
         return X, y, _check_weights(sample_weight, X)
 
     def _validate_X(self, X):
         check_is_fitted(self)
-        return validate_data(self, X, dtype=_FLOATS, reset=False)
+        return validate_data(self, X, dtype=_FLOATS, accept_sparse="csr" if self._sparse else False, reset=False)
 
 
 class _Selector(SelectorMixin):
@@ -326,6 +362,8 @@ class _SequencingMixin:
 
 class GroupSequencingRegressor(_SequencingMixin, _Selector, RegressorMixin, _Base):
     """Anytime linear regression by cost-sensitive group sequencing (Hu et al.), as an estimator.
+
+    Accepts sparse X (CSR/CSC/COO): :func:`jaxselect.prepare` standardises it implicitly.
 
     ``fit`` standardises and group-whitens X (:func:`jaxselect.prepare`) and learns an order of
     the feature groups with CS-G-OMP, CS-G-FR or Doubling; the model of every prefix is kept in
@@ -384,6 +422,8 @@ class GroupSequencingRegressor(_SequencingMixin, _Selector, RegressorMixin, _Bas
         self.l2 = l2
         self.k = k
         self.whiten = whiten
+
+    _sparse = True
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -572,7 +612,13 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
     ([1], ['no', 'yes'])
     >>> clf.predict_proba(X[:2]).shape
     (2, 2)
+
+    Sparse X is densified when n·D is at most
+    :data:`jaxselect.greedy.rls.SPARSE_DENSIFY_LIMIT` (:func:`jaxselect.glm_omp` holds the whitened
+    design dense) and refused above, naming :class:`FSAClassifier` as the sparse alternative.
     """
+
+    _sparse = True
 
     def __init__(
         self,
@@ -670,8 +716,21 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
 
 
 class _FSABase(_Selector, _Base):
+    _sparse = True
+
+    def _check_sparse_bins(self, X) -> None:
+        """ValueError: piecewise-linear learners (``bins``) on sparse X."""
+        if self.bins is not None and is_sparse(X):
+            raise ValueError(
+                f"{type(self).__name__}(bins={self.bins!r}): piecewise-linear learners do not run on sparse X — "
+                "their centred basis values make every entry of the encoded design non-zero, so it would be dense "
+                "(n x n_features x (bins + 1)). Use bins=None (linear learners) for sparse X, or X.toarray() if it "
+                "fits in memory (or select with bins=None, then fit bins on X[:, get_support()].toarray())"
+            )
+
     def _fsa(self, X, y, w, loss, k):
         """Fit :func:`jaxselect.fsa` with ``k`` (capped at the usable columns) and set the fitted attributes."""
+        self._check_sparse_bins(X)
         k = _cap_k(self, _check_k(k, allow_none=False), int(_live_columns(X, w).sum()), "features", stacklevel=4)
         with _precision(X.dtype):
             result = fsa(
@@ -705,6 +764,8 @@ class _FSABase(_Selector, _Base):
             return _linear_predict(X, self.coef_, self.intercept_)
         dtype = np.asarray(self.result_.coef).dtype
         with _precision(dtype):
+            if is_sparse(X):  # a model fitted on dense X: only its support columns are densified
+                return np.asarray(_predict(self.result_, X), np.float64)
             return np.asarray(fsa_predict(self.result_, X.astype(dtype, copy=False)), np.float64)
 
 
@@ -827,6 +888,7 @@ class FSARegressorCV(FSARegressor):
         _check_choice(self.loss, "loss", ("squared",))
         _check_choice(self.scoring, "scoring", ("r2", "neg_mse"))
         X, y, w = self._validate_fit(X, y, sample_weight, multi_output=False, numeric=True)
+        self._check_sparse_bins(X)
         ks = np.atleast_1d(np.asarray(self.ks))
         if ks.size == 0 or ks.dtype.kind not in "iu" or (ks < 1).any():
             raise ValueError(f"ks must be a non-empty sequence of integers >= 1; got {self.ks!r}")
@@ -976,7 +1038,14 @@ class GreedyRLSRegressor(_Selector, RegressorMixin, _Base):
     >>> est = GreedyRLSRegressor(k=2, l2=0.01, bias=1.0).fit(X, Y)
     >>> sorted(est.selected_.tolist()), est.predict(X[:4]).shape
     ([3, 7], (4, 2))
+
+    Sparse X is densified when n·n_features is at most
+    :data:`jaxselect.greedy.rls.SPARSE_DENSIFY_LIMIT` (greedy RLS's dual state ``C = G X`` is
+    (n, n_features) dense anyway) and refused above, naming :class:`FSARegressor` and
+    :class:`GroupSequencingRegressor` as the sparse alternatives.
     """
+
+    _sparse = True
 
     def __init__(self, k=10, *, l2=1e-3, bias=0.0):
         self.k = k
@@ -1032,6 +1101,8 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
     downstream estimator that handles missing values, e.g. ``HistGradientBoostingClassifier``,
     then sees only what was paid for; use ``fill_value=0.0`` for one that does not).
     ``get_support()`` marks the features at least one training datum acquired.
+    Dense X only (a policy reads single entries of each datum): sparse X gets scikit-learn's "dense
+    data is required" ``TypeError`` — pass ``X.toarray()``.
 
     Args:
       lam: λ ≥ 0, the cost per unit cost of an acquired feature (group).

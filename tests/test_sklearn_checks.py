@@ -36,7 +36,29 @@ ESTIMATORS = [
     DWSMClassifier(),
 ]
 
+# The weight checks fit 15 rows, 9 of positive weight, with 30 columns: the defaults' FSA fits
+# interpolate them, so their minimisers are not unique and rounding picks one.
+_UNDERDETERMINED = (
+    "9 rows of positive weight against k=10 features and l2=0: the fit on the support (nearly) interpolates "
+    "them and is not unique (the weighted and repeated fits' losses agree to 1e-15), so the order of the "
+    "sums (weighted rows, repeated rows, sparse products) moves the predictions at the weight-0 rows (by "
+    "~1e-3); weights equal repeated rows on determined problems "
+    "(tests/test_sparse_front.py, tests/test_sklearn.py)"
+)
+
 EXPECTED_FAILED = {
+    "GroupSequencingRegressor": {
+        "check_sample_weight_equivalence_on_sparse_data": (
+            "sparse X runs the lazy-Gram path (gram=False), which sequences at most as many groups as X has "
+            "stored rows: 15 weighted rows give 15 steps, the 27 repeated rows 27, and with 9 distinct rows "
+            "(rank 9) against 30 columns the steps past the rank fit rounding noise"
+        ),
+    },
+    "FSARegressor": {"check_sample_weight_equivalence_on_sparse_data": _UNDERDETERMINED},
+    "FSAClassifier": {
+        "check_sample_weight_equivalence_on_dense_data": _UNDERDETERMINED,
+        "check_sample_weight_equivalence_on_sparse_data": _UNDERDETERMINED,
+    },
     "GreedyRLSRegressor": {
         "check_sample_weight_equivalence_on_dense_data": (
             "greedy RLS selects by leave-one-out error: leaving out one copy of a repeated row keeps its "
@@ -44,6 +66,7 @@ EXPECTED_FAILED = {
             "give the repeated rows' ridge model at a given support, and weight-0 rows are removed rows: "
             "tests/test_sklearn.py)"
         ),
+        "check_sample_weight_equivalence_on_sparse_data": "as on dense data (sparse X is densified for greedy RLS)",
     },
     "DWSMClassifier": {
         "check_sample_weight_equivalence_on_dense_data": (

@@ -123,8 +123,9 @@ def as_sparse_csr(X, name: str = "X", *, dtype=None, min_rows: int = 1):
       canonical float32 CSR with int32 indices is shared, not copied).
 
     Raises:
-      TypeError: non-numeric values, traced input. ValueError: bad shape, NaN/Inf (rows named),
-      values beyond the dtype's range, indices that do not fit int32.
+      TypeError: non-numeric values, traced input.
+      ValueError: bad shape, NaN/Inf (rows named), values beyond the dtype's range, indices that do
+        not fit int32.
     """
     import scipy.sparse as sp
 
@@ -197,7 +198,7 @@ def _summary(data, rows, cols, w, n: int, d: int):
     # a stored zero (an entry dropped by ``take``, a shard's padding) counts as an implicit zero
     entry_pos = pos_row[rows] & (data != 0)
     count = jax.ops.segment_sum(entry_pos.astype(jnp.int32), cols, num_segments=d)
-    n_pos = jnp.sum(pos_row.astype(jnp.int32))
+    n_pos = jnp.sum(pos_row, dtype=jnp.int32)  # int32 under x64 too (count is int32)
     smax = jax.ops.segment_max(jnp.where(entry_pos, data, -jnp.inf), cols, num_segments=d)
     smin = jax.ops.segment_min(jnp.where(entry_pos, data, jnp.inf), cols, num_segments=d)
     zero = jnp.zeros((), dtype)

@@ -60,6 +60,7 @@ from jaxselect._validation import (
     is_traced,
 )
 from jaxselect.design import DenseDesign
+from jaxselect.greedy.rls import densify_sparse
 from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores, selectable_groups, slot_capacity
 from jaxselect.groups import Groups
 from jaxselect.losses import GLM_LOSSES, GLMLoss, glm_loss
@@ -325,6 +326,9 @@ def glm_problem(
     the Newton solver are stored in the problem's static :class:`GLMConfig`, so
     :func:`glm_omp_init`, :func:`glm_omp_step` and :func:`glm_omp_run` take only the problem.
     """
+    X = densify_sparse(  # its problem holds the whitened design dense: sparse X only when n·D is small
+        X, "glm_omp", "the whitened design", "jaxselect.fsa with loss='logistic' (FSAClassifier)"
+    )
     loss = _check_loss(loss)
     if newton_solver not in NEWTON_SOLVERS:
         raise ValueError(f"newton_solver must be one of {NEWTON_SOLVERS}; got {newton_solver!r}")
@@ -622,7 +626,10 @@ def glm_omp(
     argument is traced, and the capacity then falls back to k times the largest group size).
 
     Args:
-      X: (n, D) raw features (a row-sharded jax.Array stays sharded).
+      X: (n, D) raw features (a row-sharded jax.Array stays sharded). A sparse X (``scipy.sparse``,
+        BCOO/BCSR) is densified when ``n·D`` is at most
+        :data:`jaxselect.greedy.rls.SPARSE_DENSIFY_LIMIT` (the problem holds the whitened design
+        dense), and refused above, with :func:`~jaxselect.fsa` (``loss="logistic"``) named.
       Y: ``"logistic"``: (n,) or (n, 1) binary labels, or (n, T) with T binary label columns sharing
         the groups — each column {0, 1}, {−1, +1} or bool; ``"softmax"``: (n,) or (n, 1) classes
         0..C−1 (bool = 0/1; every class must occur); ``"squared"`` / callable: (n,) or (n, T) real

@@ -28,7 +28,7 @@ from .._validation import (
 from ..design import as_data
 from .mdp import check_budget, make_spec
 from .policy import DWSMPolicy
-from .problem import check_fit_options, check_key, check_reward_magnitudes, rcpi_problem, row_axes_of
+from .problem import check_dense, check_fit_options, check_key, check_reward_magnitudes, rcpi_problem, row_axes_of
 from .rcpi import rcpi_init, rcpi_loop
 from .rollouts import rollout_capacity
 
@@ -250,6 +250,7 @@ def dwsm_fit(
     >>> bool((np.asarray(labels) == y).mean() > 0.9), bool(acquired.sum(1).max() <= 3)
     (True, True)
     """
+    check_dense(X, "dwsm_fit")
     key = check_key(key)
     if n_classes is not None:
         n_classes = check_int(n_classes, "n_classes", low=1)

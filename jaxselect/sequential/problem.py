@@ -26,7 +26,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxselect._repr import short_repr
 
 from .._validation import as_hyper, check_int
-from ..design import column_summary
+from ..design import column_summary, is_sparse
 from .mdp import REWARD_SCALE_FIX, DWSMSpec, unit_live
 from .policy_fit import MIXTURES, MixtureRule, as_mixture
 
@@ -115,6 +115,16 @@ class RCPIProblem(NamedTuple):
     __repr__ = short_repr
 
 
+def check_dense(X, who: str) -> None:
+    """TypeError for a sparse X: DWSM reads single entries of each datum and keeps X̃ dense."""
+    if is_sparse(X):
+        raise TypeError(
+            f"{who} does not run on sparse X: a DWSM policy acquires single entries of each datum and RCPI keeps "
+            "the standardised X dense; pass X.toarray() if it fits in memory, or select features from sparse X "
+            "with jaxselect.fsa or prepare + cs_omp"
+        )
+
+
 def rcpi_problem(
     spec: DWSMSpec,
     X,
@@ -188,6 +198,7 @@ def rcpi_problem(
         an unknown mixture, only one of ``mesh``/``row_axes``), or concrete ``alpha``, ``l2``,
         ``explore``, ``terminal_weight`` out of range.
     """
+    check_dense(X, "rcpi_problem")
     k = check_int(states_per_example, "states_per_example", low=1)
     n_pol = k if policy_states is None else check_int(policy_states, "policy_states", low=0)
     if n_pol > k:
