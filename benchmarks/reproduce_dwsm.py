@@ -564,7 +564,6 @@ def part_diagnose(args, summary, lam=0.03, n_iter=10, alpha=0.7):
     state, where every episode starts, the regression targets Q(∅, a) under that mixture against the
     fitted biases of θ_{t+1}. Then the accuracy of the classification rows on single-feature states.
     """
-    import functools
 
     import jax.numpy as jnp
     from sklearn.model_selection import train_test_split
