@@ -478,6 +478,9 @@ def cross_validate_path(
 @partial(jax.jit, static_argnames=("k", "score", "options"))
 def _cv_fsa(X, y, rows, row_w, test_w, l2, *, k, score, options):
     opts = dict(options)
+    # The folds score the schedule's own fit (polish=False): XLA's CPU compiler crashed compiling the
+    # polish's Newton solve vmapped over folds on a two-column problem; the final fit is polished.
+    opts.setdefault("polish", False)
 
     def fold(r, rw, vw):
         res = fsa(X[r], y[r], k, l2=l2, sample_weight=rw, **opts)
