@@ -25,16 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jaxselect as js  # noqa: E402
-from common import save  # noqa: E402
-
-
-def peak_rss_anon_bytes() -> int:
-    """Peak resident memory of this process (VmHWM; this process holds no memmaps)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return -1
+from common import RssSampler, save  # noqa: E402
 
 
 def make(n: int, d: int, nnz_per_row: int, seed: int = 0):
@@ -74,7 +65,7 @@ def main() -> None:
         rows.append({"solver": name, "first_s": times[0], "second_s": times[1], "true_found": found, "k": args.k})
         print(f"prepare + {name}, k = {args.k}: {times[0]:.1f} s first call, {times[1]:.1f} s second; "
               f"{found}/20 true columns in the order", flush=True)
-    peak = peak_rss_anon_bytes()
+    peak = RssSampler.read("VmHWM")
     print(f"peak RSS of the process: {peak / 1e9:.2f} GB", flush=True)
     save("bench_sparse_sequencing", {"n": args.n, "d": args.d, "nnz": int(X.nnz), "x_bytes": int(x_bytes),
                                      "rows": rows, "peak_rss_bytes": peak})

@@ -48,7 +48,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import numpy as np
@@ -57,43 +56,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
+from common import RssSampler  # noqa: E402
+
 QUICK = dict(n_train=50_000, n_test=12_500, n_features=100_000, k=2_000, n_informative=1_000)
 POLISH = {"auto": None, "on": True, "off": False}
 DEFAULT = dict(n_train=200_000, n_test=50_000, n_features=500_000, k=5_000, n_informative=2_000)
 
 
 # ----------------------------------------------------------------------------------------- child
-class RssSampler:
-    """Peak of ``RssAnon`` (anonymous resident memory) of this process, sampled in a thread."""
-
-    def __init__(self, period: float = 0.01):
-        self.period, self.peak, self._stop = period, 0, threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    @staticmethod
-    def read(field: str = "RssAnon") -> int:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-        return -1
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.read())
-            time.sleep(self.period)
-
-    def __enter__(self):
-        self.peak = self.read()
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self.thread.join()
-        self.peak = max(self.peak, self.read())
-
-
 def _load(folder):
     import scipy.sparse as sp
 

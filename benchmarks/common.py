@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import statistics
+import threading
 import time
 
 import jax
@@ -98,3 +99,34 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
     return str(v)
+
+
+class RssSampler:
+    """Peak of ``RssAnon`` (anonymous resident memory) of this process, sampled in a thread."""
+
+    def __init__(self, period: float = 0.01):
+        self.period, self.peak, self._stop = period, 0, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def read(field: str = "RssAnon") -> int:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+        return -1
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.read())
+            time.sleep(self.period)
+
+    def __enter__(self):
+        self.peak = self.read()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self.thread.join()
+        self.peak = max(self.peak, self.read())

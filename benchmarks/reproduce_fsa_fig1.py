@@ -39,7 +39,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
@@ -47,6 +46,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
+
+from common import RssSampler  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results")
 METHODS = ("fsa", "logitboost", "lb1", "hgb")
@@ -57,37 +58,6 @@ TEST_SEED_OFFSET = 1_000_003
 
 
 # ----------------------------------------------------------------------------------------- child
-class RssSampler:
-    """Peak of ``RssAnon`` (anonymous resident memory) of this process, sampled in a thread."""
-
-    def __init__(self, period: float = 0.01):
-        self.period, self.peak, self._stop = period, 0, threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    @staticmethod
-    def read(field: str = "RssAnon") -> int:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-        return -1
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.read())
-            time.sleep(self.period)
-
-    def __enter__(self):
-        self.peak = self.read()
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self.thread.join()
-        self.peak = max(self.peak, self.read())
-
-
 def _auc(y, scores) -> float:
     from sklearn.metrics import roc_auc_score
 
