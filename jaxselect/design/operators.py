@@ -233,6 +233,15 @@ class DenseDesign(NamedTuple):
         return self._replace(X=X), w.astype(self.X.dtype)
 
 
+def host_gram_columns(op, idx, w=None):
+    """``X̃ᵀ W X̃[:, idx] / Σw`` (D, s) of a host operator: the s standardised columns, then one ``rmv``."""
+    cols = op.take(idx).materialize()
+    if w is not None:
+        cols = cols * np.asarray(w, op.dtype)[:, None]
+    total = float(op.shape[0]) if w is None else float(np.sum(w, dtype=np.float64))
+    return (op.rmv(cols.T).T / total).astype(op.dtype)
+
+
 class HostDesign:
     """A standardised view of a host X (n, D): numpy array, ``np.memmap`` or row-sliceable array-like.
 
@@ -333,11 +342,7 @@ class HostDesign:
         return (acc / total).astype(self.dtype)
 
     def gram_columns(self, idx, w=None):
-        cols = self.take(idx).materialize()
-        if w is not None:
-            cols = cols * np.asarray(w, self.dtype)[:, None]
-        total = float(self.shape[0]) if w is None else float(np.sum(w, dtype=np.float64))
-        return (self.rmv(cols.T).T / total).astype(self.dtype)
+        return host_gram_columns(self, idx, w)
 
     def take(self, idx) -> "HostDesign":
         idx = np.asarray(idx)

@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxselect._validation import check_matrix, float_dtype_for, is_traced
-from jaxselect.design.operators import DenseDesign
+from jaxselect.design.operators import DenseDesign, host_gram_columns
 from jaxselect.design.summary import standardize
 
 __all__ = ["HostSparseDesign", "SparseDesign", "as_sparse_csr", "is_sparse", "nnz_bucket"]
@@ -592,11 +592,7 @@ class HostSparseDesign:
         return ((Xs * w[:, None]).T @ Xs / np.sum(w, dtype=np.float64)).astype(self.dtype)
 
     def gram_columns(self, idx, w=None):
-        cols = self.take(idx).materialize()
-        if w is not None:
-            cols = cols * np.asarray(w, self.dtype)[:, None]
-        total = float(self.shape[0]) if w is None else float(np.sum(w, dtype=np.float64))
-        return (self.rmv(cols.T).T / total).astype(self.dtype)
+        return host_gram_columns(self, idx, w)
 
     def take(self, idx) -> "HostSparseDesign":
         idx = np.asarray(idx)
