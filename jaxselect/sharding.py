@@ -45,7 +45,17 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 from jaxselect._compat import Tracer, is_tracer, no_mesh
 
-__all__ = ["data_mesh", "shard_rows", "row_sharding", "any_mesh"]
+__all__ = ["data_mesh", "shard_rows", "row_sharding", "any_mesh", "register_row_handler"]
+
+#: ``(accepts, handler)`` pairs for an X this layer does not place itself: ``shard_rows(X, ...)``
+#: returns ``handler(X, *rest, mesh=, axis=, weights=)`` for the first ``accepts(X)``. Sparse X
+#: registers here (``jaxselect.design.sparse_shard``), which this layer may not import.
+_ROW_HANDLERS: list = []
+
+
+def register_row_handler(accepts, handler) -> None:
+    """Let :func:`shard_rows` place an X of another kind (first argument) with ``handler``."""
+    _ROW_HANDLERS.append((accepts, handler))
 
 
 def data_mesh(devices=None, axis: str = "data") -> Mesh:
@@ -157,6 +167,9 @@ def shard_rows(*arrays, mesh: Mesh | None = None, axis: str = "data", weights: b
     """
     if not arrays:
         raise ValueError("shard_rows needs at least one array, e.g. shard_rows(X, y)")
+    for accepts, handler in _ROW_HANDLERS:
+        if accepts(arrays[0]):
+            return handler(*arrays, mesh=mesh, axis=axis, weights=weights)
     arrays = [_as_rows(a, i, len(arrays)) for i, a in enumerate(arrays)]
     n = arrays[0].shape[0]
     for i, a in enumerate(arrays[1:], start=1):
