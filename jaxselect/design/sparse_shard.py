@@ -106,8 +106,9 @@ class _Layout:
         if axis not in mesh.axis_names:
             raise ValueError(f"mesh has axes {mesh.axis_names}; no axis named {axis!r}")
         self.mesh, self.axis, self.n_local = mesh, axis, int(n_local)
-        # the design's gathers and scatters have no Explicit-sharding rule: its arrays live on the
-        # same devices with Auto axes (what the solvers relabel Explicit inputs to, sharding.any_mesh)
+        # the design's gathers and scatters have no Explicit-sharding rule: its arrays (and the rows
+        # placed with it) live on the same devices with Auto axes (what the solvers relabel Explicit
+        # inputs to, sharding.any_mesh), so that they mix in any computation
         self.auto_mesh = Mesh(mesh.devices, mesh.axis_names, axis_types=(AxisType.Auto,) * len(mesh.axis_names))
         self.parts = int(mesh.shape[axis])
         along = np.moveaxis(mesh.devices, mesh.axis_names.index(axis), 0).reshape(self.parts, -1)
@@ -147,11 +148,10 @@ class _Layout:
     def max_over_processes(self, value: int) -> int:
         return int(self._gather([value]).max())
 
-    def place(self, blocks, block_rows: int, tail=(), spec=None, mesh=None):
-        """The global array whose position-``i`` block is ``blocks[rank[i]]`` (each (block_rows, *tail)),
-        on ``mesh`` (default: the Auto-axes mesh of the design)."""
+    def place(self, blocks, block_rows: int, tail=(), spec=None):
+        """The global array whose position-``i`` block is ``blocks[rank[i]]`` (each (block_rows, *tail))."""
         spec = PartitionSpec(self.axis) if spec is None else spec
-        sharding = NamedSharding(self.auto_mesh if mesh is None else mesh, spec)
+        sharding = NamedSharding(self.auto_mesh, spec)
         shape = (block_rows * self.parts, *tail)
 
         def fill(index):
@@ -165,10 +165,10 @@ class _Layout:
         return jax.make_array_from_callback(value.shape, NamedSharding(self.auto_mesh, PartitionSpec()), lambda i: value[i])
 
     def weights(self, dtype):
-        """The (n_rows,) row weights, 1 on real rows, on the caller's mesh (as dense ``shard_rows``)."""
+        """The (n_rows,) row weights, 1 on real rows."""
         w = np.zeros((len(self.local) * self.per,), dtype)
         w[: self.n_local] = 1
-        return self.place(w.reshape(len(self.local), self.per), self.per, mesh=self.mesh)
+        return self.place(w.reshape(len(self.local), self.per), self.per)
 
     def rows_of(self, a):
         """A dense array's rows (padded by repeating the last row) as a global row-sharded array."""
@@ -178,7 +178,7 @@ class _Layout:
         total = len(self.local) * self.per
         padded = np.concatenate([a, np.repeat(a[-1:], total - self.n_local, axis=0)]) if total > self.n_local else a
         blocks = padded.reshape(len(self.local), self.per, *a.shape[1:])
-        return self.place(blocks, self.per, a.shape[1:], row_sharding(self.mesh, self.axis, a.ndim).spec, self.mesh)
+        return self.place(blocks, self.per, a.shape[1:], row_sharding(self.mesh, self.axis, a.ndim).spec)
 
 
 def _entry_blocks(layout: _Layout, data, rows, cols, dtype):
