@@ -43,24 +43,108 @@ __all__ = ["ShardedSparseDesign", "as_raw_design", "shard_design", "shard_sparse
 class ShardedSparseDesign(SparseDesign):
     """A :class:`~jaxselect.design.SparseDesign` whose entries are split into per-device row blocks.
 
-    The same pytree and products as :class:`~jaxselect.design.SparseDesign` (the arrays are global:
-    XLA reduces the per-device partial sums); what differs is what runs on the host with concrete
-    arrays, which may not read a global array spread over several processes: :meth:`compact`
-    compacts each device's block separately, :meth:`subsample_rows` keeps the entry count (zeros in
-    place of the other rows' entries). Built by :func:`shard_design` / ``js.shard_rows``.
+    The arrays are global (one ``jax.Array`` over every device and process); ``mesh`` and
+    ``axis`` (static) say where the blocks lie: block ``i`` of ``axis`` holds the entries of rows
+    ``[i·per, (i+1)·per)``, ``per = n_rows / mesh.shape[axis]``. The products run per device
+    (``jax.shard_map``): ``X̃v`` computes each device's own rows (no communication), ``uX̃`` and
+    the Gram columns sum each device's partial (D,)-sized result with one ``psum``; the summary and
+    the other methods are the global computations of :class:`~jaxselect.design.SparseDesign`,
+    which XLA partitions. With concrete arrays :meth:`compact` compacts each device's block on its
+    own (no process may read a global array spread over several processes). Built by
+    :func:`shard_design` / ``js.shard_rows``.
+
+    Attributes (beyond :class:`~jaxselect.design.SparseDesign`'s):
+      mesh: the :class:`jax.sharding.Mesh` of the blocks (Auto axes).
+      axis: the mesh axis the rows are split over.
     """
 
-    __slots__ = ()
+    __slots__ = ("mesh", "axis")
+
+    def __init__(self, data, rows, cols, mean, factor, n_rows: int, alias=None, *, mesh, axis: str):
+        super().__init__(data, rows, cols, mean, factor, n_rows, alias)
+        self.mesh = mesh
+        self.axis = axis
+
+    def tree_flatten(self):
+        leaves, n_rows = super().tree_flatten()
+        return leaves, (n_rows, self.mesh, self.axis)
+
+    @classmethod
+    def tree_unflatten(cls, aux, leaves):
+        n_rows, mesh, axis = aux
+        *arrays, alias = leaves
+        return cls(*arrays, n_rows, alias, mesh=mesh, axis=axis)
 
     def _replace(self, **changes) -> "ShardedSparseDesign":
-        fields = {k: getattr(self, k) for k in SparseDesign.__slots__}
+        fields = {k: getattr(self, k) for k in SparseDesign.__slots__ + self.__slots__}
         fields.update(changes)
         return ShardedSparseDesign(**fields)
 
     def __repr__(self) -> str:
-        parts = len(self.data.sharding.device_set) if isinstance(self.data, jax.Array) else "?"
-        return f"ShardedSparseDesign(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype}, devices={parts})"
+        return (
+            f"ShardedSparseDesign(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype}, "
+            f"devices={int(self.mesh.shape[self.axis])} along {self.axis!r})"
+        )
 
+    # -- the products, per device ---------------------------------------------------------------
+    def _local(self, data, rows, cols, mean, factor, alias) -> SparseDesign:
+        """This device's block as a SparseDesign of its ``per`` rows (inside ``shard_map``)."""
+        per = self.n_rows // int(self.mesh.shape[self.axis])
+        start = jax.lax.axis_index(self.axis).astype(jnp.int32) * jnp.int32(per)
+        return SparseDesign(data, rows - start, cols, mean, factor, per, alias)
+
+    def _per_device(self, body, extra, extra_specs, out_specs):
+        """``body(local design, *extra)`` on every device's block (``jax.shard_map``)."""
+        rows, rep = PartitionSpec(self.axis), PartitionSpec()
+        alias_spec = None if self.alias is None else rep
+        arrays = (self.data, self.rows, self.cols, self.mean, self.factor, self.alias)
+
+        def run(data, r, c, mean, factor, alias, *more):
+            return body(self._local(data, r, c, mean, factor, alias), *more)
+
+        return jax.shard_map(
+            run,
+            mesh=self.mesh,
+            in_specs=(rows, rows, rows, rep, rep, alias_spec, *extra_specs),
+            out_specs=out_specs,
+            check_vma=False,
+        )(*arrays, *extra)
+
+    def mv(self, v):
+        """``X̃ v``: (D,) → (n,), or (D, k) → (n, k); each device computes its own rows."""
+        v = jnp.asarray(v)
+        out = PartitionSpec(self.axis, *([None] * (v.ndim - 1)))
+        return self._per_device(lambda op, v: op.mv(v), (v,), (PartitionSpec(),), out)
+
+    def rmv(self, u):
+        """``u X̃``: (n,) → (D,), or (k, n) → (k, D): each device's partial sum, then one ``psum``."""
+        u = jnp.asarray(u)
+        spec = PartitionSpec(*([None] * (u.ndim - 1)), self.axis)
+        axis = self.axis
+        return self._per_device(lambda op, u: jax.lax.psum(op.rmv(u), axis), (u,), (spec,), PartitionSpec())
+
+    def materialize(self):
+        """The dense (n, D) standardised design, row-sharded (small designs and tests only)."""
+        return self._per_device(lambda op: op.materialize(), (), (), PartitionSpec(self.axis, None))
+
+    def gram_columns(self, idx, w=None):
+        """``X̃ᵀ W X̃[:, idx] / Σw`` (D, s): each device's s dense columns and its partial ``rmv``,
+        then one ``psum``."""
+        idx = self._index(idx)
+        axis, n = self.axis, self.n_rows
+
+        def body(op, idx, *w):
+            cols = op.take(idx).materialize()  # (per, s)
+            if not w:
+                return jax.lax.psum(op.rmv(cols.T).T, axis) / jnp.asarray(n, cols.dtype)
+            (w,) = w
+            num = jax.lax.psum(op.rmv((cols * w[:, None]).T).T, axis)
+            return num / jax.lax.psum(jnp.sum(w), axis)
+
+        extra, specs = ((idx,), (PartitionSpec(),)) if w is None else ((idx, w), (PartitionSpec(), PartitionSpec(axis)))
+        return self._per_device(body, extra, specs, PartitionSpec())
+
+    # -- host-side methods ------------------------------------------------------------------------
     def compact(self, cols, block: int = 0) -> "ShardedSparseDesign":
         """The kept columns ``cols``: under a trace :meth:`take` (static nnz); with concrete arrays each
         device's block keeps only the kept columns' entries, padded to the widest block (over every
@@ -73,12 +157,14 @@ class ShardedSparseDesign(SparseDesign):
 
     def subsample_rows(self, stride: int) -> "ShardedSparseDesign":
         """Every ``stride``-th row (static ``stride``) by global position, padding rows included:
-        the other rows' entries become zeros (the entry count and the blocks stay as they are)."""
+        the other rows' entries become zeros (the entry count stays; a plain SparseDesign of the
+        same global arrays, whose products XLA partitions)."""
         stride = int(stride)
         if stride < 1:
             raise ValueError(f"subsample_rows: stride must be a positive integer; got {stride}")
         data = jnp.where(self.rows % stride == 0, self.data, jnp.zeros((), self.dtype))
-        return self._replace(data=data, rows=self.rows // stride, n_rows=-(-self.n_rows // stride))
+        # the rows no longer lie in per-device blocks: a (global) SparseDesign
+        return SparseDesign(data, self.rows // stride, self.cols, self.mean, self.factor, -(-self.n_rows // stride), self.alias)
 
     def row_blocks(self, rows: int | None = None):
         """Row blocks read on the host: one process only (a global array spread over several
@@ -210,6 +296,8 @@ def _build(layout: _Layout, data, rows, cols, mean, factor, alias, dtype) -> tup
         layout.replicate(np.asarray(factor, dtype)),
         layout.n_rows,
         None if alias is None else layout.replicate(np.asarray(alias, np.int32)),
+        mesh=layout.auto_mesh,
+        axis=layout.axis,
     )
     return design, layout.weights(dtype)
 
@@ -249,27 +337,23 @@ def shard_design(design: SparseDesign, mesh=None, axis: str = "data") -> tuple[S
 
 
 def _compact_blocks(kept: ShardedSparseDesign) -> ShardedSparseDesign:
-    """Each device's block of ``kept`` without its zero entries, padded to the widest block."""
-    sharding = kept.data.sharding
-    if not isinstance(sharding, NamedSharding) or sharding.is_fully_replicated or len(sharding.spec) != 1:
-        return kept  # not in per-device row blocks (XLA placed it otherwise): keep the static nnz
-    axis = sharding.spec[0]
-    if not isinstance(axis, str):
-        return kept
-    mesh = sharding.mesh
+    """Each device's block of ``kept`` without its zero entries, padded to the widest block (the
+    width is agreed over every process); the padding entries sit on the block's last row."""
+    mesh, axis = kept.mesh, kept.axis
     parts = int(mesh.shape[axis])
-    old = kept.data.shape[0] // parts
+    sharding = NamedSharding(mesh, PartitionSpec(axis))
+    arrays = [jax.device_put(a, sharding) for a in (kept.data, kept.rows, kept.cols)]  # a no-op when in place
+    old = arrays[0].shape[0] // parts
     blocks = {}
-    for shard_d, shard_r, shard_c in zip(*(a.addressable_shards for a in (kept.data, kept.rows, kept.cols))):
+    for shard_d, shard_r, shard_c in zip(*(a.addressable_shards for a in arrays)):
         position = (shard_d.index[0].start or 0) // old
         if position in blocks:
             continue  # a replica over another mesh axis
         d, r, c = (np.asarray(s.data) for s in (shard_d, shard_r, shard_c))
         keep = d != 0
         blocks[position] = (d[keep], r[keep], c[keep], int(r[-1]))
-    layout_multi = jax.process_count() > 1 and len({dev.process_index for dev in mesh.devices.flat}) > 1
     width = max(1, max(b[0].size for b in blocks.values()))
-    if layout_multi:
+    if jax.process_count() > 1 and len({dev.process_index for dev in mesh.devices.flat}) > 1:
         from jax.experimental import multihost_utils
 
         width = int(np.asarray(multihost_utils.process_allgather(np.asarray([width], np.int64))).max())
@@ -278,12 +362,9 @@ def _compact_blocks(kept: ShardedSparseDesign) -> ShardedSparseDesign:
         pd, pr, pc = np.zeros(width, kept.dtype), np.full(width, last, np.int32), np.zeros(width, np.int32)
         pd[: d.size], pr[: d.size], pc[: d.size] = d, r, c
         padded[position] = (pd, pr, pc)
-    spec = NamedSharding(mesh, PartitionSpec(axis))
 
     def place(k):
-        return jax.make_array_from_callback(
-            (width * parts,), spec, lambda index: padded[(index[0].start or 0) // width][k]
-        )
+        return jax.make_array_from_callback((width * parts,), sharding, lambda i: padded[(i[0].start or 0) // width][k])
 
     return kept._replace(data=place(0), rows=place(1), cols=place(2))
 
