@@ -18,7 +18,7 @@ checks this). Process 0 prints a summary and, with ``--out``, saves the results 
 ``--sparse`` runs the sparse case instead: each process holds its CSR block of a 101 × 40 sparse X
 and passes it to ``js.shard_rows`` (a row-sharded ``SparseDesign``: per-device blocks of entries,
 padded to a common count); the front door's column summary, ``prepare(gram=False)`` + ``cs_omp`` /
-``cs_fr`` (lazy Gram columns) and ``fsa`` (squared, logistic) equal a single-process run.
+``cs_fr`` (lazy Gram columns) and ``fsa`` equal a single-process run.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def solve(X, y, labels, classes, sample_weight=None):
 def make_sparse_data(seed: int = 1):
     """A sparse data set (CSR, 101 × 40, ~20 % non-zero): column 0 is empty in the first 60 rows
     (constant in process 0's rows, not over all rows: the summary must be global), column 39 is
-    empty (inert); y depends on columns 0, 3 and 17; labels are y above its median."""
+    empty (inert); y depends on columns 0, 3 and 17."""
     import scipy.sparse as sp
 
     rng = np.random.default_rng(seed)
@@ -99,13 +99,12 @@ def make_sparse_data(seed: int = 1):
     X.eliminate_zeros()
     dense = X.toarray()
     y = (2 * dense[:, 0] - 3 * dense[:, 3] + 2.5 * dense[:, 17] + 0.05 * rng.normal(size=N_ROWS)).astype(np.float32)
-    labels = (y > np.median(y)).astype(np.int32)
-    return X, y, labels
+    return X, y
 
 
-def solve_sparse(X, y, labels, sample_weight=None):
-    """The sparse case: the front door's column summary, ``fsa`` (squared and logistic) and
-    ``prepare(gram=False)`` (lazy Gram columns) + ``cs_omp`` / ``cs_fr``; a dict of numpy results."""
+def solve_sparse(X, y, sample_weight=None):
+    """The sparse case: the front door's column summary, ``prepare(gram=False)`` (lazy Gram
+    columns) + ``cs_omp`` / ``cs_fr`` and ``fsa``; a dict of numpy results."""
     import jax.numpy as jnp
 
     import jaxselect as js
@@ -115,7 +114,6 @@ def solve_sparse(X, y, labels, sample_weight=None):
     omp = js.cs_omp(problem, k=5)
     fr = js.cs_fr(problem, k=5)
     fsa = js.fsa(X, y, 3, n_iter=40, l2=1e-3, sample_weight=sample_weight)
-    logit = js.fsa(X, labels, 3, loss="logistic", n_iter=40, l2=1e-2, sample_weight=sample_weight)
     out = {
         "summary_mean": summary.mean,
         "summary_scale": summary.scale,
@@ -128,9 +126,6 @@ def solve_sparse(X, y, labels, sample_weight=None):
         "fsa_support": fsa.support,
         "fsa_coef": fsa.coef,
         "fsa_intercept": fsa.intercept,
-        "logistic_support": logit.support,
-        "logistic_coef": logit.coef,
-        "logistic_intercept": logit.intercept,
     }
     return {k: np.asarray(jnp.asarray(v)) for k, v in out.items()}
 
@@ -141,17 +136,16 @@ def run_sparse(args, mesh) -> None:
 
     import jaxselect as js
 
-    X, y, labels = make_sparse_data()
+    X, y = make_sparse_data()
     mine = rows_of(args.process_id, args.num_processes)
-    Xs, ys, ls, w = js.shard_rows(X[mine], y[mine], labels[mine], mesh=mesh)
-    results = solve_sparse(Xs, ys, ls, sample_weight=w)
+    Xs, ys, w = js.shard_rows(X[mine], y[mine], mesh=mesh)  # this process's CSR rows -> global design
+    results = solve_sparse(Xs, ys, sample_weight=w)
     n_real = int(w.sum())
     if jax.process_index() == 0:
         print(
             f"{jax.process_count()} processes, {jax.device_count()} devices; global sparse X {Xs.shape} "
             f"({n_real} real rows); cs_omp order {results['cs_omp_order'].tolist()}, cs_fr order "
-            f"{results['cs_fr_order'].tolist()}, fsa {results['fsa_support'].tolist()}, logistic "
-            f"{results['logistic_support'].tolist()}"
+            f"{results['cs_fr_order'].tolist()}, fsa {results['fsa_support'].tolist()}"
         )
         if args.out:
             np.savez(args.out, **results)
