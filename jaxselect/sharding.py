@@ -137,8 +137,14 @@ def shard_rows(*arrays, mesh: Mesh | None = None, axis: str = "data", weights: b
     One array, ``js.shard_rows(X)``, returns just the sharded array (as before 0.4) and needs n to
     be a multiple of the device count; ``weights=True`` returns ``(Xs, w)`` with padding instead.
 
+    Sparse X (``scipy.sparse``, BCOO/BCSR, or an unsharded ``SparseDesign``) as the first array:
+    ``Xs`` is a row-sharded :class:`~jaxselect.design.ShardedSparseDesign` (each device holds the
+    entries of its own rows, padded to a common count; never densified) that every solver taking
+    sparse X accepts as X; it and the other arrays live on ``mesh``'s devices with ``Auto`` axes
+    (:mod:`jaxselect.design.sparse_shard`).
+
     Several processes (``jax.process_count() > 1``, after ``jax.distributed.initialize``): each
-    process passes *its own* rows (numpy); every process is padded to the same number of rows (a
+    process passes *its own* rows (numpy, or its CSR block of a sparse X); every process is padded to the same number of rows (a
     multiple of its device count on the mesh) and the global arrays are assembled with
     ``jax.make_array_from_process_local_data``. Every process must call this with the same shapes
     except for the number of rows.

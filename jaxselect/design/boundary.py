@@ -175,7 +175,9 @@ def as_data(
         sharded); or sparse: ``scipy.sparse`` (any format, arrays and matrices) or
         ``jax.experimental.sparse`` BCOO/BCSR, canonicalised by
         :func:`~jaxselect.design.as_sparse_csr` (duplicates summed, int32 indices) and never
-        densified. Integer and bool X become the default float dtype; float64 stays float64 only
+        densified; or a :class:`~jaxselect.design.SparseDesign` (e.g. row-sharded over devices and
+        processes by :func:`~jaxselect.shard_rows`), which stands for the matrix it stores: its
+        summary is computed here, over all its rows. Integer and bool X become the default float dtype; float64 stays float64 only
         under ``jax_enable_x64``.
       Y: targets or labels (see ``targets``), or None.
       sample_weight: None or (n,) row weights (:func:`~jaxselect.design.as_sample_weight`).
