@@ -115,6 +115,12 @@ np.testing.assert_allclose(np.asarray(op.rmv(u)), np.asarray(ref.rmv(u[:37])), *
 np.testing.assert_allclose(np.asarray(op.rmv(np.stack([u, 2 * u]))), np.asarray(ref.rmv(np.stack([u[:37], 2 * u[:37]]))), **tol)
 np.testing.assert_allclose(np.asarray(op.materialize())[:37], np.asarray(ref.materialize()), **tol)
 np.testing.assert_allclose(np.asarray(op.gram_columns(idx, weights)), np.asarray(ref.gram_columns(idx, d0.weights)), **tol)
+# reverse mode through the per-device products (shard_map, psum): the unsharded gradients
+g1 = jax.grad(lambda u: jnp.sum(op.rmv(u) ** 2))(jnp.asarray(u))
+g0 = jax.grad(lambda u: jnp.sum(ref.rmv(u) ** 2))(jnp.asarray(u[:37]))
+np.testing.assert_allclose(np.asarray(g1)[:37], np.asarray(g0), rtol=2e-4, atol=2e-4)
+h1 = jax.grad(lambda v: jnp.sum(op.mv(v)[:37] ** 2))(jnp.asarray(v))
+np.testing.assert_allclose(np.asarray(h1), np.asarray(jax.grad(lambda v: jnp.sum(ref.mv(v) ** 2))(jnp.asarray(v))), rtol=2e-4, atol=2e-4)
 # the products run per device: X v without any collective, u X with one all-reduce and no all-gather
 mv_hlo = jax.jit(lambda o, v: o.mv(v)).lower(op, v).compile().as_text()
 rmv_hlo = jax.jit(lambda o, u: o.rmv(u)).lower(op, jnp.asarray(u)).compile().as_text()

@@ -107,7 +107,6 @@ class ShardedSparseDesign(SparseDesign):
             mesh=self.mesh,
             in_specs=(rows, rows, rows, rep, rep, alias_spec, *extra_specs),
             out_specs=out_specs,
-            check_vma=False,
         )(*arrays, *extra)
 
     def mv(self, v):
