@@ -100,6 +100,11 @@ for shard in Xs.rows.addressable_shards:       # each device holds the entries o
     i = shard.index[0].start // (Xs.nnz // 4)
     r = np.asarray(shard.data)
     assert r.min() >= 10 * i and r.max() < 10 * (i + 1) and (np.diff(r) >= 0).all()
+try:
+    js.shard_rows(X, mesh=mesh)   # one array, 37 rows over 4 devices: needs weights=True
+    raise AssertionError("uneven rows without weights were accepted")
+except ValueError as e:
+    assert "weights=True to pad to 40 rows" in str(e), e
 weights = sws * w
 d1 = js.as_data(Xs, targets=None, sample_weight=weights)
 d0 = js.as_data(X, targets=None, sample_weight=sw)
