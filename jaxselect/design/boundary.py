@@ -177,8 +177,8 @@ def as_data(
         :func:`~jaxselect.design.as_sparse_csr` (duplicates summed, int32 indices) and never
         densified; or a :class:`~jaxselect.design.SparseDesign` (e.g. row-sharded over devices and
         processes by :func:`~jaxselect.shard_rows`), which stands for the matrix it stores: its
-        summary is computed here, over all its rows. Integer and bool X become the default float dtype; float64 stays float64 only
-        under ``jax_enable_x64``.
+        summary is computed here, over all its rows. Integer and bool X become the default float
+        dtype; float64 stays float64 only under ``jax_enable_x64``.
       Y: targets or labels (see ``targets``), or None.
       sample_weight: None or (n,) row weights (:func:`~jaxselect.design.as_sample_weight`).
       groups: None (no partition asked for), ``"singletons"``, (D,) group ids or a

@@ -154,7 +154,7 @@ class ShardedSparseDesign(SparseDesign):
             return kept
         return _compact_blocks(kept)
 
-    def subsample_rows(self, stride: int) -> "ShardedSparseDesign":
+    def subsample_rows(self, stride: int) -> SparseDesign:
         """Every ``stride``-th row (static ``stride``) by global position, padding rows included:
         the other rows' entries become zeros (the entry count stays; a plain SparseDesign of the
         same global arrays, whose products XLA partitions)."""
