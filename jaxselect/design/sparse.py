@@ -401,45 +401,13 @@ class SparseDesign:
             )
 
     def shard(self, mesh=None, axis: str = "data"):
-        """``(design, w)``: rows split into equal contiguous blocks over ``mesh``'s ``axis`` (n padded
-        with empty rows to a multiple of the axis size), each block's entries padded to the same
-        count (padding entries are zeros) and the entry arrays sharded over ``axis``; ``w``
-        (n_padded,) is 1 on real rows and 0 on padding (pass it as ``sample_weight``). Products are
-        global segment sums: XLA inserts the cross-device reductions. Single-process only."""
-        from jax.sharding import NamedSharding, PartitionSpec
+        """``(design, w)``: rows split into equal contiguous blocks over ``mesh``'s ``axis``, each
+        block's entries padded to the same count; ``w`` (n_padded,) is 1 on real rows and 0 on padding
+        (pass it as ``sample_weight``). With several processes, this design is this process's rows.
+        See :func:`jaxselect.design.sparse_shard.shard_design`."""
+        from jaxselect.design.sparse_shard import shard_design
 
-        if mesh is None:
-            from jaxselect.sharding import data_mesh
-
-            mesh = data_mesh()
-        if jax.process_count() > 1:
-            raise NotImplementedError(
-                "SparseDesign.shard splits rows over the devices of one process; sparse X spread over several "
-                "processes (jax.distributed) is not supported yet: run in one process, or shard a dense X with "
-                "jaxselect.shard_rows"
-            )
-        parts = int(mesh.shape[axis])
-        n, d = self.shape
-        per = -(-n // parts)
-        row_ids = np.asarray(self.rows)
-        bounds = np.searchsorted(row_ids, np.arange(parts + 1) * per)
-        width = max(1, int(np.max(np.diff(bounds))))
-        data = np.zeros((parts, width), self.dtype)
-        # padding entries: value 0 in slot 0 of the block's last row (the rows stay sorted)
-        rows = np.repeat((np.arange(1, parts + 1, dtype=np.int32) * per - 1)[:, None], width, axis=1)
-        cols = np.zeros((parts, width), np.int32)
-        host_data, host_cols = np.asarray(self.data), np.asarray(self.cols)
-        for p in range(parts):
-            a, b = bounds[p], bounds[p + 1]
-            data[p, : b - a], rows[p, : b - a], cols[p, : b - a] = host_data[a:b], row_ids[a:b], host_cols[a:b]
-        sharding = NamedSharding(mesh, PartitionSpec(axis))
-        put = partial(jax.device_put, device=sharding)
-        w = np.zeros(parts * per, self.dtype)
-        w[:n] = 1
-        design = self._replace(
-            data=put(data.reshape(-1)), rows=put(rows.reshape(-1)), cols=put(cols.reshape(-1)), n_rows=parts * per
-        )
-        return design, put(w)
+        return shard_design(self, mesh, axis)
 
 
 # -- the products, jitted once per shape (eager calls do not dispatch op by op) --------------------
