@@ -7,7 +7,13 @@ N ≤ 10⁶, averaged over 10 runs.
 
 Methods (each run in its own subprocess, so its peak memory is its own):
 
-* ``fsa`` — ``js.fsa(X, y, k, loss="lorenz")`` with the library defaults (N_iter = 500, μ = 300);
+* ``fsa`` — ``js.fsa(X, y, k, loss="lorenz")`` on the materialised X with the library defaults
+  (N_iter = 500, μ = 300);
+* ``fsa_stream`` (``--stream``) — ``js.fsa(src, None, k, loss="lorenz", max_memory=...)``: FSA
+  streams the counter-based source (its fused kernels generate the entries inside the products,
+  :meth:`~jaxselect.sources.EquicorrelatedSource.gradient_block`) until the working set fits
+  ``--max-memory-gb``; where ``js.fsa`` does not take a source yet the run is recorded as
+  "needs the streamed fsa", not as a failure;
 * ``logitboost`` — LogitBoost with univariate linear learners, all M fitted each round, the best
   added, k rounds (the paper's LB; ``benchmarks/logitboost.py``); ``lb1`` trains a random 10 % of
   the learners each round (the paper's LB1, which its Figure 1 shows);
@@ -18,14 +24,17 @@ Reported per (method, N): training time (one call, compilation included; data ge
 included), percent of the k* true variables among the selected ones (PCD, §3.1.2; for the boosters
 the distinct features of their k learners), test AUC (test set of the training size, capped by
 ``--max-test``), peak anonymous RSS of the child (``RssAnon`` sampled every 10 ms; ``VmHWM`` too).
-A method runs at a size only where its estimated peak fits ``--memory-gb`` (X is held in memory by
-every method: streaming FSA beyond memory is not available yet).
+The peers run "up to where they fit": a method is skipped, with the reason recorded in the JSON,
+where its estimated peak memory exceeds ``--memory-gb`` (default 90 % of MemAvailable) or, with
+``--max-seconds``, where a short timing probe (``--probe`` rounds) estimates its k rounds to take
+longer.
 
 Usage::
 
     python benchmarks/reproduce_fsa_fig1.py --n-features 10000 --sizes 10000 30000 --k 100   # minutes
-    python benchmarks/reproduce_fsa_fig1.py                       # the paper's sizes, where they fit
-    python benchmarks/reproduce_fsa_fig1.py --throughput          # generator / fused-product speed
+    python benchmarks/reproduce_fsa_fig1.py --sizes 10000 --max-seconds 600 --tag paper_N1e4  # M = 10⁵
+    python benchmarks/reproduce_fsa_fig1.py --stream --max-seconds 3600   # the paper's grid, FSA streamed
+    python benchmarks/reproduce_fsa_fig1.py --throughput          # generator / fused-kernel speed
     python benchmarks/reproduce_fsa_fig1.py --combine results/fig1_a.json results/fig1_b.json --tag ab
 
 Writes ``benchmarks/results/fig1_<tag>.json`` and a three-panel plot ``fig1_<tag>.png``
@@ -50,10 +59,16 @@ sys.path.insert(0, HERE)
 from common import RssSampler  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results")
-METHODS = ("fsa", "logitboost", "lb1", "hgb")
-LABELS = {"fsa": "FSA (Lorenz)", "logitboost": "LogitBoost (all learners)", "lb1": "LogitBoost (10% learners)", "hgb": "sklearn HGB stumps"}
-#: estimated peak memory of a method, in units of the float32 X (measured on small runs, rounded up)
+METHODS = ("fsa", "fsa_stream", "logitboost", "lb1", "hgb")
+LABELS = {
+    "fsa": "FSA (Lorenz)", "fsa_stream": "FSA (Lorenz), streamed", "logitboost": "LogitBoost (all learners)",
+    "lb1": "LogitBoost (10% learners)", "hgb": "sklearn HGB stumps",
+}
+#: estimated peak memory of a method, in units of the float32 X (measured on small runs, rounded up;
+#: HGB converts X to float64 and bins it)
 MEMORY_FACTOR = {"fsa": 3.2, "logitboost": 1.4, "lb1": 1.5, "hgb": 4.0}
+#: the streamed FSA's memory beyond its ``max_memory`` (runtime, compiled programs, the test source)
+STREAM_OVERHEAD_BYTES = 1 << 30
 TEST_SEED_OFFSET = 1_000_003
 #: entries the streamed stages of a Lorenz FSA run at N = 10⁶, M = 10⁵ touch (the issue's count:
 #: each streamed iteration reads the working columns of every row twice, forward and gradient —
@@ -77,102 +92,153 @@ def _test_scores_linear(test, support, coef, intercept, block_rows: int = 50_000
     return np.concatenate(out)
 
 
-def run_child(args) -> dict:
+def _streamed_fsa_unavailable(js) -> str | None:
+    """Why ``js.fsa`` cannot stream a source yet (None when it has the ``max_memory`` option)."""
+    import inspect
+
+    if "max_memory" not in inspect.signature(js.fsa).parameters:
+        return "needs the streamed fsa (js.fsa has no max_memory option yet)"
+    return None
+
+
+#: messages of a ``js.fsa`` that does not take a source (main's 0.3.0: "X must be a numeric array")
+_NOT_A_SOURCE = ("must be a numeric array", "numeric", "array-like", "not supported")
+
+
+def _fit(args, method, src, rounds):
+    """Materialise X (except ``fsa_stream``) and fit ``method``; (selected, model, seconds, extra).
+
+    ``model`` is ``(support, coef, intercept)`` for the linear models, the classifier for HGB.
+    """
     import jax
 
     import jaxselect as js
     from logitboost import linear_model, logitboost
 
+    k, seed = args.k, args.seed
+    if args.method == "fsa_stream":
+        t0 = time.perf_counter()
+        try:
+            res = js.fsa(src, None, k, loss="lorenz", n_iter=args.n_iter, max_memory=int(args.max_memory_gb * 2**30))
+            jax.block_until_ready(res)
+        except (TypeError, ValueError) as err:
+            if any(m in str(err) for m in _NOT_A_SOURCE):
+                raise _Unavailable(f"needs the streamed fsa ({type(err).__name__}: {err})") from err
+            raise
+        support = np.asarray(res.support)
+        return support, (support, np.asarray(res.coef), float(res.intercept)), time.perf_counter() - t0, {
+            "status": int(res.status)
+        }
+    if args.method == "hgb":
+        X = src.materialize()  # numpy float32, generated in blocks
+    else:
+        X = jax.block_until_ready(src.block(slice(None)))  # one device array, no host copy
+    y = src.targets()
+    t0 = time.perf_counter()
+    if args.method == "fsa":
+        res = jax.block_until_ready(js.fsa(X, y, k, loss="lorenz", n_iter=args.n_iter))
+        support = np.asarray(res.support)
+        return support, (support, np.asarray(res.coef), float(res.intercept)), time.perf_counter() - t0, {
+            "status": int(res.status)
+        }
+    if args.method in ("logitboost", "lb1"):
+        frac = 1.0 if args.method == "logitboost" else 0.1
+        res = jax.block_until_ready(logitboost(X, y, rounds, learner_fraction=frac, seed=seed))
+        t_fit = time.perf_counter() - t0
+        model = linear_model(res)
+        return model[0], model, t_fit, {"n_rounds": rounds}
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    clf = HistGradientBoostingClassifier(
+        max_iter=rounds, max_depth=1, max_leaf_nodes=2, learning_rate=args.hgb_learning_rate,
+        early_stopping=False, random_state=seed,
+    )
+    clf.fit(X, y)
+    t_fit = time.perf_counter() - t0
+    used = set()
+    for trees in clf._predictors:  # private, but the only place the split features live
+        for tree in trees:
+            nodes = tree.nodes
+            used.update(int(f) for f in nodes["feature_idx"][~nodes["is_leaf"].astype(bool)])
+    return np.asarray(sorted(used), dtype=np.int64), clf, t_fit, {"learning_rate": args.hgb_learning_rate}
+
+
+class _Unavailable(Exception):
+    """The method cannot run here (the reason is recorded, the run is not a failure)."""
+
+
+def run_child(args) -> dict:
+    import jaxselect as js
+
     N, M, k, seed = args.n, args.n_features, args.k, args.seed
     kstar = args.n_informative or k
     src = js.datasets.equicorrelated(N, M, n_informative=kstar, alpha=args.alpha, seed=seed)
+    base = {"method": args.method, "n": N, "n_features": M, "k": k, "n_informative": kstar, "seed": seed}
+    if args.method == "fsa_stream":
+        reason = _streamed_fsa_unavailable(js)
+        if reason:
+            return {**base, "unavailable": reason}
+    if args.probe_rounds:
+        return {**base, **_probe(args, src)}
     test = js.datasets.equicorrelated(
         min(N, args.max_test), M, n_informative=kstar, alpha=args.alpha, seed=seed + TEST_SEED_OFFSET
     )
     rss_start = RssSampler.read()
-    with RssSampler() as sampler:
-        t0 = time.perf_counter()
-        if args.method == "hgb":
-            X = src.materialize()  # numpy float32, generated in blocks
-        else:
-            X = jax.block_until_ready(src.block(slice(None)))  # one device array, no host copy
-        y = src.targets()
-        t_gen = time.perf_counter() - t0
-        rss_data = RssSampler.read()
-
-        t0 = time.perf_counter()
-        if args.method == "fsa":
-            res = js.fsa(X, y, k, loss="lorenz", n_iter=args.n_iter)
-            jax.block_until_ready(res)
-            t_fit = time.perf_counter() - t0
-            support, coef, intercept = np.asarray(res.support), np.asarray(res.coef), float(res.intercept)
-            selected = support
-            extra = {"status": int(res.status)}
-        elif args.method in ("logitboost", "lb1"):
-            frac = 1.0 if args.method == "logitboost" else 0.1
-            res = jax.block_until_ready(logitboost(X, y, k, learner_fraction=frac, seed=seed))
-            t_fit = time.perf_counter() - t0
-            support, coef, intercept = linear_model(res)
-            selected = support
-            extra = {"n_rounds": k}
-        else:
-            from sklearn.ensemble import HistGradientBoostingClassifier
-
-            clf = HistGradientBoostingClassifier(
-                max_iter=k, max_depth=1, max_leaf_nodes=2, learning_rate=args.hgb_learning_rate,
-                early_stopping=False, random_state=seed,
-            )
-            clf.fit(X, y)
-            t_fit = time.perf_counter() - t0
-            used = set()
-            for trees in clf._predictors:  # private, but the only place the split features live
-                for tree in trees:
-                    nodes = tree.nodes
-                    used.update(int(f) for f in nodes["feature_idx"][~nodes["is_leaf"].astype(bool)])
-            selected = np.asarray(sorted(used), dtype=np.int64)
-            extra = {"learning_rate": args.hgb_learning_rate}
-        rss_fit = sampler.peak
-    if args.warm:  # a second, identical call: the compiled programs are cached (FSA, LogitBoost)
-        t0 = time.perf_counter()
-        if args.method == "fsa":
-            jax.block_until_ready(js.fsa(X, y, k, loss="lorenz", n_iter=args.n_iter))
-        elif args.method in ("logitboost", "lb1"):
-            jax.block_until_ready(logitboost(X, y, k, learner_fraction=frac, seed=seed))
-        else:
-            clf.fit(X, y)
-        extra["time_fit_warm_s"] = time.perf_counter() - t0
-    del X
-    # test AUC (outside the measured peak: the boosters' and FSA's linear models need only their
-    # columns; HGB predicts on full-width row blocks)
+    try:
+        with RssSampler() as sampler:
+            t0 = time.perf_counter()
+            selected, model, t_fit, extra = _fit(args, args.method, src, k)
+            t_total = time.perf_counter() - t0
+            rss_fit = sampler.peak
+    except _Unavailable as why:
+        return {**base, "unavailable": str(why)}
+    if args.warm:  # a second, identical fit: the compiled programs are cached (FSA, LogitBoost)
+        extra["time_fit_warm_s"] = _fit(args, args.method, src, k)[2]
+    # test AUC (outside the measured peak: the linear models need only their columns; HGB
+    # predicts on full-width row blocks)
     y_test = test.targets()
     if args.method == "hgb":
         rows = max(1, (1 << 27) // (M * 4))
         scores = np.concatenate(
-            [clf.decision_function(test.materialize(slice(s, s + rows))) for s in range(0, test.shape[0], rows)]
+            [model.decision_function(test.materialize(slice(s, s + rows))) for s in range(0, test.shape[0], rows)]
         )
     else:
-        scores = _test_scores_linear(test, support, coef, intercept)
+        scores = _test_scores_linear(test, *model)
     true = set(src.true_features.tolist())
     return {
-        "method": args.method,
-        "n": N,
-        "n_features": M,
-        "k": k,
-        "n_informative": kstar,
-        "seed": seed,
+        **base,
         "time_fit_s": t_fit,
-        "time_data_s": t_gen,
+        "time_data_s": t_total - t_fit,
         "pcd": 100.0 * len(true.intersection(selected.tolist())) / max(1, kstar),
         "n_selected": int(len(selected)),
         "auc": _auc(y_test, scores),
         "n_test": int(test.shape[0]),
         "x_bytes": src.nbytes,
         "rss_anon_start": rss_start,
-        "rss_anon_after_data": rss_data,
         "peak_rss_anon": rss_fit,
         "vm_hwm": RssSampler.read("VmHWM"),
         **extra,
     }
+
+
+def _probe(args, src) -> dict:
+    """Time a booster with a few rounds to estimate its full run of k rounds.
+
+    Fits of ``r`` and ``2r`` rounds (``--probe r``), each twice (LogitBoost compiles once per
+    round count; the second call is the steady state): per round = (T₂ᵣ − Tᵣ)/r and
+    estimate = compilation (first minus second call) + Tᵣ + (k − r)·per round. The parent compares
+    the estimate with ``--max-seconds``.
+    """
+    r = args.probe_rounds
+    first = _fit(args, args.method, src, r)[2]
+    t1 = _fit(args, args.method, src, r)[2]
+    _fit(args, args.method, src, 2 * r)
+    t2 = _fit(args, args.method, src, 2 * r)[2]
+    per_round = max(t2 - t1, 0.0) / r
+    compile_s = max(first - t1, 0.0)
+    return {"probe_rounds": [r, 2 * r], "probe_times_s": [first, t1, t2], "per_round_s": per_round,
+            "fixed_s": compile_s + max(t1 - r * per_round, 0.0),
+            "estimate_s": compile_s + t1 + (args.k - r) * per_round}
 
 
 # ---------------------------------------------------------------------------------------- parent
@@ -183,39 +249,80 @@ def _budget_bytes(memory_gb: float | None) -> int:
     return min(limit, int(memory_gb * 2**30)) if memory_gb else limit
 
 
+def _child_cmd(args, method, N, seed, probe=0):
+    cmd = [
+        sys.executable, os.path.abspath(__file__), "--child", method, "--n", str(N),
+        "--n-features", str(args.n_features), "--k", str(args.k), "--seed", str(seed),
+        "--alpha", str(args.alpha), "--n-iter", str(args.n_iter), "--max-test", str(args.max_test),
+        "--hgb-learning-rate", str(args.hgb_learning_rate), "--max-memory-gb", str(args.max_memory_gb),
+    ]
+    if probe:
+        cmd += ["--probe-rounds", str(probe)]
+    elif args.warm:
+        cmd += ["--warm"]
+    if args.n_informative:
+        cmd += ["--n-informative", str(args.n_informative)]
+    return cmd
+
+
+def _run_child(args, cmd, what):
+    """(result dict or None, failure dict or None) of one child process."""
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        print(f"{what}: timed out after {args.timeout} s", flush=True)
+        return None, {"reason": f"timed out after {args.timeout:.0f} s"}
+    if proc.returncode != 0:
+        print(f"{what} failed:\n{proc.stderr[-3000:]}", flush=True)
+        return None, {"reason": "failed", "error": proc.stderr[-1000:]}
+    row = json.loads(proc.stdout.strip().splitlines()[-1])
+    row["wall_child_s"] = time.perf_counter() - t0
+    return row, None
+
+
+def _memory_need(method, x_bytes, args) -> float:
+    if method == "fsa_stream":  # its budget plus the runtime, whatever N·M is
+        return args.max_memory_gb * 2**30 + STREAM_OVERHEAD_BYTES
+    return MEMORY_FACTOR[method] * x_bytes
+
+
 def run_parent(args) -> None:
     budget = _budget_bytes(args.memory_gb)
+    methods = [("fsa_stream" if (m == "fsa" and args.stream) else m) for m in args.methods]
     rows, skipped = [], []
     for N in args.sizes:
         x_bytes = N * args.n_features * 4
-        for method in args.methods:
-            need = MEMORY_FACTOR[method] * x_bytes
+        for method in methods:
+            need = _memory_need(method, x_bytes, args)
             if need > budget:
-                skipped.append({"method": method, "n": N, "needs_gb": need / 2**30, "budget_gb": budget / 2**30})
-                print(f"skip {method} at N={N}: needs ~{need / 2**30:.1f} GiB > budget {budget / 2**30:.1f} GiB", flush=True)
+                reason = f"needs ~{need / 2**30:.1f} GiB > memory budget {budget / 2**30:.1f} GiB"
+                skipped.append({"method": method, "n": N, "reason": reason})
+                print(f"skip {method} at N={N}: {reason}", flush=True)
                 continue
+            if args.max_seconds and args.probe and method in ("logitboost", "lb1", "hgb"):
+                probe, fail = _run_child(args, _child_cmd(args, method, N, 0, probe=args.probe), f"probe {method} N={N}")
+                if fail:
+                    skipped.append({"method": method, "n": N, **fail})
+                    continue
+                if probe["estimate_s"] > args.max_seconds:
+                    reason = (
+                        f"estimated {probe['estimate_s']:.0f} s ({probe['fixed_s']:.0f} s + {args.k} rounds × "
+                        f"{probe['per_round_s']:.2f} s, probed with {probe['probe_rounds']} rounds) > "
+                        f"--max-seconds {args.max_seconds:.0f}"
+                    )
+                    skipped.append({"method": method, "n": N, "reason": reason, "probe": probe})
+                    print(f"skip {method} at N={N}: {reason}", flush=True)
+                    continue
             for seed in range(args.seeds):
-                cmd = [
-                    sys.executable, os.path.abspath(__file__), "--child", method, "--n", str(N),
-                    "--n-features", str(args.n_features), "--k", str(args.k), "--seed", str(seed),
-                    "--alpha", str(args.alpha), "--n-iter", str(args.n_iter), "--max-test", str(args.max_test),
-                    "--hgb-learning-rate", str(args.hgb_learning_rate),
-                ] + (["--warm"] if args.warm else [])
-                if args.n_informative:
-                    cmd += ["--n-informative", str(args.n_informative)]
-                t0 = time.perf_counter()
-                try:
-                    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout)
-                except subprocess.TimeoutExpired:
-                    print(f"{method} N={N} seed={seed}: timed out after {args.timeout} s", flush=True)
-                    skipped.append({"method": method, "n": N, "timeout_s": args.timeout})
+                row, fail = _run_child(args, _child_cmd(args, method, N, seed), f"{method} N={N} seed={seed}")
+                if fail:
+                    skipped.append({"method": method, "n": N, **fail})
                     continue
-                if proc.returncode != 0:
-                    print(f"{method} N={N} seed={seed} failed:\n{proc.stderr[-3000:]}", flush=True)
-                    skipped.append({"method": method, "n": N, "error": proc.stderr[-1000:]})
-                    continue
-                row = json.loads(proc.stdout.strip().splitlines()[-1])
-                row["wall_child_s"] = time.perf_counter() - t0
+                if "unavailable" in row:
+                    skipped.append({"method": method, "n": N, "reason": row["unavailable"]})
+                    print(f"skip {method} at N={N}: {row['unavailable']}", flush=True)
+                    break
                 rows.append(row)
                 print(
                     f"{method:10s} N={N:>8d} seed={seed}: fit {row['time_fit_s']:.1f} s, PCD {row['pcd']:.1f}%, "
@@ -247,7 +354,9 @@ def report(args, rows, skipped, budget, sources=None) -> None:
     cols = ["method", "n", "runs", "time_fit_s"] + (["time_warm_s"] if warm else []) + [
         "pcd", "auc", "peak_rss_gib", "peak_over_x", "extra_over_x"]
     print()
-    print(table(summary, cols))
+    print(table(summary, cols) if summary else "no runs")
+    for skip in skipped:
+        print(f"skipped {skip['method']} at N={skip['n']}: {skip.get('reason', skip)}")
     ratios = _ratios(summary)
     if ratios:
         print()
@@ -269,7 +378,8 @@ def report(args, rows, skipped, budget, sources=None) -> None:
     with open(path, "w") as f:
         json.dump(payload, f, indent=2, default=float)
     print(f"\nwrote {path}")
-    _plot(summary, os.path.join(RESULTS, f"fig1_{tag}.png"), args)
+    if summary:
+        _plot(summary, os.path.join(RESULTS, f"fig1_{tag}.png"), args)
 
 
 def _summarise(rows):
@@ -446,6 +556,13 @@ def main(argv=None) -> None:
     p.add_argument("--memory-gb", type=float, default=None, help="memory budget (default: 90%% of MemAvailable)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds per method run")
     p.add_argument("--warm", action="store_true", help="also time a second call (compiled programs cached)")
+    p.add_argument("--stream", action="store_true",
+                   help="FSA streams the source (js.fsa(src, None, k, max_memory=...)) instead of materialising X")
+    p.add_argument("--max-memory-gb", type=float, default=6.0, help="--stream: FSA's max_memory (GiB)")
+    p.add_argument("--max-seconds", type=float, default=None,
+                   help="skip a booster whose probed time estimate exceeds this (with --probe)")
+    p.add_argument("--probe", type=int, default=3,
+                   help="rounds of the boosters' timing probe (fits of r and 2r rounds) when --max-seconds is set")
     p.add_argument("--tag", default=None, help="results file suffix")
     p.add_argument("--throughput", action="store_true", help="measure the generator and its fused products")
     p.add_argument("--rounds", type=int, default=5, help="--throughput: interleaved measurements (best kept)")
@@ -453,6 +570,7 @@ def main(argv=None) -> None:
     p.add_argument("--child", choices=METHODS, help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--probe-rounds", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         args.method = args.child
