@@ -337,6 +337,15 @@ class EquicorrelatedSource:
             raise IndexError(f"{name} must lie in [0, {size}); got values in [{idx.min()}, {idx.max()}]")
         return idx.astype(np.int32)
 
+    def _kernel_cols(self, cols) -> jax.Array:
+        """The fused kernels' columns: validated on the host, or taken as they are when traced
+        (inside an outer ``jax.jit``, e.g. a working set that changes every iteration)."""
+        if isinstance(cols, jax.core.Tracer):
+            if cols.ndim != 1 or not jnp.issubdtype(cols.dtype, jnp.integer):
+                raise TypeError(f"cols must be a 1-D integer array; got shape {cols.shape}, dtype {cols.dtype}")
+            return cols.astype(jnp.int32)
+        return jnp.asarray(self._cols(cols))
+
     def _alpha(self):
         return jnp.asarray(self.alpha, dtype=jnp.float32)
 
@@ -417,7 +426,7 @@ class EquicorrelatedSource:
           (n_rows,) ``jax.Array``.
         """
         n_rows = check_int(n_rows, "n_rows", low=1)
-        c = jnp.asarray(self._cols(cols))
+        c = self._kernel_cols(cols)
         v = jnp.asarray(v, dtype=self.dtype)
         if v.shape != c.shape:
             raise ValueError(f"v must have shape {c.shape} (one entry per column); got {v.shape}")
@@ -441,7 +450,7 @@ class EquicorrelatedSource:
           (m,) ``jax.Array``.
         """
         n_rows = check_int(n_rows, "n_rows", low=1)
-        c = jnp.asarray(self._cols(cols))
+        c = self._kernel_cols(cols)
         u = jnp.asarray(u, dtype=self.dtype)
         if u.shape != (n_rows,):
             raise ValueError(f"u must have shape ({n_rows},) (one entry per row of the block); got {u.shape}")
@@ -459,14 +468,18 @@ class EquicorrelatedSource:
         weighted by ``fn`` and multiplied back, so no more than one tile is ever materialised.
 
         Rows at or past N (the overhang of a last block of fixed ``n_rows``) get ``s = 0`` and
-        contribute nothing to ``g`` (their weight is replaced by 0 whatever ``fn`` returns).
+        contribute nothing to ``g`` (their weight is replaced by 0 whatever ``fn`` returns, NaN
+        included). ``fn`` sees them, and the padding rows of the last tile (row numbers up to
+        ``row_start + n_rows + R − 1``), so per-row data it indexes by row number must tolerate
+        out-of-range indices (``jnp.clip`` them, or rely on JAX's clamped gathers).
         Compiled once per (n_rows, len(cols), dtype, fn): ``fn`` is a static argument, so pass the
         same (hashable) function object every time, not a fresh lambda; ``row_start`` is traced.
 
         Args:
           row_start: first row (int or int32 scalar).
           n_rows: static number of rows of the block (≥ 1).
-          cols: 1-D integer array of the columns (m,), any subset, any order, repeats allowed.
+          cols: 1-D integer array of the columns (m,), any subset, any order, repeats allowed
+            (checked against M on the host; a traced array inside ``jax.jit`` is not checked).
           v: (m,) coefficients (its dtype is the products').
           fn: jax-traceable ``fn(s, rows) -> u``, pointwise per row: ``s`` (R,) scores of a tile of
             R rows, ``rows`` (R,) int32 their global row numbers (``row_start + offset``, so ``fn``
@@ -478,7 +491,7 @@ class EquicorrelatedSource:
         n_rows = check_int(n_rows, "n_rows", low=1)
         if not callable(fn):
             raise TypeError(f"fn must be a callable fn(s, rows) -> weights; got {type(fn).__name__}")
-        c = jnp.asarray(self._cols(cols))
+        c = self._kernel_cols(cols)
         v = jnp.asarray(v, dtype=self.dtype)
         if v.shape != c.shape:
             raise ValueError(f"v must have shape {c.shape} (one entry per column); got {v.shape}")

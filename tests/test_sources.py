@@ -226,11 +226,14 @@ def test_gradient_block_compiles_once_per_shape_and_fn(source, full):
         live = full[start : start + 64][:, cols].astype(np.float64)
         np.testing.assert_allclose(np.asarray(g), np.tanh(live @ v) @ live, rtol=1e-4, atol=1e-4)
     assert len(traces) == 1
-    # inside an outer jit (where the kernel is inlined, without its own compiler options) too
-    f = jax.jit(lambda st, vv: source.gradient_block(st, 64, cols, vv, fn))
-    s_in, g_in = f(jnp.int32(650), jnp.asarray(v))
+    # inside an outer jit (where the kernel is inlined, without its own compiler options), with
+    # the columns traced too (a working set that changes every iteration)
+    f = jax.jit(lambda st, cc, vv: source.gradient_block(st, 64, cc, vv, fn))
+    s_in, g_in = f(jnp.int32(650), jnp.asarray(cols), jnp.asarray(v))
     np.testing.assert_allclose(np.asarray(s_in), np.asarray(s), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.asarray(g_in), np.asarray(g), rtol=1e-5, atol=1e-5)
+    mv = jax.jit(lambda cc, vv: source.matvec_block(650, 64, cc, vv))(jnp.asarray(cols), jnp.asarray(v))
+    np.testing.assert_allclose(np.asarray(mv), np.asarray(s), rtol=1e-5, atol=1e-5)
 
 
 def _sin_of_scores(s, rows):
