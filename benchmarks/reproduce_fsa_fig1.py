@@ -345,6 +345,8 @@ def combine(args) -> None:
         budget = payload["memory_budget_bytes"]
         for key in ("n_features", "k", "alpha", "n_iter", "hgb_learning_rate"):  # the runs' settings
             setattr(args, key, payload["config"][key])
+    ran = {(r["method"], r["n"]) for r in rows}  # a skip superseded by a run of another file goes
+    skipped = [s for s in skipped if (s["method"], s["n"]) not in ran]
     report(args, sorted(rows, key=lambda r: (r["n"], METHODS.index(r["method"]))), skipped, budget, sources=args.combine)
 
 
