@@ -116,9 +116,9 @@ def _fit(args, method, src, rounds, data=None):
     ``model`` is ``(support, coef, intercept)`` for the linear models, the classifier for HGB.
     """
     import jax
+    from logitboost import linear_model, logitboost
 
     import jaxselect as js
-    from logitboost import linear_model, logitboost
 
     k, seed = args.k, args.seed
     if args.method == "fsa_stream":
@@ -509,9 +509,9 @@ def run_throughput(args) -> None:
     """Entries/s of the generator and its fused kernels, against numpy's normals in the same run."""
     import jax
     import jax.numpy as jnp
+    from common import environment
 
     import jaxselect as js
-    from common import environment
     from jaxselect import sources
 
     n_rows, n_cols = 2048, 16384  # a working set of 16 384 columns (a middle FSA stage)

@@ -489,6 +489,16 @@ class EquicorrelatedSource:
 
         Returns:
           ``(s, g)``: s (n_rows,) scores, g (m,) the weighted column sums ``u @ X_b``.
+
+        >>> import numpy as np, jax.numpy as jnp, jaxselect as js
+        >>> src = js.datasets.equicorrelated(1000, 200, n_informative=5, seed=1)
+        >>> def weights(s, rows):  # one function object: compiled once
+        ...     return jnp.tanh(s)
+        >>> cols, v = np.array([3, 7]), np.array([1.0, -1.0], np.float32)
+        >>> s, g = src.gradient_block(100, 50, cols, v, weights)
+        >>> Xb = np.asarray(src.block(slice(100, 150), cols), np.float64)
+        >>> bool(np.allclose(s, Xb @ v, atol=1e-5) and np.allclose(g, np.tanh(Xb @ v) @ Xb, atol=1e-4))
+        True
         """
         n_rows = check_int(n_rows, "n_rows", low=1)
         if not callable(fn):
