@@ -408,10 +408,12 @@ def _summarise(rows):
 
 
 def _ratios(summary):
+    """Each peer's time over FSA's at the same N (the streamed FSA where there is one)."""
     fsa = {r["n"]: r for r in summary if r["method"] == "fsa"}
+    fsa.update({r["n"]: r for r in summary if r["method"] == "fsa_stream"})
     out = []
     for r in summary:
-        if r["method"] == "fsa" or r["n"] not in fsa:
+        if r["method"] in ("fsa", "fsa_stream") or r["n"] not in fsa:
             continue
         row = {"n": r["n"], "method": r["method"], "time_over_fsa": r["time_fit_s"] / fsa[r["n"]]["time_fit_s"]}
         if "time_warm_s" in r and "time_warm_s" in fsa[r["n"]]:
