@@ -548,6 +548,7 @@ def run_throughput(args) -> None:
             start, jnp.int32(10**6), jnp.asarray(cols), jnp.asarray(v), keys, alpha, n_rows=n_rows, fn=logistic_weights
         ),
         "gradient_block_all_columns": lambda: src.gradient_block(7, 256, every, v_all, logistic_weights),
+        "moments_block": lambda: src.moments_block(123_456, n_rows, cols),
         "dense_matvec_rmatvec": lambda: dense(Xd, vd, ud),  # the in-memory stages' two products
     }
     entries = {name: n_rows * n_cols for name in fns}

@@ -21,8 +21,9 @@ the inverse CDF (``√2·erfinv(2u − 1)``, u never 0 or 1, so |ε| ≤ 5.3). W
 order or block shape are asked for, an entry is the same value, bitwise, on one backend.
 
 The products :meth:`EquicorrelatedSource.matvec_block`,
-:meth:`~EquicorrelatedSource.rmatvec_block` and the fused gradient
-:meth:`~EquicorrelatedSource.gradient_block` generate the entries inside the same compiled kernel
+:meth:`~EquicorrelatedSource.rmatvec_block`, the fused gradient
+:meth:`~EquicorrelatedSource.gradient_block` and the column moments
+:meth:`~EquicorrelatedSource.moments_block` generate the entries inside the same compiled kernel
 as the product, one cache-sized tile of rows at a time (:data:`TILE_ENTRIES`), so the block itself
 is never stored. They generate ε only and add the rank-one part ``α z 1ᵀ`` in closed form
 (``X v = E v + α z (1ᵀv)``, ``uᵀX = uᵀE + α (uᵀz) 1ᵀ``), so they equal the products of
@@ -223,8 +224,24 @@ def _gradient(row_start, n_samples, cols, v, keys, alpha, *, n_rows: int, fn):
     return s.reshape(-1)[:n_rows], g
 
 
+def _moments(row_start, n_samples, cols, keys, alpha, *, n_rows: int, dtype):
+    rt, starts, stop = _tiles(row_start, n_rows, n_samples, cols.shape[0])
+    ck = _col_keys(cols, keys)
+
+    def tile(acc, start):
+        rows = start + jnp.arange(rt, dtype=jnp.int32)
+        w = (rows < stop).astype(dtype)  # rows past the block or N: weight 0
+        eps, az = _tile_parts(rows, ck, keys, alpha, dtype)
+        x = az[:, None] + eps
+        return acc + jnp.stack([w @ x, w @ (x * x)]), None
+
+    acc, _ = jax.lax.scan(tile, jnp.zeros((2, cols.shape[0]), dtype), starts)
+    return acc[0], acc[1]
+
+
 _KERNELS = {
     "block": (_block, ("dtype",)),
+    "moments": (_moments, ("n_rows", "dtype")),
     "matvec": (_matvec, ("n_rows",)),
     "rmatvec": (_rmatvec, ("n_rows",)),
     "gradient": (_gradient, ("n_rows", "fn")),
@@ -510,6 +527,35 @@ class EquicorrelatedSource:
         return _kernel("gradient")(
             jnp.asarray(row_start, jnp.int32), jnp.int32(self.shape[0]), c, v, jnp.asarray(self.keys),
             self._alpha(), n_rows=n_rows, fn=fn,
+        )
+
+    def moments_block(self, row_start, n_rows: int, cols) -> tuple[jax.Array, jax.Array]:
+        """Column sums ``Σ_i x_ij`` and ``Σ_i x_ij²`` over a row block, each entry generated once.
+
+        The pass of a standardisation (column means and variances) without materialising the
+        block: one cache-sized tile at a time, as :meth:`gradient_block`. Rows at or past N count
+        for nothing. Compiled once per (n_rows, len(cols), dtype); ``row_start`` is traced.
+
+        Args:
+          row_start: first row (int or int32 scalar).
+          n_rows: static number of rows of the block (≥ 1).
+          cols: 1-D integer array of the columns (m,).
+
+        Returns:
+          ``(sums, sums_of_squares)``, each (m,) of :attr:`dtype`.
+
+        >>> import numpy as np, jaxselect as js
+        >>> src = js.datasets.equicorrelated(1000, 200, n_informative=5, seed=1)
+        >>> s1, s2 = src.moments_block(0, 1000, np.arange(200))
+        >>> X = np.asarray(src.block(slice(None)), np.float64)
+        >>> bool(np.allclose(s1, X.sum(0), atol=1e-2) and np.allclose(s2, (X * X).sum(0), rtol=1e-5))
+        True
+        """
+        n_rows = check_int(n_rows, "n_rows", low=1)
+        c = self._kernel_cols(cols)
+        return _kernel("moments")(
+            jnp.asarray(row_start, jnp.int32), jnp.int32(self.shape[0]), c, jnp.asarray(self.keys),
+            self._alpha(), n_rows=n_rows, dtype=self.dtype,
         )
 
 

@@ -236,6 +236,15 @@ def test_gradient_block_compiles_once_per_shape_and_fn(source, full):
     np.testing.assert_allclose(np.asarray(mv), np.asarray(s), rtol=1e-5, atol=1e-5)
 
 
+def test_moments_block_equals_the_materialised_sums(source, full):
+    rng = np.random.default_rng(12)
+    for cols, n_rows, start in [(rng.choice(300, 1000), 300, 500), (np.array([7, 3]), 128, 0)]:
+        s1, s2 = source.moments_block(start, n_rows, cols)
+        live = full[start : start + n_rows][:, cols].astype(np.float64)  # 500 + 300 overhangs N = 700
+        np.testing.assert_allclose(np.asarray(s1), live.sum(axis=0), rtol=1e-5, atol=2e-4)
+        np.testing.assert_allclose(np.asarray(s2), (live * live).sum(axis=0), rtol=1e-5, atol=2e-4)
+
+
 def _sin_of_scores(s, rows):
     return jnp.sin(s)
 
