@@ -72,6 +72,7 @@ from ..sharding import any_mesh
 from ..status import OK, status_message
 from .design import PLDesign
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_scores
+from .scaling import check_scale_rule, rescale_design
 from .polish import POLISH_MAX_ITER, merge_status, polish as polish_fit, polish_tol
 from .run import RunPlan, finish, iteration_cap, run
 from .schedule import annealing_schedule, plan_stages, stage_widths
@@ -402,6 +403,7 @@ def fsa(
     polish: bool | None = None,
     tol=None,
     max_iter: int = POLISH_MAX_ITER,
+    scale: str = "std",
 ) -> FSAResult:
     """Feature Selection with Annealing (Barbu et al., Algorithm 1 with schedule (3)).
 
@@ -460,6 +462,10 @@ def fsa(
         squared loss); default 1e-5 in float32, 1e-9 in float64.
       max_iter: cap on the polish's iterations (≥ 1); stopping there before ``tol`` sets
         NOT_CONVERGED (4) in ``status``.
+      scale: how linear learners scale the centred columns (:mod:`.scaling`): ``"std"`` (default)
+        unit variance; ``"sparse"`` unit variance per non-zero entry (σ_j/√f_j, f_j the fraction
+        of rows where column j is non-zero): the same as ``"std"`` on columns without zeros, raw
+        0/1 values on binary indicators, so rare columns are not lifted (sparse text / click data).
 
     Compilation: one program per shape (N, M, the k-bucket of
     :func:`~jaxselect.anneal.k_bucket`, the power of two above ``n_iter``) and static options
@@ -503,6 +509,8 @@ def fsa(
     polish, tol, max_iter = _check_polish(polish, tol, max_iter, bins, dtype)
     config = make_config(loss, huber_h, optimizer, weighted=w is not None)
     problem = _prepare(data, y, loss, bins, pairs, config, l2, jnp.asarray(smoothness, dtype))
+    if check_scale_rule(scale) != "std" and bins is None:
+        problem = problem._replace(design=rescale_design(problem.design, w, scale))
     if loss == "squared":  # the loss squares the residuals: y's squares must stay finite
         y_values = problem.target if w is None else problem.target.value
         check_scale(y_values[:, None], "y", squares=True)
