@@ -87,7 +87,7 @@ def run_child(args) -> dict:
 
             def fit():
                 res = js.fsa(Xtr, ytr, args.k, loss=loss, l2=args.l2, n_iter=args.n_iter, mu=args.mu,
-                             polish=POLISH[args.polish])
+                             polish=POLISH[args.polish], scale=args.scale)
                 return jax.block_until_ready(res)
 
             t0 = time.perf_counter()
@@ -101,7 +101,7 @@ def run_child(args) -> dict:
             coef = np.zeros(Xtr.shape[1])
             coef[support] = np.asarray(res.coef, dtype=np.float64)
             intercept = float(res.intercept)
-            extra.update(status=int(res.status), polish=args.polish, l2=args.l2, n_iter=args.n_iter, mu=args.mu, k=args.k,
+            extra.update(status=int(res.status), polish=args.polish, scale=args.scale, l2=args.l2, n_iter=args.n_iter, mu=args.mu, k=args.k,
                          final_loss=float(np.asarray(res.loss_path)[-1]))
         elif args.child == "liblinear":
             from common import l1_logistic
@@ -143,7 +143,8 @@ def run_child(args) -> dict:
 def _child(args, method: str, **opts) -> dict | None:
     cmd = [sys.executable, os.path.abspath(__file__), "--child", method, "--data", args.data,
            "--k", str(args.k), "--n-iter", str(opts.get("n_iter", args.n_iter)), "--mu", str(args.mu),
-           "--sgd-epochs", str(args.sgd_epochs), "--polish", str(opts.get("polish", args.polish))]
+           "--sgd-epochs", str(args.sgd_epochs), "--polish", str(opts.get("polish", args.polish)),
+           "--scale", str(opts.get("scale", args.scale))]
     for name in ("C", "alpha", "l2"):
         if name in opts:
             cmd += [f"--{name}", str(opts[name])]
@@ -251,7 +252,7 @@ def run_parent(args) -> None:
             "half_time": f["fit_s"] <= 0.5 * ll["fit_s"],
             "rss_no_higher": f["peak_rss"] <= ll["peak_rss"],
         }
-    cols = ["method", "C", "alpha", "l2", "n_iter", "polish", "test_error", "nnz", "fit_s", "fit2_s", "peak_rss_gib"]
+    cols = ["method", "C", "alpha", "l2", "n_iter", "scale", "polish", "test_error", "nnz", "fit_s", "fit2_s", "peak_rss_gib"]
     for r in rows:
         r["peak_rss_gib"] = r["peak_rss"] / 2**30
     print(table(rows, cols))
@@ -285,6 +286,7 @@ def main(argv=None):
     p.add_argument("--n-iter-grid", type=int, nargs="+", default=None, help="FSA n_iter values to run")
     p.add_argument("--mu", type=float, default=300.0)
     p.add_argument("--polish", choices=sorted(POLISH), default="auto", help="js.fsa's polish (auto: its default)")
+    p.add_argument("--scale", choices=["std", "sparse"], default="sparse", help="js.fsa's column scale rule")
     p.add_argument("--polish-both", action="store_true", help="run every FSA setting with polish off and auto")
     p.add_argument("--op-timing", action="store_true", help="time one SparseDesign mv/rmv (and scipy's) at this size")
     p.add_argument("--sgd-epochs", type=int, default=20)

@@ -212,7 +212,7 @@ def test_implicit_derivative_matches_finite_differences(x64):
 
 def test_one_polish_program_per_shape():
     X, _, labels = _problem(9)
-    compiled = sys.modules["jaxselect.anneal.polish"].polish
+    compiled = sys.modules["jaxselect.anneal.polish"]._polish  # the jitted solve
     js.fsa(X, labels, 9, loss="logistic", n_iter=NITER)
     programs = compiled._cache_size()
     assert k_bucket(9, M) == k_bucket(10, M)

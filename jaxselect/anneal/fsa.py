@@ -214,12 +214,13 @@ def validate_fsa_options(X_shape, k, n_iter, mu, lr, optimizer, bins, smoothness
 POLISH_DENSE_BYTES = 1 << 29
 
 
-def _default_polish(polish, n: int, width: int, dtype) -> bool:
+def _default_polish(polish, n: int, width: int, dtype, sparse: bool = False) -> bool:
     """``polish=None``: on for linear learners whose dense (n, width) support columns fit
-    :data:`POLISH_DENSE_BYTES`; larger supports keep the schedule's iterate (pass True to force)."""
+    :data:`POLISH_DENSE_BYTES` and for sparse designs (polished through the operator above that);
+    larger dense supports keep the schedule's iterate (pass True to force)."""
     if polish is not None:
         return polish
-    return n * width * np.dtype(dtype).itemsize <= POLISH_DENSE_BYTES
+    return sparse or n * width * np.dtype(dtype).itemsize <= POLISH_DENSE_BYTES
 
 
 def _check_polish(polish, tol, max_iter, bins, dtype):
@@ -455,7 +456,9 @@ def fsa(
         callables); the support does not change and F never rises. False: the schedule's last
         gradient iterate (Algorithm 1's output). None (default): True for linear learners whose
         support's dense columns (N × the k-bucket) fit :data:`POLISH_DENSE_BYTES` (512 MiB; the
-        polish holds them densely), False above that and for PL learners (``bins``), whose F
+        polish holds them densely) and for sparse X (above that budget polished through the
+        compacted sparse support, never densified), False for larger dense supports and for PL
+        learners (``bins``), whose F
         without a strong prior has no finite minimiser on sparsely filled edge bins (pass True
         with ``l2``/``smoothness`` > 0).
       tol: the polish's gradient tolerance relative to σ (1 for labels, the target spread for the
@@ -519,7 +522,7 @@ def fsa(
     schedule = annealing_schedule(m, k, n_iter, mu).astype(np.int32)
     cap = iteration_cap(n_iter)
     widths = stage_widths(m, k, _MIN_DROP)
-    polish = _default_polish(polish, n, int(widths[-1]), dtype)
+    polish = _default_polish(polish, n, int(widths[-1]), dtype, isinstance(problem.design, SparseDesign))
     traced = is_traced((problem, X, y, pairs, sample_weight))
     bounds = None
     if traced:  # under jit/grad/vmap: static stage bounds, every loop a differentiable scan

@@ -108,6 +108,17 @@ def _entry_rows(indptr) -> np.ndarray:
     return np.repeat(np.arange(indptr.size - 1, dtype=np.int32), np.diff(indptr))
 
 
+def _aligned(size: int, dtype, fill) -> np.ndarray:
+    """A fresh (size,) array filled with ``fill`` whose buffer is 64-byte aligned: ``jax.device_put``
+    on the CPU then aliases it instead of copying (the entries are held once, not twice)."""
+    dtype = np.dtype(dtype)
+    buf = np.empty(size * dtype.itemsize + 64, np.uint8)
+    offset = (-buf.ctypes.data) % 64
+    out = buf[offset : offset + size * dtype.itemsize].view(dtype)
+    out[...] = fill
+    return out
+
+
 def as_sparse_csr(X, name: str = "X", *, dtype=None, min_rows: int = 1):
     """Validate a sparse X and return its canonical ``scipy.sparse.csr_matrix`` (see the module docstring).
 
@@ -284,10 +295,11 @@ class SparseDesign:
         factor = np.ones(d, dtype) if factor is None else factor
         nnz = int(X.indptr[-1])
         size = nnz_bucket(nnz) if n and d else nnz
-        data, rows, cols = np.zeros(size, dtype), np.full(size, max(n - 1, 0), np.int32), np.zeros(size, np.int32)
+        data, rows, cols = _aligned(size, dtype, 0), _aligned(size, np.int32, max(n - 1, 0)), _aligned(size, np.int32, 0)
         data[:nnz], rows[:nnz], cols[:nnz] = X.data[:nnz], _entry_rows(X.indptr), X.indices[:nnz]
+        # device_put, not jnp.asarray: on the CPU it aliases these fresh aligned host arrays (no second copy)
         return cls(
-            jnp.asarray(data), jnp.asarray(rows), jnp.asarray(cols), jnp.asarray(mean, dtype),
+            jax.device_put(data), jax.device_put(rows), jax.device_put(cols), jnp.asarray(mean, dtype),
             jnp.asarray(factor, dtype), int(n),
         )
 
