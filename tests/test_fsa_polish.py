@@ -270,7 +270,7 @@ def test_operator_polish_equals_dense_polish(monkeypatch, loss, weighted):
     real = polish_module._polish
 
     def spy(problem, *args):
-        calls.append(problem.design.shape)
+        calls.append(problem.design.shape)  # (args: cols, coef, intercept, active, tol, max_iter, compacted)
         return real(problem, *args)
 
     monkeypatch.setattr(polish_module, "_polish", spy)

@@ -200,3 +200,16 @@ def test_bad_scale_rule(scale):
     X, y = _indicators()
     with pytest.raises(ValueError, match="scale must be one of"):
         js.fsa(X, y, 3, scale=scale)
+
+
+def test_sparse_supports_are_polished_by_default_at_any_size():
+    """polish=None polishes a sparse design whose dense support would exceed the budget (the
+    operator path never densifies it); a dense design that large keeps the schedule's iterate."""
+    import importlib
+
+    fsa_module = importlib.import_module("jaxselect.anneal.fsa")
+    n, width = 10**7, 8192  # 320 GB of dense float32 support columns
+    assert n * width * 4 > fsa_module.POLISH_DENSE_BYTES
+    assert fsa_module._default_polish(None, n, width, np.float32, True) is True
+    assert fsa_module._default_polish(None, n, width, np.float32, False) is False
+    assert fsa_module._default_polish(False, n, width, np.float32, True) is False

@@ -101,25 +101,27 @@ PolishResult.__repr__ = short_repr
 DENSE_SUPPORT_BYTES = 1 << 29
 
 
-def support_design(design, cols):
+def support_design(design, cols, compacted: bool = False):
     """The columns ``cols`` (W,) of an FSA design, for the polish: a dense standardized (N, W)
     array for linear learners (centred, scaled, 0 on constant columns), the
-    :class:`~jaxselect.anneal.design.PLDesign` of those features for PL learners, and a
-    :class:`~jaxselect.design.SparseDesign` that already has exactly W columns (the compacted
-    support of :func:`polish`'s operator path) as itself.
+    :class:`~jaxselect.anneal.design.PLDesign` of those features for PL learners; with
+    ``compacted`` the design is already the support (the compacted
+    :class:`~jaxselect.design.SparseDesign` of :func:`polish`'s operator path) and is returned as is.
 
     The one place where the polish reads the FSA problem's design.
     """
     if isinstance(design, PLDesign):
         return design.compact(cols)
-    if isinstance(design, SparseDesign) and design.shape[1] == cols.shape[0]:
+    if compacted:
         return design  # compacted by polish(): column i is cols[i]
     return design.take(cols).materialize()
 
 
 def _scores(design_s, coef):
-    if isinstance(design_s, (PLDesign, SparseDesign)):
-        return design_s.mv(coef) if isinstance(design_s, PLDesign) else design_s.mv(coef[:, 0])
+    if isinstance(design_s, PLDesign):
+        return design_s.mv(coef)
+    if isinstance(design_s, SparseDesign):
+        return design_s.mv(coef[:, 0])
     return design_s @ coef[:, 0]
 
 
@@ -275,8 +277,8 @@ def polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, *,
         width = int(cols.shape[0])
         if design.n_rows * width * design.dtype.itemsize > limit:
             support = _pad_entries(design.compact(cols))
-            return _polish(problem._replace(design=support), cols, coef, intercept, active, tol, max_iter)
-    return _polish(problem, cols, coef, intercept, active, tol, max_iter)
+            return _polish(problem._replace(design=support), cols, coef, intercept, active, tol, max_iter, True)
+    return _polish(problem, cols, coef, intercept, active, tol, max_iter, False)
 
 
 def _pad_entries(op: SparseDesign) -> SparseDesign:
@@ -294,15 +296,15 @@ def _pad_entries(op: SparseDesign) -> SparseDesign:
     )
 
 
-@jax.jit
-def _polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter) -> PolishResult:
+@functools.partial(jax.jit, static_argnums=7)
+def _polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, compacted: bool) -> PolishResult:
     dtype = coef.dtype
     width, p = coef.shape
-    design_s = support_design(problem.design, cols)
+    design_s = support_design(problem.design, cols, compacted)
     loss_fn = problem.config.loss_fn
     l2, smooth = problem.l2.astype(dtype), problem.smoothness.astype(dtype)
     mask = active[:, None].astype(dtype)
-    operator = isinstance(design_s, SparseDesign)
+    operator = compacted
     if operator:  # θ = (c ⊙ s, b): the columns' curvature as a diagonal preconditioner
         rel = problem.target.rel if isinstance(problem.target, WeightedTarget) else None
         pre = jnp.sqrt(_column_curvature(design_s, rel, l2))
