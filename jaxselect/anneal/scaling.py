@@ -40,10 +40,9 @@ def check_scale_rule(scale) -> str:
 
 @jax.jit
 def _fill_sparse(op: SparseDesign, w):
-    d = op.shape[1]
-    stored = op.data != 0  # padding and dropped entries are zeros
+    stored = op.data != 0  # padding entries are zeros
     we = stored.astype(op.dtype) if w is None else jnp.where(stored, w[op.rows], jnp.zeros((), op.dtype))
-    per_slot = jax.ops.segment_sum(we, op.cols, num_segments=d)
+    per_slot = jax.ops.segment_sum(we, op.cols, num_segments=op.n_slots)
     per_col = per_slot if op.alias is None else per_slot[op.alias]
     total = jnp.asarray(op.n_rows, op.dtype) if w is None else jnp.sum(w)
     return per_col / total

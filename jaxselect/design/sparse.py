@@ -240,13 +240,15 @@ class SparseDesign:
     Attributes:
       data: (nnz,) the stored values.
       rows: (nnz,) int32 row of each entry, sorted (ascending).
-      cols: (nnz,) int32 stored column ("slot") of each entry, in ``[0, D)``; an entry dropped by
-        :meth:`take` points at slot 0 with ``data`` 0 (it adds nothing to any product or summary).
+      cols: (nnz,) int32 stored column ("slot") of each entry, in ``[0, n_slots)``.
       mean: (D,) column means μ.
       factor: (D,) ``live/scale`` (0 on inert columns).
       n_rows: n (static: pytree auxiliary data).
       alias: None (column j is slot j), or (D,) int32 the slot of each column: set by
-        :meth:`take`, so that a repeated column index shares its slot's entries (nnz stays static).
+        :meth:`take`, which selects columns without touching the entries (a repeated column
+        shares its slot; the entries of slots no column names add nothing to any product or
+        summary), so a traced compaction costs O(D), not O(nnz).
+      n_slots: the number of slots (static; D when ``alias`` is None).
 
     Build one with :meth:`from_csr` (or :func:`~jaxselect.design.as_data` on sparse X). The
     entries must not repeat a (row, column) pair for :meth:`summarize` (products add repeats up).
@@ -260,9 +262,9 @@ class SparseDesign:
     True
     """
 
-    __slots__ = ("data", "rows", "cols", "mean", "factor", "n_rows", "alias")
+    __slots__ = ("data", "rows", "cols", "mean", "factor", "n_rows", "alias", "n_slots")
 
-    def __init__(self, data, rows, cols, mean, factor, n_rows: int, alias=None):
+    def __init__(self, data, rows, cols, mean, factor, n_rows: int, alias=None, n_slots: int | None = None):
         self.data = data
         self.rows = rows
         self.cols = cols
@@ -270,14 +272,16 @@ class SparseDesign:
         self.factor = factor
         self.n_rows = n_rows
         self.alias = alias
+        self.n_slots = int(mean.shape[0]) if n_slots is None else n_slots
 
     def tree_flatten(self):
-        return (self.data, self.rows, self.cols, self.mean, self.factor, self.alias), self.n_rows
+        return (self.data, self.rows, self.cols, self.mean, self.factor, self.alias), (self.n_rows, self.n_slots)
 
     @classmethod
-    def tree_unflatten(cls, n_rows, leaves):
+    def tree_unflatten(cls, aux, leaves):
         *arrays, alias = leaves
-        return cls(*arrays, n_rows, alias)
+        n_rows, n_slots = aux
+        return cls(*arrays, n_rows, alias, n_slots)
 
     def _replace(self, **changes) -> "SparseDesign":
         fields = {k: getattr(self, k) for k in self.__slots__}
@@ -331,7 +335,7 @@ class SparseDesign:
     def summarize(self, w=None):
         """``(ColumnSummary, col_min, col_max)`` from the stored entries (implicit zeros counted),
         jitted; the rule of :func:`~jaxselect.design.column_summary`."""
-        summary, lo, hi = _summary(self.data, self.rows, self.cols, w, self.n_rows, self.shape[1])
+        summary, lo, hi = _summary(self.data, self.rows, self.cols, w, self.n_rows, self.n_slots)
         if self.alias is None:
             return summary, lo, hi
         a = self.alias  # per slot → per column
@@ -358,9 +362,9 @@ class SparseDesign:
         return _gram_columns(self, self._index(idx), w)
 
     def take(self, idx) -> "SparseDesign":
-        """The operator of columns ``idx`` (s,), with the same (static) nnz: entries of the other
-        columns are dropped (``data`` 0, slot 0); a repeated index shares the entries of its
-        first occurrence (through ``alias``). Traceable."""
+        """The operator of columns ``idx`` (s,): the same entries, ``alias`` naming the slot of each
+        kept column (the other slots' entries add nothing; a repeated index shares its slot).
+        O(s), traceable."""
         return _take(self, self._index(idx))
 
     def _index(self, idx):
@@ -376,10 +380,20 @@ class SparseDesign:
         operators) does not apply to sparse storage."""
         del block
         kept = self.take(cols)
-        if is_traced((kept.data, kept.cols)):
+        if is_traced((kept.data, kept.cols, kept.alias)):
             return kept
-        keep = np.flatnonzero(np.asarray(kept.data) != 0)
-        return kept._replace(data=kept.data[keep], rows=kept.rows[keep], cols=kept.cols[keep])
+        alias = np.asarray(kept.alias)
+        used = np.zeros(kept.n_slots, bool)
+        used[alias] = True
+        renumber = np.cumsum(used, dtype=np.int32) - 1  # kept slots → 0 .. n_used − 1
+        slot_ids = np.asarray(kept.cols)
+        keep = np.flatnonzero(used[slot_ids] & (np.asarray(kept.data) != 0))
+        new_alias = renumber[alias]
+        identity = new_alias.size == int(used.sum()) and bool(np.all(new_alias == np.arange(new_alias.size)))
+        return kept._replace(
+            data=kept.data[keep], rows=kept.rows[keep], cols=jnp.asarray(renumber[slot_ids[keep]]),
+            alias=None if identity else jnp.asarray(new_alias), n_slots=int(used.sum()),
+        )
 
     def subsample_rows(self, stride: int) -> "SparseDesign":
         """Every ``stride``-th row (static ``stride``), as ``X[::stride]``: with concrete arrays the
@@ -461,7 +475,7 @@ def _mv(op: SparseDesign, v):
     fv = v * (op.factor if v.ndim == 1 else op.factor[:, None])
     if d == 0:
         return jnp.zeros((n,) + v.shape[1:], op.dtype)
-    slots = fv if op.alias is None else _segment_sum(fv, op.alias, d)  # columns sharing a slot add up
+    slots = fv if op.alias is None else _segment_sum(fv, op.alias, op.n_slots)  # columns sharing a slot add up
     if v.ndim == 1:
         return _segment_sum(op.data * _gather(slots, op.cols), op.rows, n, sorted_ids=True) - op.mean @ fv
     out = _segment_sum(op.data[:, None] * _gather(slots, op.cols), op.rows, n, sorted_ids=True)
@@ -474,10 +488,10 @@ def _rmv(op: SparseDesign, u):
     if d == 0:
         return jnp.zeros(u.shape[:-1] + (0,), op.dtype)
     if u.ndim == 1:
-        acc = _segment_sum(op.data * _gather(u, op.rows), op.cols, d)
+        acc = _segment_sum(op.data * _gather(u, op.rows), op.cols, op.n_slots)
         acc = acc if op.alias is None else _gather(acc, op.alias)
         return (acc - jnp.sum(u) * op.mean) * op.factor
-    acc = _segment_sum(op.data[:, None] * _gather(u.T, op.rows), op.cols, d)  # (D slots, k)
+    acc = _segment_sum(op.data[:, None] * _gather(u.T, op.rows), op.cols, op.n_slots)  # (slots, k)
     acc = acc if op.alias is None else _gather(acc, op.alias)
     total = jnp.sum(u, axis=-1)
     return (acc.T - total[:, None] * op.mean[None, :]) * op.factor[None, :]
@@ -486,8 +500,12 @@ def _rmv(op: SparseDesign, u):
 @jax.jit
 def _materialize(op: SparseDesign):
     n, d = op.shape
-    dense = jnp.zeros((n, d), op.dtype).at[op.rows, op.cols].add(op.data, mode="drop")
-    dense = dense if op.alias is None else dense[:, op.alias]
+    if op.alias is None:
+        dense = jnp.zeros((n, d), op.dtype).at[op.rows, op.cols].add(op.data, mode="drop")
+    else:  # only the named slots, each at the position of its first column (n × D, never n × slots)
+        first = jnp.full((op.n_slots,), d, jnp.int32).at[op.alias].min(jnp.arange(d, dtype=jnp.int32))
+        dense = jnp.zeros((n, d), op.dtype).at[op.rows, _gather(first, op.cols)].add(op.data, mode="drop")
+        dense = dense[:, first[op.alias]]
     return (dense - op.mean[None, :]) * op.factor[None, :]
 
 
@@ -498,18 +516,10 @@ def _gram(op: SparseDesign, w):
 
 @jax.jit
 def _take(op: SparseDesign, idx) -> SparseDesign:
-    s, d = idx.shape[0], op.shape[1]
+    d = op.shape[1]
     idx = jnp.where(idx < 0, idx + d, idx)
     slot = idx if op.alias is None else op.alias[idx]  # the stored slot of each requested column
-    # new slot of each old slot: the first position asking for it (a repeat shares it), else -1
-    position = jnp.full((d,), s, jnp.int32).at[slot].min(jnp.arange(s, dtype=jnp.int32))
-    position = jnp.where(position < s, position, -1)
-    new = _gather(position, op.cols)
-    kept = new >= 0  # entries of the other columns: value 0 in slot 0
-    data = jnp.where(kept, op.data, jnp.zeros((), op.dtype))
-    cols = jnp.where(kept, new, jnp.zeros((), jnp.int32))
-    alias = position[slot]
-    return op._replace(data=data, cols=cols, mean=op.mean[idx], factor=op.factor[idx], alias=alias)
+    return op._replace(mean=op.mean[idx], factor=op.factor[idx], alias=slot)
 
 
 @jax.jit
