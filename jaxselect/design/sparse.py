@@ -175,7 +175,7 @@ def as_sparse_csr(X, name: str = "X", *, dtype=None, min_rows: int = 1):
 
 def _gather(values, idx):
     """``values[idx]`` for indices known to be in range (every stored entry's row and column are:
-    entries dropped by ``take`` point at column 0 with value 0): no clamping or bounds masks."""
+    padding entries point at slot 0 with value 0): no clamping or bounds masks."""
     return values.at[idx].get(mode="promise_in_bounds")
 
 
@@ -206,7 +206,7 @@ def _summary(data, rows, cols, w, n: int, d: int):
     dtype = data.dtype
     ones_rows = jnp.ones((n,), bool)
     pos_row = ones_rows if w is None else w > 0
-    # a stored zero (an entry dropped by ``take``, a shard's padding) counts as an implicit zero
+    # a stored zero (padding, a shard's padding, a row dropped by a traced subsample) is an implicit zero
     entry_pos = pos_row[rows] & (data != 0)
     count = jax.ops.segment_sum(entry_pos.astype(jnp.int32), cols, num_segments=d)
     n_pos = jnp.sum(pos_row, dtype=jnp.int32)  # int32 under x64 too (count is int32)
@@ -218,7 +218,7 @@ def _summary(data, rows, cols, w, n: int, d: int):
     col_min = jnp.where(implicit, jnp.minimum(smin, zero), smin)
     p = _power_of_two(col_max, col_min)
     xn = data / _gather(p, cols)
-    stored = data != 0  # zeros (dropped by ``take``, padding) are left to the implicit-zero term
+    stored = data != 0  # zeros (padding) are left to the implicit-zero term
     we = jnp.where(stored, jnp.ones_like(data) if w is None else w[rows], jnp.zeros_like(data))
     nf = jnp.asarray(n, dtype) if w is None else jnp.sum(w)
     stored_w = jax.ops.segment_sum(we, cols, num_segments=d)
@@ -376,7 +376,7 @@ class SparseDesign:
     def compact(self, cols, block: int = 0) -> "SparseDesign":
         """The kept columns ``cols`` as the cheapest operator for repeated products: with concrete
         arrays the entries of the other columns are removed (nnz shrinks to the kept columns'),
-        under a trace it is :meth:`take` (static nnz). ``block`` (a row-block hint of the dense
+        under a trace it is :meth:`take` (the same entries, O(D)). ``block`` (a row-block hint of the dense
         operators) does not apply to sparse storage."""
         del block
         kept = self.take(cols)
