@@ -499,6 +499,7 @@ def fsa(
     """
     check_loss(loss)
     check_constant_mode(constant_columns)
+    check_scale_rule(scale)
     # the moment-space (Gram) oracle of the last stages squares raw centred columns
     gram = bins is None and (loss == "squared" or loss is _losses.squared_loss)
     data = _front_door(_on_device(X), sample_weight, loss, constant_columns, squares=gram)  # one pass over X
@@ -512,7 +513,7 @@ def fsa(
     polish, tol, max_iter = _check_polish(polish, tol, max_iter, bins, dtype)
     config = make_config(loss, huber_h, optimizer, weighted=w is not None)
     problem = _prepare(data, y, loss, bins, pairs, config, l2, jnp.asarray(smoothness, dtype))
-    if check_scale_rule(scale) != "std" and bins is None:
+    if scale != "std" and bins is None:
         problem = problem._replace(design=rescale_design(problem.design, w, scale))
     if loss == "squared":  # the loss squares the residuals: y's squares must stay finite
         y_values = problem.target if w is None else problem.target.value
