@@ -60,20 +60,20 @@ class ShardedSparseDesign(SparseDesign):
 
     __slots__ = ("mesh", "axis")
 
-    def __init__(self, data, rows, cols, mean, factor, n_rows: int, alias=None, *, mesh, axis: str):
-        super().__init__(data, rows, cols, mean, factor, n_rows, alias)
+    def __init__(self, data, rows, cols, mean, factor, n_rows: int, alias=None, n_slots=None, *, mesh, axis: str):
+        super().__init__(data, rows, cols, mean, factor, n_rows, alias, n_slots)
         self.mesh = mesh
         self.axis = axis
 
     def tree_flatten(self):
-        leaves, n_rows = super().tree_flatten()
-        return leaves, (n_rows, self.mesh, self.axis)
+        leaves, (n_rows, n_slots) = super().tree_flatten()
+        return leaves, (n_rows, n_slots, self.mesh, self.axis)
 
     @classmethod
     def tree_unflatten(cls, aux, leaves):
-        n_rows, mesh, axis = aux
+        n_rows, n_slots, mesh, axis = aux
         *arrays, alias = leaves
-        return cls(*arrays, n_rows, alias, mesh=mesh, axis=axis)
+        return cls(*arrays, n_rows, alias, n_slots, mesh=mesh, axis=axis)
 
     def _replace(self, **changes) -> "ShardedSparseDesign":
         fields = {k: getattr(self, k) for k in SparseDesign.__slots__ + self.__slots__}
@@ -91,7 +91,7 @@ class ShardedSparseDesign(SparseDesign):
         """This device's block as a SparseDesign of its ``per`` rows (inside ``shard_map``)."""
         per = self.n_rows // int(self.mesh.shape[self.axis])
         start = jax.lax.axis_index(self.axis).astype(jnp.int32) * jnp.int32(per)
-        return SparseDesign(data, rows - start, cols, mean, factor, per, alias)
+        return SparseDesign(data, rows - start, cols, mean, factor, per, alias, self.n_slots)
 
     def _per_device(self, body, extra, extra_specs, out_specs):
         """``body(local design, *extra)`` on every device's block (``jax.shard_map``)."""
@@ -163,7 +163,10 @@ class ShardedSparseDesign(SparseDesign):
             raise ValueError(f"subsample_rows: stride must be a positive integer; got {stride}")
         data = jnp.where(self.rows % stride == 0, self.data, jnp.zeros((), self.dtype))
         # the rows no longer lie in per-device blocks: a (global) SparseDesign
-        return SparseDesign(data, self.rows // stride, self.cols, self.mean, self.factor, -(-self.n_rows // stride), self.alias)
+        return SparseDesign(
+            data, self.rows // stride, self.cols, self.mean, self.factor, -(-self.n_rows // stride), self.alias,
+            self.n_slots,
+        )
 
     def row_blocks(self, rows: int | None = None):
         """Row blocks read on the host: one process only (a global array spread over several
@@ -284,7 +287,9 @@ def _entry_blocks(layout: _Layout, data, rows, cols, dtype):
     return bdata, brows, bcols, width
 
 
-def _build(layout: _Layout, data, rows, cols, mean, factor, alias, dtype) -> tuple[ShardedSparseDesign, jax.Array]:
+def _build(
+    layout: _Layout, data, rows, cols, mean, factor, alias, dtype, n_slots=None
+) -> tuple[ShardedSparseDesign, jax.Array]:
     keep = data != 0  # stored zeros (padding, dropped entries) add nothing anywhere
     bdata, brows, bcols, width = _entry_blocks(layout, data[keep], rows[keep], cols[keep], dtype)
     design = ShardedSparseDesign(
@@ -295,6 +300,7 @@ def _build(layout: _Layout, data, rows, cols, mean, factor, alias, dtype) -> tup
         layout.replicate(np.asarray(factor, dtype)),
         layout.n_rows,
         None if alias is None else layout.replicate(np.asarray(alias, np.int32)),
+        n_slots,
         mesh=layout.auto_mesh,
         axis=layout.axis,
     )
@@ -332,7 +338,7 @@ def shard_design(design: SparseDesign, mesh=None, axis: str = "data") -> tuple[S
     mesh = data_mesh(axis=axis) if mesh is None else mesh
     layout = _Layout(design.n_rows, design.shape[1], mesh, axis)
     data, rows, cols = (np.asarray(a) for a in (design.data, design.rows, design.cols))
-    return _build(layout, data, rows, cols, design.mean, design.factor, design.alias, design.dtype)
+    return _build(layout, data, rows, cols, design.mean, design.factor, design.alias, design.dtype, design.n_slots)
 
 
 def _compact_blocks(kept: ShardedSparseDesign) -> ShardedSparseDesign:
@@ -421,13 +427,13 @@ def shard_sparse_rows(X, *arrays, mesh=None, axis: str = "data", weights: bool |
             raise ValueError("shard_rows: X is a SparseDesign spread over processes or traced; pass the local rows")
         n, d = X.shape
         data, rows, cols = (np.asarray(a) for a in (X.data, X.rows, X.cols))
-        mean, factor, alias, dtype = X.mean, X.factor, X.alias, X.dtype
+        mean, factor, alias, dtype, n_slots = X.mean, X.factor, X.alias, X.dtype, X.n_slots
     else:
         csr = as_sparse_csr(X, "X")
         n, d = csr.shape
         data, cols, dtype = csr.data, csr.indices, csr.dtype
         rows = np.repeat(np.arange(n, dtype=np.int32), np.diff(csr.indptr))
-        mean, factor, alias = np.zeros(d, dtype), np.ones(d, dtype), None
+        mean, factor, alias, n_slots = np.zeros(d, dtype), np.ones(d, dtype), None, None
     layout = _Layout(n, d, mesh, axis)
     if layout.multi and n < 1:
         raise ValueError("shard_rows: this process holds no rows of X; give every process at least one row")
@@ -437,7 +443,7 @@ def shard_sparse_rows(X, *arrays, mesh=None, axis: str = "data", weights: bool |
             f"(shard_rows(X, y) returns row weights last) or weights=True to pad to {layout.n_rows} rows with "
             "weight-0 rows, and give the weights to the solver as sample_weight"
         )
-    design, w = _build(layout, data, rows, cols, mean, factor, alias, dtype)
+    design, w = _build(layout, data, rows, cols, mean, factor, alias, dtype, n_slots)
     out = [design] + [layout.rows_of(a) for a in arrays]
     if weights:
         out.append(w)
