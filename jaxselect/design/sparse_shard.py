@@ -341,10 +341,26 @@ def shard_design(design: SparseDesign, mesh=None, axis: str = "data") -> tuple[S
     return _build(layout, data, rows, cols, design.mean, design.factor, design.alias, design.dtype, design.n_slots)
 
 
+def _local_value(a) -> np.ndarray:
+    """A replicated array's value, read from this process's first shard (a global array spread over
+    several processes is not fully addressable)."""
+    if isinstance(a, jax.Array) and not a.is_fully_addressable:
+        return np.asarray(a.addressable_shards[0].data)
+    return np.asarray(a)
+
+
 def _compact_blocks(kept: ShardedSparseDesign) -> ShardedSparseDesign:
-    """Each device's block of ``kept`` without its zero entries, padded to the widest block (the
-    width is agreed over every process); the padding entries sit on the block's last row."""
+    """Each device's block of ``kept`` (a lazy :meth:`~SparseDesign.take`) holding only the entries
+    of the kept columns' slots, renumbered ``0 .. n_used − 1`` (as :meth:`SparseDesign.compact`
+    does), padded to the widest block (the width is agreed over every process); the padding
+    entries sit on the block's last row."""
     mesh, axis = kept.mesh, kept.axis
+    alias = np.arange(kept.n_slots) if kept.alias is None else _local_value(kept.alias)
+    used = np.zeros(kept.n_slots, bool)
+    used[alias] = True
+    renumber = np.cumsum(used, dtype=np.int32) - 1  # kept slots → 0 .. n_used − 1
+    new_alias = renumber[alias]
+    identity = new_alias.size == int(used.sum()) and bool(np.all(new_alias == np.arange(new_alias.size)))
     parts = int(mesh.shape[axis])
     sharding = NamedSharding(mesh, PartitionSpec(axis))
     arrays = [jax.device_put(a, sharding) for a in (kept.data, kept.rows, kept.cols)]  # a no-op when in place
@@ -355,8 +371,8 @@ def _compact_blocks(kept: ShardedSparseDesign) -> ShardedSparseDesign:
         if position in blocks:
             continue  # a replica over another mesh axis
         d, r, c = (np.asarray(s.data) for s in (shard_d, shard_r, shard_c))
-        keep = d != 0
-        blocks[position] = (d[keep], r[keep], c[keep], int(r[-1]))
+        keep = (d != 0) & used[c]
+        blocks[position] = (d[keep], r[keep], renumber[c[keep]], int(r[-1]))
     width = max(1, max(b[0].size for b in blocks.values()))
     if jax.process_count() > 1 and len({dev.process_index for dev in mesh.devices.flat}) > 1:
         from jax.experimental import multihost_utils
@@ -371,7 +387,11 @@ def _compact_blocks(kept: ShardedSparseDesign) -> ShardedSparseDesign:
     def place(k):
         return jax.make_array_from_callback((width * parts,), sharding, lambda i: padded[(i[0].start or 0) // width][k])
 
-    return kept._replace(data=place(0), rows=place(1), cols=place(2))
+    replicated = NamedSharding(mesh, PartitionSpec())
+    return kept._replace(
+        data=place(0), rows=place(1), cols=place(2), n_slots=int(used.sum()),
+        alias=None if identity else jax.device_put(new_alias.astype(np.int32), replicated),
+    )
 
 
 def as_raw_design(X: SparseDesign, *, dtype=None, min_rows: int = 1) -> SparseDesign:
