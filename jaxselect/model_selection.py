@@ -59,12 +59,14 @@ from jaxselect._validation import (
     host_array,
     is_traced,
 )
-from jaxselect.anneal.fsa import LOSSES, fsa, fsa_predict, validate_fsa_options
+from jaxselect.anneal.fsa import _MIN_DROP, LOSSES, fsa, fsa_predict, fsa_prepare, validate_fsa_options
+from jaxselect.anneal.run import RunPlan, iteration_cap, run as run_schedule
+from jaxselect.anneal.schedule import annealing_schedule, stage_widths
 from jaxselect.design import HostSparseDesign, as_sample_weight, as_sparse_csr, column_summary, is_sparse
 from jaxselect.greedy.criteria import OMP_CRITERIA
 from jaxselect.groups import as_groups
 from jaxselect.sharding import any_mesh
-from jaxselect.status import OK
+from jaxselect.status import NONFINITE, OK
 
 __all__ = ["CVResult", "cross_validate_fsa", "cross_validate_path", "fold_masks"]
 
@@ -195,6 +197,24 @@ def _size_buckets(train: np.ndarray) -> list[np.ndarray]:
 def _gathered_rows(train: np.ndarray, folds: np.ndarray) -> np.ndarray:
     """(len(folds), n_train) row indices of the training sets of ``folds`` (all of one size)."""
     return np.stack([np.flatnonzero(train[f]) for f in folds])
+
+
+def _padded_rows(train: np.ndarray, w, dtype):
+    """``(rows, row_w)``: (K, n_max) training row indices of every fold, the shorter folds padded by
+    repeating their first row with weight 0 (weight-0 rows are absent from a weighted fit), and
+    their (K, n_max) row weights — None when the folds are of one size and unweighted."""
+    sizes = train.sum(axis=1)
+    n_max = int(sizes.max())
+    rows = np.zeros((train.shape[0], n_max), np.int32)
+    valid = np.zeros((train.shape[0], n_max), bool)
+    for f in range(train.shape[0]):
+        idx = np.flatnonzero(train[f])
+        rows[f, : idx.size], rows[f, idx.size :] = idx, idx[0]
+        valid[f, : idx.size] = True
+    if w is None and bool(valid.all()):
+        return jnp.asarray(rows), None
+    weights = valid.astype(np.float64) if w is None else np.where(valid, w[rows], 0.0)
+    return jnp.asarray(rows), jnp.asarray(weights, dtype)
 
 
 def _fold_weights(train: np.ndarray, test: np.ndarray, sample_weight, n: int):
@@ -492,6 +512,44 @@ def _cv_fsa(X, y, rows, row_w, test_w, l2, *, k, score, options):
     return jax.vmap(fold, in_axes=(0, None if row_w is None else 0, 0))(rows, row_w, test_w)
 
 
+@partial(jax.jit, static_argnames=("score", "options", "plan"))
+def _cv_fsa_linear(X, y, rows, row_w, test_w, l2, schedule, n_iter, lr, *, score, options, plan):
+    """:func:`_cv_fsa` for linear learners with the schedule as data: every k of the grid shares this
+    program (the stages of the largest k, ``plan``). Each fold runs
+    :func:`jaxselect.fsa`'s compiled schedule (:func:`~jaxselect.anneal.run.run`, stage bounds
+    computed from ``schedule`` in the program) and scores its k survivors — the coefficients of
+    the columns still active at the end, in raw feature space — on the held-out rows."""
+    opts = dict(options)
+
+    def fold(r, rw, vw):
+        problem = fsa_prepare(X[r], y[r], loss=opts["loss"], sample_weight=rw, l2=l2, huber_h=opts["huber_h"])
+        state, cols, objective, _, mean, inv_scale, _ = run_schedule(problem, schedule, n_iter, lr, plan=plan)
+        coef = jnp.where(state.active, state.coef[:, 0], jnp.zeros((), state.coef.dtype)) * inv_scale
+        intercept = state.intercept - jnp.dot(mean, coef)
+        s = jnp.take(X, cols, axis=1) @ coef + intercept
+        ran = jnp.where(jnp.arange(objective.shape[0], dtype=jnp.int32) < n_iter, objective, jnp.zeros((), objective.dtype))
+        finite = jnp.isfinite(ran).all() & jnp.isfinite(coef).all() & jnp.isfinite(intercept)
+        status = jnp.where(finite, OK, NONFINITE).astype(jnp.int32)
+        if score == "accuracy":
+            return _accuracy(y, s, vw), status
+        return _fold_score(y[:, None], s[:, None], vw, score=score), status
+
+    return jax.vmap(fold, in_axes=(0, None if row_w is None else 0, 0))(rows, row_w, test_w)
+
+
+def _linear_schedule_args(m: int, k: int, k_max: int, options: dict, dtype):
+    """``(schedule, n_iter, lr, plan)`` of :func:`_cv_fsa_linear` for one k ≤ ``k_max`` (as
+    :func:`jaxselect.fsa` builds them, with the stages of ``k_max``: FSA's result does not depend on
+    the compaction widths, so every k of the grid shares one program)."""
+    n_iter, lr = options["n_iter"], options["lr"]
+    cap = iteration_cap(n_iter)
+    padded = np.full((cap,), k, np.int32)
+    padded[:n_iter] = annealing_schedule(m, k, n_iter, options["mu"]).astype(np.int32)
+    plan = RunPlan(stage_widths(m, k_max, _MIN_DROP), cap, "power" if lr is None else "fixed", options["loss"] == "squared")
+    lr = jax.device_put(np.asarray(0.0 if lr is None else lr, dtype))
+    return jax.device_put(padded), jax.device_put(np.int32(n_iter)), lr, plan
+
+
 @any_mesh
 def cross_validate_fsa(
     X,
@@ -601,6 +659,15 @@ def cross_validate_fsa(
     scores = np.zeros((K, len(grid)))
     status = 0
     Xj, yj = X, jnp.asarray(y)
+    if bins is None:  # linear learners: one program for every k and every fold
+        rows, rw = _padded_rows(train, w, X.dtype)
+        test_w = jnp.asarray(test, X.dtype)
+        for b, kk in enumerate(grid):
+            *sched, plan = _linear_schedule_args(m, kk, max(grid), dict(options), X.dtype)
+            sc, st = _cv_fsa_linear(Xj, yj, rows, rw, test_w, l2, *sched, score=score, options=options, plan=plan)
+            scores[:, b] = host_array(sc)
+            status |= int(np.bitwise_or.reduce(host_array(st).astype(np.int32)))
+        return _summarise(np.asarray(grid, np.float64), scores, status=status)
     for b, kk in enumerate(grid):
         for bucket in _size_buckets(train):
             rows = _gathered_rows(train, bucket)
