@@ -1,0 +1,211 @@
+"""FSA on streamed X (memmaps, batch callables, column sources) equals FSA on the array in memory.
+
+Small problems (N ≤ 3000, M ≤ 300) with a tiny ``max_memory`` force the streamed phase: every
+stage streams, or the first stages stream and the rest runs in memory after the hand-over.
+"""
+
+import numpy as np
+import pytest
+
+import jaxselect as js
+from jaxselect.design import column_summary
+from jaxselect.design import stream as dstream
+
+N, M, K = 1500, 160, 4
+TRUE = [3, 50, 77, 120]
+
+
+@pytest.fixture(autouse=True)
+def _small_blocks(monkeypatch):
+    """About 5 row blocks per pass (the default blocks would hold these problems whole)."""
+    monkeypatch.setattr(dstream, "STREAM_BLOCK_BYTES", 320 * M * 4)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((N, M)).astype(np.float32)
+    X[:, 5] = 2.0  # a constant column: inert
+    X[:, 9] *= 50.0  # a large scale: the standardisation matters
+    beta = np.zeros(M)
+    beta[TRUE] = [2.0, -1.5, 1.0, 0.8]
+    score = X @ beta + 0.3 * rng.standard_normal(N)
+    labels = (score > 0).astype(np.int32)
+    w = rng.uniform(0.0, 2.0, N).astype(np.float32)
+    return X, score.astype(np.float32), labels, w
+
+
+def _same(a, b, rtol=1e-4):
+    assert a.support.tolist() == b.support.tolist()
+    scale = max(1.0, float(np.max(np.abs(np.asarray(a.coef)))))
+    np.testing.assert_allclose(np.asarray(b.coef), np.asarray(a.coef), atol=rtol * scale)
+    np.testing.assert_allclose(float(b.intercept), float(a.intercept), atol=rtol * scale)
+    np.testing.assert_allclose(np.asarray(b.loss_path), np.asarray(a.loss_path), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(b.step_size), np.asarray(a.step_size), rtol=1e-4)
+    assert int(b.status) == int(a.status)
+
+
+def _batches(X, y, rows=400):
+    def batches():
+        for a in range(0, X.shape[0], rows):
+            yield X[a : a + rows], None if y is None else y[a : a + rows]
+
+    return batches
+
+
+class _Columns:
+    """A minimal column-addressable source over an array (block(rows, cols) and targets(rows))."""
+
+    def __init__(self, X, y=None):
+        self.X, self.y = X, y
+        self.shape, self.dtype = X.shape, X.dtype
+        self.calls = 0
+        if y is not None:
+            self.targets = lambda rows: self.y[rows]
+
+    def block(self, rows, cols):
+        self.calls += 1
+        return self.X[rows][:, cols]
+
+
+@pytest.mark.parametrize("polish", [False, True])
+def test_memmap_streamed_equals_in_memory(data, tmp_path, polish):
+    X, _, labels, _ = data
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    Xm = np.load(path, mmap_mode="r")
+    ref = js.fsa(X, labels, K, loss="logistic", n_iter=60, polish=polish)
+    for budget in (1000, 2 * N * 40 * 4):  # every stage streamed; hand-over after the first stages
+        got = js.fsa(Xm, labels, K, loss="logistic", n_iter=60, polish=polish, max_memory=budget)
+        _same(ref, got)
+    assert ref.support.tolist() == TRUE
+
+
+def test_memmap_that_fits_is_gathered_once(data, tmp_path):
+    X, score, _, _ = data
+    np.save(tmp_path / "X.npy", X)
+    Xm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    _same(js.fsa(X, score, K, n_iter=60), js.fsa(Xm, score, K, n_iter=60, max_memory=None))
+
+
+def test_in_memory_numpy_over_budget_streams(data):
+    X, score, _, _ = data
+    ref = js.fsa(X, score, K, n_iter=60, lr=0.2)  # a fixed step too
+    _same(ref, js.fsa(X, score, K, n_iter=60, lr=0.2, max_memory=2 * N * 40 * 4))
+
+
+def test_batch_callable_carries_targets(data):
+    X, _, labels, w = data
+    ref = js.fsa(X, labels, K, loss="huber_hinge", n_iter=60, sample_weight=w)
+    got = js.fsa(_batches(X, labels), None, K, loss="huber_hinge", n_iter=60, sample_weight=w, max_memory=1000)
+    _same(ref, got)
+
+
+def test_batch_callable_with_separate_y(data):
+    X, score, _, _ = data
+    ref = js.fsa(X, score, K, n_iter=60)
+    _same(ref, js.fsa(_batches(X, None), score, K, n_iter=60, max_memory=2 * N * 40 * 4))
+
+
+def test_column_source(data):
+    X, _, labels, w = data
+    ref = js.fsa(X, labels, K, loss="lorenz", n_iter=60, sample_weight=w)
+    src = _Columns(X, labels)
+    got = js.fsa(src, None, K, loss="lorenz", n_iter=60, sample_weight=w, max_memory=1000)
+    _same(ref, got)
+    assert src.calls > 0
+
+
+def test_equicorrelated_source():
+    src = js.datasets.equicorrelated(1200, 200, n_informative=4, seed=3)
+    X, y = src.materialize(), src.targets()
+    ref = js.fsa(X, y, 4, loss="lorenz", n_iter=60)
+    got = js.fsa(src, None, 4, loss="lorenz", n_iter=60, max_memory=2 * 1200 * 50 * 4)
+    _same(ref, got, rtol=3e-4)
+    assert set(got.support.tolist()) == set(src.true_features.tolist())
+
+
+def test_summary_pass_equals_column_summary(data):
+    X, _, _, w = data
+    for weights in (None, w):
+        summary, lo, hi, _, sub = dstream.stream_summary(dstream.ArraySource(X, rows=256), weights, stride=7)
+        ref = column_summary(X, weights)
+        np.testing.assert_allclose(summary.mean, np.asarray(ref.mean), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(summary.scale, np.asarray(ref.scale), rtol=1e-5)
+        assert summary.live.tolist() == np.asarray(ref.live).tolist()
+        np.testing.assert_array_equal(sub, X[::7])
+    np.testing.assert_array_equal(lo, X.min(axis=0))
+    np.testing.assert_array_equal(hi, X.max(axis=0))
+
+
+# --------------------------------------------------------------------------- bad sources
+def _bad(X, y, change):
+    def batches():
+        for b, a in enumerate(range(0, X.shape[0], 500)):
+            xb, yb = X[a : a + 500].copy(), y[a : a + 500]
+            yield change(b, xb, yb)
+
+    return batches
+
+
+def test_batch_width_change(data):
+    X, _, labels, _ = data
+    src = _bad(X, labels, lambda b, x, y: (x[:, :-1] if b == 2 else x, y))
+    with pytest.raises(ValueError, match=r"batch 2 \(rows 1000–1499\) has 159 columns but the first batch had 160"):
+        js.fsa(src, None, K, loss="logistic", n_iter=20)
+
+
+def test_batch_nan(data):
+    X, _, labels, _ = data
+
+    def change(b, x, y):
+        if b == 1:
+            x[3, 4] = np.nan
+        return x, y
+
+    with pytest.raises(ValueError, match=r"batch 1 \(rows 500–999\) has NaN"):
+        js.fsa(_bad(X, labels, change), None, K, loss="logistic", n_iter=20)
+
+
+def test_batches_end_early_on_a_later_pass(data):
+    X, _, labels, _ = data
+    calls = []
+
+    def batches():
+        calls.append(1)
+        stop = N if len(calls) < 3 else N - 500
+        for a in range(0, stop, 500):
+            yield X[a : a + 500], labels[a : a + 500]
+
+    with pytest.raises(ValueError, match=r"yielded 1000 rows on pass \d+ but 1500 on pass 1: the callable must return the same"):
+        js.fsa(batches, None, K, loss="logistic", n_iter=20, max_memory=1000)
+
+
+def test_batch_targets_mismatch(data):
+    X, _, labels, _ = data
+    with pytest.raises(ValueError, match="y was given and the batches carry targets"):
+        js.fsa(_batches(X, labels), labels, K, loss="logistic", n_iter=20)
+    src = _bad(X, labels, lambda b, x, y: (x, None if b == 1 else y))
+    with pytest.raises(ValueError, match=r"batch 1 \(rows 500–999\) carries no targets"):
+        js.fsa(src, None, K, loss="logistic", n_iter=20)
+    with pytest.raises(ValueError, match="needs y"):
+        js.fsa(_batches(X, None), None, K, loss="logistic", n_iter=20)
+
+
+def test_streaming_refuses_ranking_and_callables(data):
+    X, score, _, _ = data
+    with pytest.raises(ValueError, match="mean of per-row terms"):
+        js.fsa(_batches(X, score), None, K, loss="ranking", pairs=np.array([[0, 1, 1.0]]))
+    with pytest.raises(ValueError, match="mean of per-row terms"):
+        js.fsa(_batches(X, score), None, K, loss=lambda s, y: ((s - y) ** 2).mean())
+    with pytest.raises(ValueError, match="max_memory"):
+        js.fsa(X, score, K, max_memory="lots")
+
+
+def test_progress_bar_runs(data, capsys):
+    pytest.importorskip("tqdm")
+    X, score, _, _ = data
+    ref = js.fsa(X, score, K, n_iter=40)
+    _same(ref, js.fsa(X, score, K, n_iter=40, progress=True, max_memory=2 * N * 40 * 4))
+    err = capsys.readouterr().err
+    assert "40/40" in err and "phase=" in err
