@@ -68,61 +68,74 @@ class _Columns:
         return self.X[rows][:, cols]
 
 
-@pytest.mark.parametrize("polish", [False, True])
-def test_memmap_streamed_equals_in_memory(data, tmp_path, polish):
+IT = 40
+MID = 2 * N * 40 * 4  # a budget that streams the first stages and hands over to memory
+
+
+@pytest.fixture(scope="module")
+def ref(data):
+    """The in-memory runs the streamed ones are compared with (shared: one compile per config)."""
+    X, score, labels, w = data
+    return {
+        "logistic": js.fsa(X, labels, K, loss="logistic", n_iter=IT),
+        "weighted": js.fsa(X, labels, K, loss="logistic", n_iter=IT, sample_weight=w),
+        "squared": js.fsa(X, score, K, n_iter=IT),
+    }
+
+
+def test_memmap_streamed_equals_in_memory(data, ref, tmp_path):
     X, _, labels, _ = data
-    path = tmp_path / "X.npy"
-    np.save(path, X)
-    Xm = np.load(path, mmap_mode="r")
-    ref = js.fsa(X, labels, K, loss="logistic", n_iter=60, polish=polish)
-    for budget in (1000, 2 * N * 40 * 4):  # every stage streamed; hand-over after the first stages
-        got = js.fsa(Xm, labels, K, loss="logistic", n_iter=60, polish=polish, max_memory=budget)
-        _same(ref, got)
-    assert ref.support.tolist() == TRUE
+    np.save(tmp_path / "X.npy", X)
+    Xm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    assert ref["logistic"].support.tolist() == TRUE
+    for budget in (1000, MID):  # every stage streamed; hand-over after the first stages
+        _same(ref["logistic"], js.fsa(Xm, labels, K, loss="logistic", n_iter=IT, max_memory=budget))
+    unpolished = js.fsa(X, labels, K, loss="logistic", n_iter=IT, polish=False)
+    _same(unpolished, js.fsa(Xm, labels, K, loss="logistic", n_iter=IT, max_memory=MID, polish=False))
 
 
-def test_memmap_that_fits_is_gathered_once(data, tmp_path):
+def test_memmap_that_fits_is_gathered_once(data, ref, tmp_path):
     X, score, _, _ = data
     np.save(tmp_path / "X.npy", X)
     Xm = np.load(tmp_path / "X.npy", mmap_mode="r")
-    _same(js.fsa(X, score, K, n_iter=60), js.fsa(Xm, score, K, n_iter=60, max_memory=None))
+    _same(ref["squared"], js.fsa(Xm, score, K, n_iter=IT, max_memory=None))
 
 
-def test_in_memory_numpy_over_budget_streams(data):
+def test_batch_callable_with_separate_y(data, ref):
     X, score, _, _ = data
-    ref = js.fsa(X, score, K, n_iter=60, lr=0.2)  # a fixed step too
-    _same(ref, js.fsa(X, score, K, n_iter=60, lr=0.2, max_memory=2 * N * 40 * 4))
+    _same(ref["squared"], js.fsa(_batches(X, None), score, K, n_iter=IT, max_memory=MID))
 
 
-def test_batch_callable_carries_targets(data):
+def test_batch_callable_carries_targets(data, ref):
     X, _, labels, w = data
-    ref = js.fsa(X, labels, K, loss="huber_hinge", n_iter=60, sample_weight=w)
-    got = js.fsa(_batches(X, labels), None, K, loss="huber_hinge", n_iter=60, sample_weight=w, max_memory=1000)
-    _same(ref, got)
+    got = js.fsa(_batches(X, labels), None, K, loss="logistic", n_iter=IT, sample_weight=w, max_memory=1000)
+    _same(ref["weighted"], got)
 
 
-def test_batch_callable_with_separate_y(data):
-    X, score, _, _ = data
-    ref = js.fsa(X, score, K, n_iter=60)
-    _same(ref, js.fsa(_batches(X, None), score, K, n_iter=60, max_memory=2 * N * 40 * 4))
-
-
-def test_column_source(data):
+def test_column_source(data, ref):
     X, _, labels, w = data
-    ref = js.fsa(X, labels, K, loss="lorenz", n_iter=60, sample_weight=w)
     src = _Columns(X, labels)
-    got = js.fsa(src, None, K, loss="lorenz", n_iter=60, sample_weight=w, max_memory=1000)
-    _same(ref, got)
+    got = js.fsa(src, None, K, loss="logistic", n_iter=IT, sample_weight=w, max_memory=MID)
+    _same(ref["weighted"], got)
     assert src.calls > 0
 
 
 def test_equicorrelated_source():
-    src = js.datasets.equicorrelated(1200, 200, n_informative=4, seed=3)
+    src = js.datasets.equicorrelated(N, M, n_informative=4, seed=3)
     X, y = src.materialize(), src.targets()
-    ref = js.fsa(X, y, 4, loss="lorenz", n_iter=60)
-    got = js.fsa(src, None, 4, loss="lorenz", n_iter=60, max_memory=2 * 1200 * 50 * 4)
+    ref = js.fsa(X, y, 4, loss="lorenz", n_iter=IT)
+    got = js.fsa(src, None, 4, loss="lorenz", n_iter=IT, max_memory=MID)
     _same(ref, got, rtol=3e-4)
     assert set(got.support.tolist()) == set(src.true_features.tolist())
+
+
+def test_in_memory_numpy_over_budget_streams_with_progress(data, capsys):
+    pytest.importorskip("tqdm")
+    X, _, labels, _ = data
+    ref = js.fsa(X, labels, K, loss="logistic", n_iter=IT, lr=2.0)  # a fixed step
+    _same(ref, js.fsa(X, labels, K, loss="logistic", n_iter=IT, lr=2.0, max_memory=MID, progress=True))
+    err = capsys.readouterr().err
+    assert f"{IT}/{IT}" in err and "phase=" in err
 
 
 def test_summary_pass_equals_column_summary(data):
@@ -200,12 +213,3 @@ def test_streaming_refuses_ranking_and_callables(data):
         js.fsa(_batches(X, score), None, K, loss=lambda s, y: ((s - y) ** 2).mean())
     with pytest.raises(ValueError, match="max_memory"):
         js.fsa(X, score, K, max_memory="lots")
-
-
-def test_progress_bar_runs(data, capsys):
-    pytest.importorskip("tqdm")
-    X, score, _, _ = data
-    ref = js.fsa(X, score, K, n_iter=40)
-    _same(ref, js.fsa(X, score, K, n_iter=40, progress=True, max_memory=2 * N * 40 * 4))
-    err = capsys.readouterr().err
-    assert "40/40" in err and "phase=" in err

@@ -144,58 +144,94 @@ class StreamOutcome(NamedTuple):
 
 
 # --------------------------------------------------------------------------- kernels
-def _u(s, y, rel, inv_n, curv, loss_fn, power: bool):
-    """(value, u) of a block's scores: the block's share of the mean loss and its score gradient,
-    or (0, the power iteration's H s)."""
+def _u(s, y, rel, mask, inv_n, curv, loss_fn, power: bool):
+    """(value, u) of a block's scores: its rows' share ``Σ_i mask_i ℓ_i / N`` of the mean loss
+    (ℓ_i the loss of row i alone: ``loss_fn`` on one row, weighted by ``rel_i``) and its score
+    gradient; or (0, the power iteration's ``H s``). ``mask`` is 0 on padding rows."""
     if power:
-        u = curv * inv_n * s
+        u = curv * inv_n * s * mask
         return jnp.zeros((), s.dtype), u if rel is None else u * rel
-    target = y if rel is None else WeightedTarget(y, rel)
-    share = jnp.asarray(s.shape[0], s.dtype) * inv_n
-    return jax.value_and_grad(lambda s: jnp.asarray(loss_fn(s, target), s.dtype) * share)(s)
+
+    def row_loss(si, yi, ri):
+        target = yi[None] if ri is None else WeightedTarget(yi[None], ri[None])
+        return jnp.asarray(loss_fn(si[None], target), s.dtype)
+
+    def share(s):
+        rows = jax.vmap(row_loss, in_axes=(0, 0, None if rel is None else 0))(s, y, rel)
+        return jnp.sum(rows * mask) * inv_n
+
+    return jax.value_and_grad(share)(s)
 
 
 @partial(jax.jit, static_argnames=("loss_fn", "power"))
-def _block_pass(X, y, rel, v, offset, inv_n, curv, *, loss_fn, power):
+def _block_pass(X, y, rel, mask, v, offset, inv_n, curv, *, loss_fn, power):
     """One row block: (value share, u X (W,), Σu) at scores ``X v + offset``."""
     X = X.astype(v.dtype)
-    val, u = _u(X @ v + offset, y, rel, inv_n, curv, loss_fn, power)
+    val, u = _u(X @ v + offset, y, rel, mask, inv_n, curv, loss_fn, power)
     return val, u @ X, jnp.sum(u)
 
 
 @partial(jax.jit, static_argnames=("loss_fn", "power"))
-def _block_u(s, y, rel, offset, inv_n, curv, *, loss_fn, power):
-    val, u = _u(s + offset, y, rel, inv_n, curv, loss_fn, power)
+def _block_u(s, y, rel, mask, offset, inv_n, curv, *, loss_fn, power):
+    val, u = _u(s + offset, y, rel, mask, inv_n, curv, loss_fn, power)
     return val, u, jnp.sum(u)
 
 
-@jax.jit
+def _pad(a, rows: int):
+    """``a`` (r, ...) padded with zero rows to ``rows`` (numpy; a jax array stays jax)."""
+    extra = rows - a.shape[0]
+    if extra <= 0:
+        return a
+    widths = [(0, extra)] + [(0, 0)] * (a.ndim - 1)
+    return jnp.pad(a, widths) if isinstance(a, jax.Array) else np.pad(a, widths)
+
+
+def _bucket(rows: int, nominal: int) -> int:
+    """Padded rows of a block: the source's nominal block rows, or the power of two above."""
+    return nominal if rows <= nominal else 1 << (rows - 1).bit_length()
+
+
 def _direction(coef, intercept, mean, factor):
     """``(f⊙c, b − μ·(f⊙c))``: the raw-space vector and offset of standardised scores."""
     v = coef[:, 0] * factor
     return v, intercept - jnp.dot(mean, v)
 
 
-@jax.jit
 def _standardised_gradient(g_raw, total, mean, factor):
+    """``u X̃ = f ⊙ (u X − (Σu) μ)`` as a (W, 1) coefficient gradient."""
     return ((g_raw - total * mean) * factor)[:, None]
 
 
-@jax.jit
-def _apply(problem: FSAProblem, state: FSAState, val, g_coef, g_icpt) -> FSAState:
-    """:func:`~jaxselect.anneal.step.advance` with the streamed value and gradient."""
-    return advance(lambda c, b: (val, g_coef, g_icpt), problem, state)
+direction = jax.jit(_direction)
 
 
 @jax.jit
+def _apply(problem: FSAProblem, state: FSAState, val, g_raw, total, mean, factor):
+    """:func:`~jaxselect.anneal.step.advance` with the streamed value and gradient; also the next
+    iteration's direction."""
+    g_coef = _standardised_gradient(g_raw, total, mean, factor)
+    state = advance(lambda c, b: (val, g_coef, total), problem, state)
+    return state, _direction(state.coef, state.intercept, mean, factor)
+
+
 def _normalize(vc, vb):
     nrm = jnp.maximum(jnp.sqrt(jnp.sum(vc * vc) + vb * vb), jnp.asarray(jnp.finfo(vc.dtype).tiny, vc.dtype))
     return vc / nrm, vb / nrm
 
 
 @jax.jit
-def _rayleigh(gc, gb, vc, vb):
-    return jnp.abs(jnp.sum(gc * vc) + gb * vb)
+def _power_start(vc, vb, mean, factor):
+    vc, vb = _normalize(vc, vb)
+    return vc, vb, _direction(vc, vb, mean, factor)
+
+
+@jax.jit
+def _power_update(g_raw, total, vc, vb, mean, factor):
+    """One power iteration's end: the Rayleigh quotient, the normalised product and its direction."""
+    gc = _standardised_gradient(g_raw, total, mean, factor)
+    lam = jnp.abs(jnp.sum(gc * vc) + total * vb)
+    vc, vb = _normalize(gc, total)
+    return lam, vc, vb, _direction(vc, vb, mean, factor)
 
 
 @jax.jit
@@ -215,7 +251,8 @@ def _subsample_step(problem, v_coef, v_icpt, lam, *, n_power):
 
 
 class _Pass:
-    """One pass over the source for the current columns: the streamed oracle."""
+    """One pass over the source for the current columns: the streamed oracle. Blocks are padded to
+    the source's nominal block rows (masked), so each stage width compiles one kernel."""
 
     def __init__(self, source, y, rel, config, dtype):
         self.source, self.y, self.rel, self.config = source, y, rel, config
@@ -223,6 +260,7 @@ class _Pass:
         n = source.shape[0]
         self.inv_n = jnp.asarray(1.0 / n, dtype)
         self.curv = jnp.asarray(config.curvature if config.curvature is not None else 1.0, dtype)
+        self.nominal = getattr(source, "rows", None) or 0
         self.n_passes = 0
 
     def __call__(self, cols_np, v, offset, power: bool):
@@ -233,18 +271,23 @@ class _Pass:
         g = jnp.zeros(v.shape, self.dtype)
         total = jnp.zeros((), self.dtype)
         fused = getattr(src, "fused", False)
+        nominal = src.block_rows(cols_np.shape[0]) if fused else self.nominal
         blocks = _fused_blocks(src, cols_np) if fused else src.passes(cols_np)
         for start, X, _ in blocks:
             rows = int(X) if fused else X.shape[0]
-            y = self.y[start : start + rows]
-            rel = None if self.rel is None else self.rel[start : start + rows]
+            if not fused and self.nominal == 0:  # a batch source: the first batch sets the size
+                self.nominal = nominal = rows
+            padded = _bucket(rows, nominal)
+            y = _pad(self.y[start : start + rows], padded)
+            rel = None if self.rel is None else _pad(self.rel[start : start + rows], padded)
+            mask = _pad(np.ones(rows, self.dtype), padded)
             if fused:
-                s = src.src.matvec_block(start, rows, cols_np, v)
-                bv, u, bs = _block_u(s, y, rel, offset, self.inv_n, self.curv, loss_fn=loss_fn, power=power)
-                bg = src.src.rmatvec_block(start, rows, cols_np, u).astype(self.dtype)
+                s = src.src.matvec_block(start, padded, cols_np, v)
+                bv, u, bs = _block_u(s, y, rel, mask, offset, self.inv_n, self.curv, loss_fn=loss_fn, power=power)
+                bg = src.src.rmatvec_block(start, padded, cols_np, u).astype(self.dtype)
             else:
                 bv, bg, bs = _block_pass(
-                    jnp.asarray(X), y, rel, v, offset, self.inv_n, self.curv, loss_fn=loss_fn, power=power
+                    _pad(X, padded), y, rel, mask, v, offset, self.inv_n, self.curv, loss_fn=loss_fn, power=power
                 )
             val, g, total = val + bv, g + bg, total + bs
         return val, g, total
@@ -373,10 +416,10 @@ def stream_fsa(
             step = jnp.asarray(lr, dtype)
         steps.append(step)
         _bar_postfix(bar, phase="stream", width=width)
+        v, offset = direction(state.coef, state.intercept, mean_s, factor_s)
         for e in range(start, end):
-            v, offset = _direction(state.coef, state.intercept, mean_s, factor_s)
             val, g_raw, total = oracle(cols_np, v, offset, power=False)
-            state = _apply(light, state, val, _standardised_gradient(g_raw, total, mean_s, factor_s), total)
+            state, (v, offset) = _apply(light, state, val, g_raw, total, mean_s, factor_s)
             objective[e] = float(state.objective)
             if bar is not None:
                 bar.update(1)
@@ -444,12 +487,9 @@ def _stream_step(oracle, cols_np, mean_s, factor_s, i, length, n, v_coef, v_icpt
             problem = light._replace(design=design, target=sub_target)
             return _subsample_step(problem, v_coef, v_icpt, lam, n_power=_POWER_COLD)
         n_power = max(k, _POWER_WARM)
-    vc, vb = _normalize(v_coef, v_icpt)
+    vc, vb, (v, offset) = _power_start(v_coef, v_icpt, mean_s, factor_s)
     for _ in range(n_power):
-        v, offset = _direction(vc, vb, mean_s, factor_s)
         _, g_raw, total = oracle(cols_np, v, offset, power=True)
-        gc = _standardised_gradient(g_raw, total, mean_s, factor_s)
-        lam = _rayleigh(gc, total, vc, vb)
-        vc, vb = _normalize(gc, total)
+        lam, vc, vb, (v, offset) = _power_update(g_raw, total, vc, vb, mean_s, factor_s)
     step = 1.0 / (lam + jnp.asarray(extra, dtype))
     return step, lam, vc, vb

@@ -315,7 +315,11 @@ def stream_summary(source, sample_weight=None, stride: int | None = None, where:
                 f"sample_weight has {len(sample_weight)} entries but {where} has more rows (block {b} covers rows "
                 f"{start}–{start + rows - 1}): give one weight per row"
             )
-        blo, bhi, bw, bmean, bm2, finite = (np.asarray(a) for a in _block_stats(jnp.asarray(X, dtype), jnp.asarray(w)))
+        nominal = max(rows, getattr(source, "rows", None) or rows)  # pad the short last block: one compile
+        Xp = jnp.asarray(X, dtype)
+        if nominal > rows:
+            Xp, w = jnp.pad(Xp, ((0, nominal - rows), (0, 0))), np.pad(w, (0, nominal - rows))
+        blo, bhi, bw, bmean, bm2, finite = (np.asarray(a) for a in _block_stats(Xp, jnp.asarray(w)))
         if not finite:
             raise ValueError(
                 f"{where} contains NaN or Inf in block {b} (rows {start}–{start + rows - 1}); remove or impute them"
