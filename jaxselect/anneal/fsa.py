@@ -100,6 +100,8 @@ _GATHER_BLOCK = 1024
 #: a numpy X in its compute dtype that jax cannot alias (a device copy would double it) and at least
 #: this large runs its first stage from the host array (item "lean"; see ``_stream_input``)
 LEAN_BYTES = 1 << 28
+#: a lean run streams its stages until twice the working set is at most this fraction of X
+LEAN_FRACTION = 0.25
 
 
 class FSAResult(NamedTuple):
@@ -414,8 +416,8 @@ def _fsa_streamed(source, y, k, *, loss, n_iter, mu, lr, l2, huber_h, constant_c
     l2 = as_hyper(l2, "l2", dtype, low=0.0)
     config = make_config(loss, huber_h, None, weighted=w is not None)
     hand_over = memory_stage(widths, n, dtype.itemsize, budget)
-    if lean:
-        hand_over = max(1, hand_over)
+    if lean:  # the in-memory stages start at a width of at most M/8: their copy is ≤ X/8
+        hand_over = max(1, hand_over, memory_stage(widths, n, dtype.itemsize, LEAN_FRACTION * n * m * dtype.itemsize))
     polish = _default_polish(polish, n, int(widths[-1]), dtype)
     fp = ""
     if checkpoint is not None:

@@ -57,6 +57,8 @@ STREAM_LOSSES = ("squared", "logistic", "huber_hinge", "lorenz")
 MEMORY_FACTOR = 2.0
 #: ``max_memory="auto"``: this fraction of the available RAM (``MemAvailable`` of /proc/meminfo).
 AUTO_FRACTION = 0.25
+#: bytes of X per host BLAS call of a pass over a numpy X (cache-sized: the fastest on a busy CPU)
+_CACHE_BYTES = 1 << 20
 # the compiled run's step rule (see .run)
 _POWER_COLD, _POWER_WARM, _SUBSAMPLE_ROWS = 12, 6, 1024
 
@@ -270,6 +272,8 @@ class _Pass:
         val = jnp.zeros((), self.dtype)
         g = jnp.zeros(v.shape, self.dtype)
         total = jnp.zeros((), self.dtype)
+        if _host_blas(src, self.dtype):
+            return self._host(cols_np, v, offset, power)
         fused = getattr(src, "fused", False)
         nominal = src.block_rows(cols_np.shape[0]) if fused else self.nominal
         blocks = _fused_blocks(src, cols_np) if fused else src.passes(cols_np)
@@ -293,6 +297,47 @@ class _Pass:
         return val, g, total
 
 
+    def _host(self, cols_np, v, offset, power: bool):
+        """The pass over a numpy (or memmap) X in its compute dtype with host BLAS on full row
+        blocks (rows are contiguous: reading a row block costs the same whatever the columns), the
+        coefficients scattered into an M-vector: no block is copied or gathered."""
+        X, loss_fn = self.source.X, self.config.loss_fn
+        n, m = X.shape
+        full = cols_np.shape[0] == m
+        v_np = np.asarray(v)
+        if not full:
+            v_full = np.zeros(m, self.dtype)
+            v_full[cols_np] = v_np
+            v_np = v_full
+        g = np.zeros(m, self.dtype)
+        val = jnp.zeros((), self.dtype)
+        total = jnp.zeros((), self.dtype)
+        rows_nominal = self.source.rows
+        sub = max(8, _CACHE_BYTES // (m * X.dtype.itemsize))  # cache-sized, single-threaded BLAS calls
+        s = np.zeros(rows_nominal, self.dtype)
+        for start in range(0, n, rows_nominal):
+            block = X[start : start + rows_nominal]
+            rows = block.shape[0]
+            y = _pad(self.y[start : start + rows], rows_nominal)
+            rel = None if self.rel is None else _pad(self.rel[start : start + rows], rows_nominal)
+            mask = _pad(np.ones(rows, self.dtype), rows_nominal)
+            s[rows:] = 0
+            for a in range(0, rows, sub):
+                np.matmul(block[a : a + sub], v_np, out=s[a : min(a + sub, rows)])
+            bv, u, bs = _block_u(s, y, rel, mask, offset, self.inv_n, self.curv, loss_fn=loss_fn, power=power)
+            u = np.asarray(u)
+            for a in range(0, rows, sub):
+                g += u[a : min(a + sub, rows)] @ block[a : a + sub]
+            val, total = val + bv, total + bs
+        return val, jnp.asarray(g if full else g[cols_np]), total
+
+
+def _host_blas(src, dtype) -> bool:
+    """A pass runs on host BLAS: a numpy array or memmap already in the compute dtype."""
+    X = getattr(src, "X", None)
+    return isinstance(X, np.ndarray) and X.dtype == dtype and X.ndim == 2
+
+
 def _fused_blocks(src, cols_np):
     n = src.shape[0]
     rows = src.block_rows(cols_np.shape[0])
@@ -300,10 +345,21 @@ def _fused_blocks(src, cols_np):
         yield start, min(rows, n - start), None
 
 
+def aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data start at a multiple of ``align`` bytes: on the
+    CPU ``jax.device_put`` then uses its buffer instead of copying it."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    raw = np.empty(size + align, np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset : offset + size].view(dtype).reshape(shape)
+
+
 def gather_columns(source, cols_np, dtype):
-    """(W, N) host array of the columns ``cols_np`` of every row, in one pass."""
+    """(W, N) host array of the columns ``cols_np`` of every row, in one pass (64-byte aligned:
+    its ``device_put`` on the CPU is not a second copy)."""
     n = source.shape[0]
-    out = np.empty((cols_np.shape[0], n), dtype)
+    out = aligned_empty((cols_np.shape[0], n), dtype)
     for start, X, _ in source.passes(cols_np):
         out[:, start : start + X.shape[0]] = np.asarray(X, dtype).T
     return out

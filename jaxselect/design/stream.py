@@ -96,7 +96,9 @@ class ArraySource:
         return f"ArraySource(shape={self.shape}, storage={type(self.X).__name__})"
 
     def passes(self, cols=None):
-        n = self.shape[0]
+        n, m = self.shape
+        if cols is not None and len(cols) == m:  # ascending distinct columns: all of them, no gather
+            cols = None
         for start in range(0, n, self.rows):
             block = np.asarray(self.X[start : start + self.rows])
             if cols is not None:
