@@ -214,3 +214,32 @@ def test_streaming_refuses_ranking_and_callables(data):
         js.fsa(_batches(X, score), None, K, loss=lambda s, y: ((s - y) ** 2).mean())
     with pytest.raises(ValueError, match="max_memory"):
         js.fsa(X, score, K, max_memory="lots")
+
+
+def test_lean_numpy_runs_first_stages_from_the_host_array(data, ref, monkeypatch):
+    import sys
+
+    fsa_module = sys.modules["jaxselect.anneal.fsa"]  # the module (jaxselect.anneal.fsa is the function)
+    X, _, labels, _ = data
+    raw = np.empty(X.size + 16, np.float32)
+    offset = (16 - raw.ctypes.data % 64) % 64 // 4
+    Xu = raw[offset : offset + X.size].reshape(X.shape)  # not 64-byte aligned: jax would copy it
+    Xu[:] = X
+    assert Xu.ctypes.data % 64 != 0
+    monkeypatch.setattr(fsa_module, "LEAN_BYTES", 0)
+    assert fsa_module._stream_input(Xu, K, 1 << 40, "logistic", None, None)[1]
+    _same(ref["logistic"], js.fsa(Xu, labels, K, loss="logistic", n_iter=IT))
+
+
+def test_sklearn_estimators_take_a_memmap(data, tmp_path):
+    from jaxselect.sklearn import FSAClassifier
+
+    X, _, labels, _ = data
+    np.save(tmp_path / "X.npy", X)
+    Xm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    a = FSAClassifier(k=K, n_iter=IT).fit(X, labels)
+    b = FSAClassifier(k=K, n_iter=IT).fit(Xm, labels)
+    assert b.get_support(indices=True).tolist() == a.get_support(indices=True).tolist() == TRUE
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-4, atol=1e-5)
+    assert b.n_features_in_ == M
+    np.testing.assert_array_equal(b.predict(X[:50]), a.predict(X[:50]))
