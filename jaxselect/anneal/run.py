@@ -123,7 +123,7 @@ def _first_true(mask, size):
     return jnp.sort(jnp.argsort(jnp.logical_not(mask), stable=True)[:size]).astype(jnp.int32)
 
 
-def _gather_rows(tree, cols, width):
+def gather_rows(tree, cols, width):
     """Gather rows ``cols`` of every leaf of ``tree`` whose leading dimension is ``width``."""
 
     def take(leaf):
@@ -260,7 +260,7 @@ def run(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = None
             state = state._replace(
                 coef=jnp.take(state.coef, keep, axis=0),
                 active=jnp.take(state.active, keep),
-                opt_state=_gather_rows(state.opt_state, keep, widths[i - 1]),
+                opt_state=gather_rows(state.opt_state, keep, widths[i - 1]),
             )
             cols = jnp.take(cols, keep)
             v_coef = jnp.take(v_coef, keep, axis=0)

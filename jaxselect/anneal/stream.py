@@ -44,7 +44,7 @@ import numpy as np
 from ..design import TransposedDesign
 from ..design.operators import DenseDesign
 from .checkpoint import load_checkpoint, save_checkpoint
-from .run import RunPlan, RunStart, _gather_rows, keep_columns, run, stage_bounds
+from .run import RunPlan, RunStart, gather_rows, keep_columns, run, stage_bounds
 from .step import FSAProblem, FSAState, Params, advance, default_step, start_vector
 from .stepsize import WeightedTarget
 
@@ -242,7 +242,7 @@ def _compact(state: FSAState, cols, v_coef, keep):
     state = state._replace(
         coef=jnp.take(state.coef, keep, axis=0),
         active=jnp.take(state.active, keep),
-        opt_state=_gather_rows(state.opt_state, keep, width),
+        opt_state=gather_rows(state.opt_state, keep, width),
     )
     return state, jnp.take(cols, keep), jnp.take(v_coef, keep, axis=0)
 
