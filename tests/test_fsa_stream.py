@@ -128,6 +128,9 @@ def test_equicorrelated_source():
     got = js.fsa(src, None, 4, loss="lorenz", n_iter=IT, max_memory=MID)
     _same(ref, got, rtol=3e-4)
     assert set(got.support.tolist()) == set(src.true_features.tolist())
+    # the fused products over several row blocks (the last one overhangs N: masked)
+    blocks = js.fsa(dstream.ColumnSource(src, rows=400), None, 4, loss="lorenz", n_iter=IT, max_memory=MID)
+    _same(ref, blocks, rtol=3e-4)
 
 
 def test_in_memory_numpy_over_budget_streams_with_progress(data, capsys):

@@ -647,7 +647,8 @@ def fsa(
     budget = check_max_memory(max_memory)
     # the moment-space (Gram) oracle of the last stages squares raw centred columns
     gram = bins is None and (loss == "squared" or loss is _losses.squared_loss)
-    source, lean = _stream_input(X, k, budget, loss, bins, optimizer)
+    in_jit = is_traced((y, sample_weight, l2, pairs))
+    source, lean = _stream_input(X, k, None if in_jit else budget, loss, bins, optimizer)
     if source is not None:
         return _fsa_streamed(
             source, y, k, loss=loss, n_iter=n_iter, mu=mu, lr=lr, l2=l2, huber_h=huber_h,

@@ -57,6 +57,8 @@ STREAM_LOSSES = ("squared", "logistic", "huber_hinge", "lorenz")
 MEMORY_FACTOR = 2.0
 #: ``max_memory="auto"``: this fraction of the available RAM (``MemAvailable`` of /proc/meminfo).
 AUTO_FRACTION = 0.25
+#: rows per call of a fused source's ``matvec_block``/``rmatvec_block``
+_FUSED_ROWS = 1 << 16
 #: bytes of X per host BLAS call of a pass over a numpy X (cache-sized: the fastest on a busy CPU)
 _CACHE_BYTES = 1 << 20
 # the compiled run's step rule (see .run)
@@ -275,7 +277,7 @@ class _Pass:
         if _host_blas(src, self.dtype):
             return self._host(cols_np, v, offset, power)
         fused = getattr(src, "fused", False)
-        nominal = src.block_rows(cols_np.shape[0]) if fused else self.nominal
+        nominal = _fused_rows(src) if fused else self.nominal
         blocks = _fused_blocks(src, cols_np) if fused else src.passes(cols_np)
         for start, X, _ in blocks:
             rows = int(X) if fused else X.shape[0]
@@ -338,9 +340,14 @@ def _host_blas(src, dtype) -> bool:
     return isinstance(X, np.ndarray) and X.dtype == dtype and X.ndim == 2
 
 
+def _fused_rows(src) -> int:
+    """Rows per call of a fused source's products (nothing of the block is stored: large calls)."""
+    return int(src.rows) if src.rows else min(src.shape[0], _FUSED_ROWS)
+
+
 def _fused_blocks(src, cols_np):
     n = src.shape[0]
-    rows = src.block_rows(cols_np.shape[0])
+    rows = _fused_rows(src)
     for start in range(0, n, rows):
         yield start, min(rows, n - start), None
 

@@ -236,7 +236,7 @@ class ColumnSource:
 def is_stream_input(X) -> bool:
     """True for inputs only a streaming solver takes: a memmap, a row-sliceable array-like that is
     not an array, a batch callable, or a column source (anything with ``block``)."""
-    if isinstance(X, np.memmap):
+    if isinstance(X, (np.memmap, ArraySource, BatchSource, ColumnSource)):
         return True
     if isinstance(X, (np.ndarray, jax.Array)) or is_traced(X):
         return False
@@ -246,7 +246,13 @@ def is_stream_input(X) -> bool:
         return True
     if callable(X):
         return True
-    return hasattr(X, "shape") and hasattr(X, "dtype") and hasattr(X, "__getitem__") and len(X.shape) == 2
+    if not (hasattr(X, "shape") and hasattr(X, "dtype") and hasattr(X, "__getitem__")):
+        return False
+    try:  # a numpy dtype (h5py, zarr); tensors of other libraries take the in-memory path
+        np.dtype(X.dtype)
+    except TypeError:
+        return False
+    return len(X.shape) == 2
 
 
 def as_stream_source(X, rows: int | None = None):
