@@ -723,7 +723,8 @@ class _FSABase(_Selector, _Base):
         """As :class:`_Base`'s, but an ``np.memmap`` or a row-sliceable array-like (h5py, zarr) X is
         left as it is — :func:`jaxselect.fsa` streams it (validating every block) — and only y and
         the weights are checked here."""
-        if not (isinstance(X, np.memmap) or (is_stream_input(X) and not callable(X))):
+        streamed = isinstance(X, np.memmap) or (is_stream_input(X) and not callable(X))
+        if not streamed or np.dtype(X.dtype) not in (np.float32, np.float64):
             return super()._validate_fit(X, y, sample_weight, multi_output=multi_output, numeric=numeric)
         if len(X.shape) != 2:
             raise ValueError(f"X must be 2-D (n_samples, n_features); got shape {tuple(X.shape)}")
