@@ -6,8 +6,9 @@ This script draws one train/test split of :func:`jaxselect.datasets.make_url_lik
 N = 200 000 + 50 000 test rows, M = 500 000, 100 non-zeros per row, Bayes error 1.5 %) and fits,
 side by side on the same float32 CSR matrices:
 
-* ``fsa_logistic`` / ``fsa_lorenz``: ``js.fsa(X, y, k, loss=..., l2=..., n_iter=..., mu=...)``
-  (k = 5 000 by default), sparse X straight in (implicit standardisation, never densified);
+* ``fsa_logistic`` / ``fsa_lorenz``: ``js.fsa(X, y, k, loss=..., l2=..., n_iter=..., mu=...,
+  scale=...)`` (k = 5 000, ``scale="sparse"`` by default here), sparse X straight in (implicit
+  centring and scaling, never densified; the polish runs through the compacted sparse support);
 * ``liblinear``: ``LogisticRegression`` with the L1 penalty (liblinear) at each C of ``--C``;
   the best C by test error is the reference (optimistic for liblinear: C chosen on the test set);
 * ``sgd``: ``SGDClassifier(loss="log_loss", penalty="l1")`` at each alpha of ``--alpha``.
@@ -22,18 +23,20 @@ with ``--warm``). Test error is on the 50 000 held-out rows; ``nnz`` the non-zer
 Goal (issue 24): FSA at a lower test error than the best of the scikit-learn fits, in at most half
 of liblinear's (best C) fit time, with a peak RSS no higher than liblinear's.
 
-Findings (2 shared cores; ``benchmarks/results/bench_url*.json``): at the default size liblinear
-(C = 0.5) errs 2.96 % with 6 387 non-zeros in 60 s, 0.99 GiB; SGD 6.96 %; FSA-logistic (k = 5 000,
-30 iterations) 5.28 % in 81 s at 16.1 GiB — 67 s and ~15 GiB of it the polish, which densifies the
-(N, k) support (``anneal.polish.support_design``); without the polish 7.75 % in 14 s, 1.37 GiB.
-FSA's support is mostly rare columns (median 9–11 rows of 50 000 at the quick size against 179
-for liblinear's; a quarter of the informative columns against a half); dropping columns seen in
-fewer than 20 rows before FSA takes the quick size from 7.8 % to 5.9 % (liblinear 4.0 %).
+Findings (2 shared cores; ``benchmarks/results/bench_url.json``; the best C / l2 picked on the
+test set for every model alike): at the default size liblinear (C = 0.5) errs 2.95 % with 6 390
+non-zeros in 87 s, 0.99 GiB; SGD 6.96 %; FSA-Lorenz (k = 5 000, 30 iterations,
+``scale="sparse"``, l2 = 1e-6) 3.59 % in 34.5 s (0.40× liblinear's time), 1.38 GiB; FSA-logistic
+3.77 % in 32.8 s, 1.34 GiB. Before ``scale="sparse"`` and the operator polish (default
+standardisation, dense polish): 5.28 % in 81 s at 16.1 GiB. See docs/sparse.md for why FSA is
+still behind on error and memory.
 
 Usage::
 
     python benchmarks/bench_url.py --quick          # ~3 minutes on 2 cores
     python benchmarks/bench_url.py                  # the issue's size (~10 minutes)
+    python benchmarks/bench_url.py --methods fsa_logistic fsa_lorenz liblinear sgd --l2 1e-6 \
+        --n-iter-grid 30 --C 0.2 0.5 --alpha 1e-6  # the table of docs/sparse.md
     python benchmarks/bench_url.py --n-train 200000 --n-test 50000 --n-features 500000 --k 5000
 
 Writes ``benchmarks/results/bench_url[_quick].json`` (``--tag`` overrides the suffix).
@@ -87,7 +90,7 @@ def run_child(args) -> dict:
 
             def fit():
                 res = js.fsa(Xtr, ytr, args.k, loss=loss, l2=args.l2, n_iter=args.n_iter, mu=args.mu,
-                             polish=POLISH[args.polish])
+                             polish=POLISH[args.polish], scale=args.scale)
                 return jax.block_until_ready(res)
 
             t0 = time.perf_counter()
@@ -101,7 +104,7 @@ def run_child(args) -> dict:
             coef = np.zeros(Xtr.shape[1])
             coef[support] = np.asarray(res.coef, dtype=np.float64)
             intercept = float(res.intercept)
-            extra.update(status=int(res.status), polish=args.polish, l2=args.l2, n_iter=args.n_iter, mu=args.mu, k=args.k,
+            extra.update(status=int(res.status), polish=args.polish, scale=args.scale, l2=args.l2, n_iter=args.n_iter, mu=args.mu, k=args.k,
                          final_loss=float(np.asarray(res.loss_path)[-1]))
         elif args.child == "liblinear":
             from common import l1_logistic
@@ -143,7 +146,8 @@ def run_child(args) -> dict:
 def _child(args, method: str, **opts) -> dict | None:
     cmd = [sys.executable, os.path.abspath(__file__), "--child", method, "--data", args.data,
            "--k", str(args.k), "--n-iter", str(opts.get("n_iter", args.n_iter)), "--mu", str(args.mu),
-           "--sgd-epochs", str(args.sgd_epochs), "--polish", str(opts.get("polish", args.polish))]
+           "--sgd-epochs", str(args.sgd_epochs), "--polish", str(opts.get("polish", args.polish)),
+           "--scale", str(opts.get("scale", args.scale))]
     for name in ("C", "alpha", "l2"):
         if name in opts:
             cmd += [f"--{name}", str(opts[name])]
@@ -251,7 +255,7 @@ def run_parent(args) -> None:
             "half_time": f["fit_s"] <= 0.5 * ll["fit_s"],
             "rss_no_higher": f["peak_rss"] <= ll["peak_rss"],
         }
-    cols = ["method", "C", "alpha", "l2", "n_iter", "polish", "test_error", "nnz", "fit_s", "fit2_s", "peak_rss_gib"]
+    cols = ["method", "C", "alpha", "l2", "n_iter", "scale", "polish", "test_error", "nnz", "fit_s", "fit2_s", "peak_rss_gib"]
     for r in rows:
         r["peak_rss_gib"] = r["peak_rss"] / 2**30
     print(table(rows, cols))
@@ -285,6 +289,7 @@ def main(argv=None):
     p.add_argument("--n-iter-grid", type=int, nargs="+", default=None, help="FSA n_iter values to run")
     p.add_argument("--mu", type=float, default=300.0)
     p.add_argument("--polish", choices=sorted(POLISH), default="auto", help="js.fsa's polish (auto: its default)")
+    p.add_argument("--scale", choices=["std", "sparse"], default="sparse", help="js.fsa's column scale rule")
     p.add_argument("--polish-both", action="store_true", help="run every FSA setting with polish off and auto")
     p.add_argument("--op-timing", action="store_true", help="time one SparseDesign mv/rmv (and scipy's) at this size")
     p.add_argument("--sgd-epochs", type=int, default=20)
@@ -309,7 +314,7 @@ def main(argv=None):
             setattr(args, name, value)
     args.C = args.C or [0.05, 0.1, 0.2, 0.5]
     args.alpha = args.alpha or [1e-6, 1e-5]
-    args.l2 = args.l2 or [1e-4]
+    args.l2 = args.l2 or [1e-6]
     args.n_iter_grid = args.n_iter_grid or [args.n_iter]
     run_parent(args)
 

@@ -14,6 +14,11 @@ rows and assembles the global arrays with ``jax.make_array_from_process_local_da
 ``prepare`` + ``cs_fr``, ``glm_omp`` (logistic and 3-class softmax), ``greedy_rls`` and ``fsa`` with
 ``sample_weight=w`` (0 on the padding rows). The results equal a single-process run on all 101 rows (``tests/test_multiprocess.py``
 checks this). Process 0 prints a summary and, with ``--out``, saves the results (``.npz``).
+
+``--sparse`` runs the sparse case instead: each process holds its CSR block of a 101 × 40 sparse X
+and passes it to ``js.shard_rows`` (a row-sharded ``SparseDesign``: per-device blocks of entries,
+padded to a common count); the front door's column summary, ``prepare(gram=False)`` + ``cs_omp`` /
+``cs_fr`` (lazy Gram columns) and ``fsa`` equal a single-process run.
 """
 
 from __future__ import annotations
@@ -79,6 +84,73 @@ def solve(X, y, labels, classes, sample_weight=None):
     return {k: np.asarray(jnp.asarray(v)) for k, v in out.items()}
 
 
+def make_sparse_data(seed: int = 1):
+    """A sparse data set (CSR, 101 × 40, ~20 % non-zero): column 0 is empty in the first 60 rows
+    (constant in process 0's rows, not over all rows: the summary must be global), column 39 is
+    empty (inert); y depends on columns 0, 3 and 17."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    X = sp.random(N_ROWS, 40, density=0.2, format="lil", random_state=seed, dtype=np.float32)
+    X[:60, 0] = 0.0
+    X[60:, 0] = rng.normal(size=(N_ROWS - 60, 1)).astype(np.float32) + 1.0
+    X[:, 39] = 0.0
+    X = X.tocsr()
+    X.eliminate_zeros()
+    dense = X.toarray()
+    y = (2 * dense[:, 0] - 3 * dense[:, 3] + 2.5 * dense[:, 17] + 0.05 * rng.normal(size=N_ROWS)).astype(np.float32)
+    return X, y
+
+
+def solve_sparse(X, y, sample_weight=None):
+    """The sparse case: the front door's column summary, ``prepare(gram=False)`` (lazy Gram
+    columns) + ``cs_omp`` / ``cs_fr`` and ``fsa``; a dict of numpy results."""
+    import jax.numpy as jnp
+
+    import jaxselect as js
+
+    summary = js.as_data(X, targets=None, sample_weight=sample_weight).summary
+    problem = js.prepare(X, y, gram=False, sample_weight=sample_weight)
+    omp = js.cs_omp(problem, k=5)
+    fr = js.cs_fr(problem, k=5)
+    fsa = js.fsa(X, y, 3, n_iter=40, l2=1e-3, sample_weight=sample_weight)
+    out = {
+        "summary_mean": summary.mean,
+        "summary_scale": summary.scale,
+        "summary_live": summary.live,
+        "cs_omp_order": omp.order,
+        "cs_omp_coef": omp.coef,
+        "cs_omp_objective": omp.objective,
+        "cs_fr_order": fr.order,
+        "cs_fr_coef": fr.coef,
+        "fsa_support": fsa.support,
+        "fsa_coef": fsa.coef,
+        "fsa_intercept": fsa.intercept,
+    }
+    return {k: np.asarray(jnp.asarray(v)) for k, v in out.items()}
+
+
+def run_sparse(args, mesh) -> None:
+    """``--sparse``: each process passes its CSR rows to ``js.shard_rows`` (a row-sharded SparseDesign)."""
+    import jax
+
+    import jaxselect as js
+
+    X, y = make_sparse_data()
+    mine = rows_of(args.process_id, args.num_processes)
+    Xs, ys, w = js.shard_rows(X[mine], y[mine], mesh=mesh)  # this process's CSR rows -> global design
+    results = solve_sparse(Xs, ys, sample_weight=w)
+    n_real = int(w.sum())
+    if jax.process_index() == 0:
+        print(
+            f"{jax.process_count()} processes, {jax.device_count()} devices; global sparse X {Xs.shape} "
+            f"({n_real} real rows); cs_omp order {results['cs_omp_order'].tolist()}, cs_fr order "
+            f"{results['cs_fr_order'].tolist()}, fsa {results['fsa_support'].tolist()}"
+        )
+        if args.out:
+            np.savez(args.out, **results)
+
+
 def run_process(args) -> None:
     os.environ["XLA_FLAGS"] = (
         os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={args.local_devices}"
@@ -92,6 +164,10 @@ def run_process(args) -> None:
     import jaxselect as js
 
     mesh = jax.make_mesh((jax.device_count(),), ("data",))  # every device of every process
+    if args.sparse:
+        run_sparse(args, mesh)
+        jax.distributed.shutdown()
+        return
     X, y, labels, classes = make_data()
     mine = rows_of(args.process_id, args.num_processes)
     # this process's rows -> global row-sharded arrays (padded per process) + row weights (0 = padding)
@@ -128,7 +204,7 @@ def spawn_local(args) -> int:
         coordinator,
         "--local-devices",
         str(args.local_devices),
-    ]
+    ] + (["--sparse"] if args.sparse else [])
     procs = [
         subprocess.Popen(base + ["--process-id", str(i)] + (["--out", args.out] if args.out and i == 0 else []))
         for i in range(args.num_processes)
@@ -152,6 +228,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--local-devices", type=int, default=2, help="host (CPU) devices per process")
     parser.add_argument("--spawn-local", action="store_true", help="start all processes on this machine")
+    parser.add_argument("--sparse", action="store_true", help="the sparse case: each process holds a CSR block")
     parser.add_argument("--out", default=None, help="process 0 saves the results here (.npz)")
     parser.add_argument("--timeout", type=float, default=300.0, help="--spawn-local: seconds to wait")
     args = parser.parse_args(argv)

@@ -83,7 +83,7 @@ from jaxselect.status import (
 )
 from jaxselect.streaming import prepare_from_batches, row_batches
 
-__version__ = "0.2.0"
+__version__ = "0.4.0.dev0"
 
 __all__ = [
     "ILL_CONDITIONED",

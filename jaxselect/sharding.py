@@ -45,7 +45,17 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 from jaxselect._compat import Tracer, is_tracer, no_mesh
 
-__all__ = ["data_mesh", "shard_rows", "row_sharding", "any_mesh"]
+__all__ = ["data_mesh", "shard_rows", "row_sharding", "any_mesh", "register_row_handler"]
+
+#: ``(accepts, handler)`` pairs for an X this layer does not place itself: ``shard_rows(X, ...)``
+#: returns ``handler(X, *rest, mesh=, axis=, weights=)`` for the first ``accepts(X)``. Sparse X
+#: registers here (``jaxselect.design.sparse_shard``), which this layer may not import.
+_ROW_HANDLERS: list = []
+
+
+def register_row_handler(accepts, handler) -> None:
+    """Let :func:`shard_rows` place an X of another kind (first argument) with ``handler``."""
+    _ROW_HANDLERS.append((accepts, handler))
 
 
 def data_mesh(devices=None, axis: str = "data") -> Mesh:
@@ -127,8 +137,14 @@ def shard_rows(*arrays, mesh: Mesh | None = None, axis: str = "data", weights: b
     One array, ``js.shard_rows(X)``, returns just the sharded array (as before 0.4) and needs n to
     be a multiple of the device count; ``weights=True`` returns ``(Xs, w)`` with padding instead.
 
+    Sparse X (``scipy.sparse``, BCOO/BCSR, or an unsharded ``SparseDesign``) as the first array:
+    ``Xs`` is a row-sharded :class:`~jaxselect.design.ShardedSparseDesign` (each device holds the
+    entries of its own rows, padded to a common count; never densified) that every solver taking
+    sparse X accepts as X; it and the other arrays live on ``mesh``'s devices with ``Auto`` axes
+    (:mod:`jaxselect.design.sparse_shard`).
+
     Several processes (``jax.process_count() > 1``, after ``jax.distributed.initialize``): each
-    process passes *its own* rows (numpy); every process is padded to the same number of rows (a
+    process passes *its own* rows (numpy, or its CSR block of a sparse X); every process is padded to the same number of rows (a
     multiple of its device count on the mesh) and the global arrays are assembled with
     ``jax.make_array_from_process_local_data``. Every process must call this with the same shapes
     except for the number of rows.
@@ -157,6 +173,9 @@ def shard_rows(*arrays, mesh: Mesh | None = None, axis: str = "data", weights: b
     """
     if not arrays:
         raise ValueError("shard_rows needs at least one array, e.g. shard_rows(X, y)")
+    for accepts, handler in _ROW_HANDLERS:
+        if accepts(arrays[0]):
+            return handler(*arrays, mesh=mesh, axis=axis, weights=weights)
     arrays = [_as_rows(a, i, len(arrays)) for i, a in enumerate(arrays)]
     n = arrays[0].shape[0]
     for i, a in enumerate(arrays[1:], start=1):

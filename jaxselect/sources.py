@@ -18,16 +18,22 @@ At the paper's size (N = 10⁶, M = 10⁵) X is 400 GB in float32, so it is neve
 (i, j) is a pure function of ``(seed, i, j)``. A 32-bit integer hash (two rounds of the
 "lowbias32" mixer, one per row and one per entry) gives 23 uniform bits, turned into a normal by
 the inverse CDF (``√2·erfinv(2u − 1)``, u never 0 or 1, so |ε| ≤ 5.3). Whatever rows, columns,
-order or block shape are asked for, an entry is the same value, bitwise, on one backend. The
-products :meth:`EquicorrelatedSource.matvec_block` / :meth:`~EquicorrelatedSource.rmatvec_block`
-generate the entries inside the same compiled kernel as the product, one cache-sized tile of rows
-at a time (:data:`TILE_ENTRIES`), so the block itself is never stored.
+order or block shape are asked for, an entry is the same value, bitwise, on one backend.
+
+The products :meth:`EquicorrelatedSource.matvec_block`,
+:meth:`~EquicorrelatedSource.rmatvec_block`, the fused gradient
+:meth:`~EquicorrelatedSource.gradient_block` and the column moments
+:meth:`~EquicorrelatedSource.moments_block` generate the entries inside the same compiled kernel
+as the product, one cache-sized tile of rows at a time (:data:`TILE_ENTRIES`), so the block itself
+is never stored. They generate ε only and add the rank-one part ``α z 1ᵀ`` in closed form
+(``X v = E v + α z (1ᵀv)``, ``uᵀX = uᵀE + α (uᵀz) 1ᵀ``), so they equal the products of
+:meth:`~EquicorrelatedSource.block` to float32 rounding (not bitwise).
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -107,7 +113,6 @@ def _entries(rows, cols, keys, alpha, dtype):
     return alpha.astype(dtype) * z[:, None] + eps
 
 
-@partial(jax.jit, static_argnames=("dtype",))
 def _block(rows, cols, keys, alpha, *, dtype):
     return _entries(rows, cols, keys, alpha, dtype)
 
@@ -128,30 +133,119 @@ def _tiles(row_start, n_rows: int, n_samples, n_cols: int):
     return rt, starts, jnp.minimum(row_start + n_rows, n_samples)
 
 
-@partial(jax.jit, static_argnames=("n_rows",))
+#: XLA option of the kernels on CPU: 512-bit vectors (XLA prefers 256). Where AVX-512 exists the
+#: generation ran 1.5× faster on a lightly loaded 2-core machine (7.5–8.1·10⁸ against 5.1–5.2·10⁸
+#: entries per CPU second, three runs) and no faster under heavy load (both 2.8·10⁸); no value
+#: changes (XLA contracts nothing to FMA; tested bitwise)
+_CPU_KERNEL_OPTIONS = {"xla_cpu_prefer_vector_width": 512}
+
+
+def _kernel(name: str):
+    """The jitted kernel ``name``: with :data:`_CPU_KERNEL_OPTIONS` when called at top level on CPU.
+
+    Inside an outer ``jax.jit`` (where XLA refuses per-function options) it is the plain jitted
+    function, inlined and compiled with the outer function's options.
+    """
+    return _jitted(name, _top_level() and jax.default_backend() == "cpu")
+
+
+@functools.cache
+def _jitted(name: str, with_options: bool):
+    fun, static = _KERNELS[name]
+    return jax.jit(fun, static_argnames=static, compiler_options=_CPU_KERNEL_OPTIONS if with_options else None)
+
+
+def _top_level() -> bool:
+    """Whether no JAX transformation is tracing (private API; False, the safe answer, if it moved)."""
+    try:
+        from jax._src import core
+
+        return bool(core.trace_state_clean())
+    except (ImportError, AttributeError):  # pragma: no cover - depends on the JAX version
+        return False
+
+
+def _col_keys(cols: jax.Array, keys: jax.Array) -> jax.Array:
+    return cols.astype(jnp.uint32) * _U32(_COL_MULT) + keys[1]
+
+
+def _tile_parts(rows, col_keys, keys, alpha, dtype):
+    """ε (R, m) of a tile of rows, and α·z (R,) of its rows: the tile's X is ``α z 1ᵀ + ε``."""
+    eps = _normal_from_bits(_mix(_row_keys(rows, keys[0])[:, None] ^ col_keys[None, :])).astype(dtype)
+    return eps, alpha.astype(dtype) * _common_factor(rows, keys).astype(dtype)
+
+
 def _matvec(row_start, n_samples, cols, v, keys, alpha, *, n_rows: int):
     rt, starts, stop = _tiles(row_start, n_rows, n_samples, cols.shape[0])
+    ck, sv = _col_keys(cols, keys), jnp.sum(v)
 
     def tile(start):
         rows = start + jnp.arange(rt, dtype=jnp.int32)
-        out = _entries(rows, cols, keys, alpha, v.dtype) @ v
-        return jnp.where(rows < stop, out, jnp.zeros((), v.dtype))
+        eps, az = _tile_parts(rows, ck, keys, alpha, v.dtype)
+        return jnp.where(rows < stop, eps @ v + az * sv, jnp.zeros((), v.dtype))
 
     return jax.lax.map(tile, starts).reshape(-1)[:n_rows]
 
 
-@partial(jax.jit, static_argnames=("n_rows",))
 def _rmatvec(row_start, n_samples, cols, u, keys, alpha, *, n_rows: int):
     rt, starts, stop = _tiles(row_start, n_rows, n_samples, cols.shape[0])
+    ck = _col_keys(cols, keys)
     u = jnp.pad(u, (0, rt * starts.shape[0] - n_rows))
 
     def tile(t, acc):
         rows = starts[t] + jnp.arange(rt, dtype=jnp.int32)
         ut = jax.lax.dynamic_slice_in_dim(u, t * rt, rt)
         ut = jnp.where(rows < stop, ut, jnp.zeros((), u.dtype))
-        return acc + ut @ _entries(rows, cols, keys, alpha, u.dtype)
+        eps, az = _tile_parts(rows, ck, keys, alpha, u.dtype)
+        return acc + (ut @ eps + ut @ az)
 
     return jax.lax.fori_loop(0, starts.shape[0], tile, jnp.zeros(cols.shape[0], u.dtype))
+
+
+def _gradient(row_start, n_samples, cols, v, keys, alpha, *, n_rows: int, fn):
+    rt, starts, stop = _tiles(row_start, n_rows, n_samples, cols.shape[0])
+    ck, sv = _col_keys(cols, keys), jnp.sum(v)
+    zero = jnp.zeros((), v.dtype)
+
+    def tile(g, start):
+        rows = start + jnp.arange(rt, dtype=jnp.int32)
+        live = rows < stop
+        eps, az = _tile_parts(rows, ck, keys, alpha, v.dtype)  # the tile's entries, generated once
+        s = jnp.where(live, eps @ v + az * sv, zero)
+        u = jnp.asarray(fn(s, rows))
+        if u.shape != (rt,):
+            raise ValueError(
+                f"fn(s, rows) must return one weight per row, shape ({rt},); got shape {u.shape}"
+            )
+        u = jnp.where(live, u.astype(v.dtype), zero)  # rows past the block: no weight, even NaN
+        return g + (u @ eps + u @ az), s
+
+    g, s = jax.lax.scan(tile, jnp.zeros(cols.shape[0], v.dtype), starts)
+    return s.reshape(-1)[:n_rows], g
+
+
+def _moments(row_start, n_samples, cols, keys, alpha, *, n_rows: int, dtype):
+    rt, starts, stop = _tiles(row_start, n_rows, n_samples, cols.shape[0])
+    ck = _col_keys(cols, keys)
+
+    def tile(acc, start):
+        rows = start + jnp.arange(rt, dtype=jnp.int32)
+        w = (rows < stop).astype(dtype)  # rows past the block or N: weight 0
+        eps, az = _tile_parts(rows, ck, keys, alpha, dtype)
+        x = az[:, None] + eps
+        return acc + jnp.stack([w @ x, w @ (x * x)]), None
+
+    acc, _ = jax.lax.scan(tile, jnp.zeros((2, cols.shape[0]), dtype), starts)
+    return acc[0], acc[1]
+
+
+_KERNELS = {
+    "block": (_block, ("dtype",)),
+    "moments": (_moments, ("n_rows", "dtype")),
+    "matvec": (_matvec, ("n_rows",)),
+    "rmatvec": (_rmatvec, ("n_rows",)),
+    "gradient": (_gradient, ("n_rows", "fn")),
+}
 
 
 class EquicorrelatedSource:
@@ -262,6 +356,15 @@ class EquicorrelatedSource:
             raise IndexError(f"{name} must lie in [0, {size}); got values in [{idx.min()}, {idx.max()}]")
         return idx.astype(np.int32)
 
+    def _kernel_cols(self, cols) -> jax.Array:
+        """The fused kernels' columns: validated on the host, or taken as they are when traced
+        (inside an outer ``jax.jit``, e.g. a working set that changes every iteration)."""
+        if isinstance(cols, jax.core.Tracer):
+            if cols.ndim != 1 or not jnp.issubdtype(cols.dtype, jnp.integer):
+                raise TypeError(f"cols must be a 1-D integer array; got shape {cols.shape}, dtype {cols.dtype}")
+            return cols.astype(jnp.int32)
+        return jnp.asarray(self._cols(cols))
+
     def _alpha(self):
         return jnp.asarray(self.alpha, dtype=jnp.float32)
 
@@ -277,7 +380,7 @@ class EquicorrelatedSource:
           (len(rows), len(cols)) ``jax.Array`` of :attr:`dtype`.
         """
         r, c = self._rows(rows), self._cols(cols)
-        return _block(jnp.asarray(r), jnp.asarray(c), jnp.asarray(self.keys), self._alpha(), dtype=self.dtype)
+        return _kernel("block")(jnp.asarray(r), jnp.asarray(c), jnp.asarray(self.keys), self._alpha(), dtype=self.dtype)
 
     def common_factor(self, rows) -> np.ndarray:
         """(len(rows),) the rows' z_i of eq. (18) (float32)."""
@@ -342,11 +445,11 @@ class EquicorrelatedSource:
           (n_rows,) ``jax.Array``.
         """
         n_rows = check_int(n_rows, "n_rows", low=1)
-        c = jnp.asarray(self._cols(cols))
+        c = self._kernel_cols(cols)
         v = jnp.asarray(v, dtype=self.dtype)
         if v.shape != c.shape:
             raise ValueError(f"v must have shape {c.shape} (one entry per column); got {v.shape}")
-        return _matvec(
+        return _kernel("matvec")(
             jnp.asarray(row_start, jnp.int32), jnp.int32(self.shape[0]), c, v, jnp.asarray(self.keys),
             self._alpha(), n_rows=n_rows,
         )
@@ -366,13 +469,93 @@ class EquicorrelatedSource:
           (m,) ``jax.Array``.
         """
         n_rows = check_int(n_rows, "n_rows", low=1)
-        c = jnp.asarray(self._cols(cols))
+        c = self._kernel_cols(cols)
         u = jnp.asarray(u, dtype=self.dtype)
         if u.shape != (n_rows,):
             raise ValueError(f"u must have shape ({n_rows},) (one entry per row of the block); got {u.shape}")
-        return _rmatvec(
+        return _kernel("rmatvec")(
             jnp.asarray(row_start, jnp.int32), jnp.int32(self.shape[0]), c, u, jnp.asarray(self.keys),
             self._alpha(), n_rows=n_rows,
+        )
+
+    def gradient_block(self, row_start, n_rows: int, cols, v, fn) -> tuple[jax.Array, jax.Array]:
+        """Scores and gradient of one row block in one pass: each entry generated once.
+
+        With ``X_b = X[row_start:row_start+n_rows, cols]``: ``s = X_b @ v`` (raw, unstandardised
+        scores), ``u = fn(s, rows)`` and ``g = u @ X_b``. The rows are processed one cache-sized
+        tile at a time (:data:`TILE_ENTRIES` entries): the tile is generated, multiplied by ``v``,
+        weighted by ``fn`` and multiplied back, so no more than one tile is ever materialised.
+
+        Rows at or past N (the overhang of a last block of fixed ``n_rows``) get ``s = 0`` and
+        contribute nothing to ``g`` (their weight is replaced by 0 whatever ``fn`` returns, NaN
+        included). ``fn`` sees them, and the padding rows of the last tile (row numbers up to
+        ``row_start + n_rows + R − 1``), so per-row data it indexes by row number must tolerate
+        out-of-range indices (``jnp.clip`` them, or rely on JAX's clamped gathers).
+        Compiled once per (n_rows, len(cols), dtype, fn): ``fn`` is a static argument, so pass the
+        same (hashable) function object every time, not a fresh lambda; ``row_start`` is traced.
+
+        Args:
+          row_start: first row (int or int32 scalar).
+          n_rows: static number of rows of the block (≥ 1).
+          cols: 1-D integer array of the columns (m,), any subset, any order, repeats allowed
+            (checked against M on the host; a traced array inside ``jax.jit`` is not checked).
+          v: (m,) coefficients (its dtype is the products').
+          fn: jax-traceable ``fn(s, rows) -> u``, pointwise per row: ``s`` (R,) scores of a tile of
+            R rows, ``rows`` (R,) int32 their global row numbers (``row_start + offset``, so ``fn``
+            can index per-row data such as targets by them); returns (R,) weights.
+
+        Returns:
+          ``(s, g)``: s (n_rows,) scores, g (m,) the weighted column sums ``u @ X_b``.
+
+        >>> import numpy as np, jax.numpy as jnp, jaxselect as js
+        >>> src = js.datasets.equicorrelated(1000, 200, n_informative=5, seed=1)
+        >>> def weights(s, rows):  # one function object: compiled once
+        ...     return jnp.tanh(s)
+        >>> cols, v = np.array([3, 7]), np.array([1.0, -1.0], np.float32)
+        >>> s, g = src.gradient_block(100, 50, cols, v, weights)
+        >>> Xb = np.asarray(src.block(slice(100, 150), cols), np.float64)
+        >>> bool(np.allclose(s, Xb @ v, atol=1e-5) and np.allclose(g, np.tanh(Xb @ v) @ Xb, atol=1e-4))
+        True
+        """
+        n_rows = check_int(n_rows, "n_rows", low=1)
+        if not callable(fn):
+            raise TypeError(f"fn must be a callable fn(s, rows) -> weights; got {type(fn).__name__}")
+        c = self._kernel_cols(cols)
+        v = jnp.asarray(v, dtype=self.dtype)
+        if v.shape != c.shape:
+            raise ValueError(f"v must have shape {c.shape} (one entry per column); got {v.shape}")
+        return _kernel("gradient")(
+            jnp.asarray(row_start, jnp.int32), jnp.int32(self.shape[0]), c, v, jnp.asarray(self.keys),
+            self._alpha(), n_rows=n_rows, fn=fn,
+        )
+
+    def moments_block(self, row_start, n_rows: int, cols) -> tuple[jax.Array, jax.Array]:
+        """Column sums ``Σ_i x_ij`` and ``Σ_i x_ij²`` over a row block, each entry generated once.
+
+        The pass of a standardisation (column means and variances) without materialising the
+        block: one cache-sized tile at a time, as :meth:`gradient_block`. Rows at or past N count
+        for nothing. Compiled once per (n_rows, len(cols), dtype); ``row_start`` is traced.
+
+        Args:
+          row_start: first row (int or int32 scalar).
+          n_rows: static number of rows of the block (≥ 1).
+          cols: 1-D integer array of the columns (m,).
+
+        Returns:
+          ``(sums, sums_of_squares)``, each (m,) of :attr:`dtype`.
+
+        >>> import numpy as np, jaxselect as js
+        >>> src = js.datasets.equicorrelated(1000, 200, n_informative=5, seed=1)
+        >>> s1, s2 = src.moments_block(0, 1000, np.arange(200))
+        >>> X = np.asarray(src.block(slice(None)), np.float64)
+        >>> bool(np.allclose(s1, X.sum(0), atol=1e-2) and np.allclose(s2, (X * X).sum(0), rtol=1e-5))
+        True
+        """
+        n_rows = check_int(n_rows, "n_rows", low=1)
+        c = self._kernel_cols(cols)
+        return _kernel("moments")(
+            jnp.asarray(row_start, jnp.int32), jnp.int32(self.shape[0]), c, jnp.asarray(self.keys),
+            self._alpha(), n_rows=n_rows, dtype=self.dtype,
         )
 
 

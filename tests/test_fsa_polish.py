@@ -212,7 +212,7 @@ def test_implicit_derivative_matches_finite_differences(x64):
 
 def test_one_polish_program_per_shape():
     X, _, labels = _problem(9)
-    compiled = sys.modules["jaxselect.anneal.polish"].polish
+    compiled = sys.modules["jaxselect.anneal.polish"]._polish  # the jitted solve
     js.fsa(X, labels, 9, loss="logistic", n_iter=NITER)
     programs = compiled._cache_size()
     assert k_bucket(9, M) == k_bucket(10, M)
@@ -245,3 +245,61 @@ def test_polish_false_is_the_schedule():
     out = ref.masked_fsa(X, y, K, n_iter=NITER, mu=300.0, lr=0.05)
     np.testing.assert_array_equal(a.support, out["support"])
     np.testing.assert_allclose(a.coef, out["coef"], rtol=2e-3, atol=2e-4)
+
+
+# -- the operator polish of sparse designs (compacted support, preconditioned L-BFGS) -------------
+def _sparse_problem(seed=0, n=400, m=60):
+    rng = np.random.default_rng(seed)
+    X = (rng.uniform(size=(n, m)) < np.geomspace(0.6, 0.01, m)).astype(np.float32)
+    X[:, :3] = rng.lognormal(size=(n, 3))
+    score = X[:, [0, 4, 9, 30]] @ np.array([1.0, 2.0, -2.0, 3.0]) + 0.3 * rng.normal(size=n)
+    return X, (score > np.median(score)).astype(np.float32), rng
+
+
+@pytest.mark.parametrize("loss, weighted", [("logistic", False), ("logistic", True), ("lorenz", False)])
+def test_operator_polish_equals_dense_polish(monkeypatch, loss, weighted):
+    """A sparse support over the dense budget is polished through the compacted operator: same
+    minimiser as the dense Newton polish, at F no larger (to float32 rounding), status 0."""
+    import scipy.sparse as sp
+
+    polish_module = sys.modules["jaxselect.anneal.polish"]
+    X, labels, rng = _sparse_problem(1)
+    w = rng.integers(0, 3, len(X)).astype(np.float32) if weighted else None
+    kw = dict(loss=loss, n_iter=40, l2=1e-3, sample_weight=w, scale="sparse")
+    calls = []
+    real = polish_module._polish
+
+    def spy(problem, *args):
+        calls.append(problem.design.shape)  # (args: cols, coef, intercept, active, tol, max_iter, compacted)
+        return real(problem, *args)
+
+    monkeypatch.setattr(polish_module, "_polish", spy)
+    dense = js.fsa(sp.csr_matrix(X), labels, 8, **kw)
+    monkeypatch.setattr(polish_module, "DENSE_SUPPORT_BYTES", 0)
+    operator = js.fsa(sp.csr_matrix(X), labels, 8, **kw)
+    assert calls[0] == X.shape and calls[1] == (len(X), k_bucket(8, X.shape[1]))  # full design, then the compacted support
+    assert operator.support.tolist() == dense.support.tolist()
+    assert int(operator.status) == int(dense.status) == 0
+    np.testing.assert_allclose(operator.coef, dense.coef, rtol=5e-3, atol=5e-3)
+    np.testing.assert_allclose(operator.intercept, dense.intercept, rtol=5e-3, atol=5e-3)
+    f_dense = _objective_l2(X, labels, dense, loss, 1e-3, w)
+    f_op = _objective_l2(X, labels, operator, loss, 1e-3, w)
+    assert f_op <= f_dense * (1 + 1e-5)
+    raw = js.fsa(sp.csr_matrix(X), labels, 8, **dict(kw, polish=False))
+    assert _objective_l2(X, labels, raw, loss, 1e-3, w) > f_op * (1 + 1e-3)  # the polish did something
+
+
+def _objective_l2(X, labels, res, loss, l2, w):
+    """F of scale="sparse" in float64: weighted mean margin loss + (l2/2)‖c‖², c the rescaled
+    coefficients (c_j = raw_j·σ_j/√f_j)."""
+    X = np.asarray(X, np.float64)
+    wv = np.ones(len(X)) if w is None else np.asarray(w, np.float64)
+    S = np.asarray(res.support)
+    mean = wv @ X / wv.sum()
+    std = np.sqrt(wv @ (X - mean) ** 2 / wv.sum())
+    fill = wv @ (X != 0) / wv.sum()
+    raw = np.asarray(res.coef, np.float64)
+    s = X[:, S] @ raw + float(res.intercept)
+    sign = np.where(labels > 0, 1.0, -1.0)
+    c = raw * std[S] / np.sqrt(fill[S])
+    return float(wv @ _margin_loss(loss, sign * s) / wv.sum() + 0.5 * l2 * c @ c)

@@ -1,5 +1,6 @@
 """The counter-based eq. (18) source (jaxselect/sources.py): entries independent of how they are
-asked, the right distribution, fused products equal to the materialised ones, labels of eq. (17).
+asked, the right distribution, fused products (and the fused gradient) equal to the materialised
+ones, labels of eq. (17).
 """
 
 import jax
@@ -149,6 +150,126 @@ def test_fused_products_in_float64(x64):
     np.testing.assert_allclose(np.asarray(src.rmatvec_block(0, 90, np.arange(40), u)), u @ X, rtol=1e-12, atol=1e-12)
 
 
+def _logistic_weights_of(y):
+    """A gradient's pointwise weights, u_i = σ(s_i) − y_i, indexing the targets by the global row."""
+    yj = jnp.asarray(y, jnp.float32)
+
+    def fn(s, rows):
+        return jax.nn.sigmoid(s) - yj[jnp.clip(rows, 0, yj.shape[0] - 1)]
+
+    return fn
+
+
+def test_gradient_block_equals_the_materialised_products(source, full):
+    rng = np.random.default_rng(5)
+    y = source.targets()
+    fn = _logistic_weights_of(y)
+    cases = [
+        (rng.choice(300, 57, replace=False), 128, (0, 256, 600)),  # any subset, any order; 600 overhangs
+        (rng.choice(300, 1000), 300, (0, 500)),  # repeated columns, several tiles (the last padded)
+        (np.array([299]), 700, (0,)),  # one column, the whole of N in one tile
+    ]
+    for cols, n_rows, starts in cases:
+        v = (0.2 * rng.standard_normal(cols.size)).astype(np.float32)
+        for start in starts:
+            s, g = source.gradient_block(start, n_rows, cols, v, fn)
+            assert s.shape == (n_rows,) and g.shape == (cols.size,) and s.dtype == g.dtype == jnp.float32
+            live = full[start : start + n_rows][:, cols].astype(np.float64)  # block()'s entries
+            n_live = live.shape[0]
+            s_ref = live @ v
+            u_ref = 1.0 / (1.0 + np.exp(-s_ref)) - y[start : start + n_live]
+            scale = np.sqrt(cols.size)
+            np.testing.assert_allclose(np.asarray(s)[:n_live], s_ref, rtol=1e-5, atol=2e-6 * scale)
+            np.testing.assert_array_equal(np.asarray(s)[n_live:], 0.0)  # rows at or past N
+            np.testing.assert_allclose(np.asarray(g), u_ref @ live, rtol=1e-5, atol=2e-6 * np.sqrt(n_live))
+            # and the same as the two separate fused products with the same weights
+            mv = source.matvec_block(start, n_rows, cols, v)
+            np.testing.assert_allclose(np.asarray(mv), np.asarray(s), atol=1e-5)
+            u = np.zeros(n_rows, np.float32)
+            u[:n_live] = u_ref
+            np.testing.assert_allclose(
+                np.asarray(source.rmatvec_block(start, n_rows, cols, u)), np.asarray(g), rtol=1e-5, atol=1e-4
+            )
+
+
+def test_gradient_block_gets_global_rows_and_ignores_the_overhang(source, full):
+    cols = np.array([3, 250, 17])
+    v = np.ones(3, np.float32)
+
+    def row_number(s, rows):  # u_i = i: g = Σ_i i·x_i over the live rows
+        return rows.astype(s.dtype)
+
+    _, g = source.gradient_block(640, 100, cols, v, row_number)
+    live = full[640:700][:, cols].astype(np.float64)
+    np.testing.assert_allclose(np.asarray(g), np.arange(640, 700) @ live, rtol=1e-5)
+
+    def nan_past_the_end(s, rows):  # whatever fn says about rows past N, they weigh nothing
+        return jnp.where(rows >= 700, jnp.float32(jnp.nan), jnp.ones_like(s))
+
+    s, g = source.gradient_block(640, 100, cols, v, nan_past_the_end)
+    assert np.all(np.isfinite(np.asarray(s))) and np.all(np.isfinite(np.asarray(g)))
+    np.testing.assert_allclose(np.asarray(g), live.sum(axis=0), rtol=1e-5)
+
+
+def test_gradient_block_compiles_once_per_shape_and_fn(source, full):
+    traces = []
+
+    def fn(s, rows):
+        traces.append(1)  # runs only when the kernel is traced
+        return jnp.tanh(s)
+
+    rng = np.random.default_rng(8)
+    for start in (0, 64, 320, 650):  # row_start is traced
+        cols = rng.choice(300, 40, replace=False)  # other columns of the same count: same program
+        v = rng.standard_normal(40).astype(np.float32)
+        s, g = source.gradient_block(start, 64, cols, v, fn)
+        live = full[start : start + 64][:, cols].astype(np.float64)
+        np.testing.assert_allclose(np.asarray(g), np.tanh(live @ v) @ live, rtol=1e-4, atol=1e-4)
+    assert len(traces) == 1
+    # inside an outer jit (where the kernel is inlined, without its own compiler options), with
+    # the columns traced too (a working set that changes every iteration)
+    f = jax.jit(lambda st, cc, vv: source.gradient_block(st, 64, cc, vv, fn))
+    s_in, g_in = f(jnp.int32(650), jnp.asarray(cols), jnp.asarray(v))
+    np.testing.assert_allclose(np.asarray(s_in), np.asarray(s), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(g_in), np.asarray(g), rtol=1e-5, atol=1e-5)
+    mv = jax.jit(lambda cc, vv: source.matvec_block(650, 64, cc, vv))(jnp.asarray(cols), jnp.asarray(v))
+    np.testing.assert_allclose(np.asarray(mv), np.asarray(s), rtol=1e-5, atol=1e-5)
+
+
+def test_moments_block_equals_the_materialised_sums(source, full):
+    rng = np.random.default_rng(12)
+    for cols, n_rows, start in [(rng.choice(300, 1000), 300, 500), (np.array([7, 3]), 128, 0)]:
+        s1, s2 = source.moments_block(start, n_rows, cols)
+        live = full[start : start + n_rows][:, cols].astype(np.float64)  # 500 + 300 overhangs N = 700
+        np.testing.assert_allclose(np.asarray(s1), live.sum(axis=0), rtol=1e-5, atol=2e-4)
+        np.testing.assert_allclose(np.asarray(s2), (live * live).sum(axis=0), rtol=1e-5, atol=2e-4)
+
+
+def _sin_of_scores(s, rows):
+    return jnp.sin(s)
+
+
+def test_gradient_block_in_float64(x64):
+    src = EquicorrelatedSource(90, 40, n_informative=2, seed=2, dtype=np.float64)
+    X = np.asarray(src.block(slice(None)))
+    v = np.linspace(-1, 1, 40)
+    s, g = src.gradient_block(0, 90, np.arange(40), v, _sin_of_scores)
+    assert s.dtype == g.dtype == jnp.float64
+    np.testing.assert_allclose(np.asarray(s), X @ v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(g), np.sin(X @ v) @ X, rtol=1e-11, atol=1e-11)
+
+
+def test_kernels_do_not_change_values_with_the_vector_width(source):
+    """The CPU kernels' wider vectors change the speed only (the entries are bitwise the same)."""
+    from jaxselect import sources
+
+    rows, cols = jnp.arange(0, 700, 3, dtype=jnp.int32), jnp.arange(300, dtype=jnp.int32)
+    args = (rows, cols, jnp.asarray(source.keys), jnp.asarray(source.alpha, jnp.float32))
+    wide = sources._jitted("block", True)(*args, dtype=np.float32)
+    plain = sources._jitted("block", False)(*args, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(wide), np.asarray(plain))
+
+
 def test_labels_follow_eq_17(source, full):
     np.testing.assert_array_equal(source.true_features, 10 * np.arange(1, 21) - 1)  # columns 10, 20, ... (1-based)
     y = source.targets()
@@ -178,6 +299,10 @@ def test_datasets_wrapper_and_informative_columns():
     assert js.datasets.equicorrelated(10, 100).n_informative == 10  # default min(500, M // 10)
 
 
+def _sum_of_scores(s, rows):  # not pointwise: one number for the whole tile
+    return jnp.sum(s)
+
+
 def test_invalid_arguments_raise_clear_errors(source):
     with pytest.raises(ValueError, match="n_features >= 100"):
         EquicorrelatedSource(10, 50, n_informative=10)
@@ -195,3 +320,9 @@ def test_invalid_arguments_raise_clear_errors(source):
         source.matvec_block(0, 8, np.arange(5), np.ones(4))
     with pytest.raises(ValueError, match=r"u must have shape \(8,\)"):
         source.rmatvec_block(0, 8, np.arange(5), np.ones(5))
+    with pytest.raises(ValueError, match="v must have shape"):
+        source.gradient_block(0, 8, np.arange(5), np.ones(4), _sin_of_scores)
+    with pytest.raises(TypeError, match="fn must be a callable"):
+        source.gradient_block(0, 8, np.arange(5), np.ones(5), None)
+    with pytest.raises(ValueError, match=r"fn\(s, rows\) must return one weight per row, shape \(8,\)"):
+        source.gradient_block(0, 8, np.arange(5), np.ones(5), _sum_of_scores)

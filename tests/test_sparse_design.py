@@ -243,6 +243,26 @@ def test_take_repeated_and_nested_columns(storage):
     np.testing.assert_allclose(np.asarray(op.gram_columns(idx)), (Xs.T @ Xs / N)[:, idx], **tol)
 
 
+def test_take_is_lazy_and_compact_keeps_only_the_named_entries():
+    """``take`` names columns without touching the entries (traced compaction is O(D)); a concrete
+    ``compact`` (unsorted, repeated, nested) holds exactly the kept columns' entries."""
+    X = _dense()
+    op = as_data(sp.csr_matrix(X), targets=None).design
+    Xs = _reference(X, None)[3]
+    sub = op.take(np.array([5, 1]))
+    assert sub.n_slots == op.shape[1] and np.array_equal(np.asarray(sub.cols), np.asarray(op.cols))
+    idx, inner = np.array([6, 2, 6, 0]), np.array([3, 0, 0])
+    tol = dict(rtol=2e-4, atol=2e-4)
+    v = np.random.default_rng(3).normal(size=idx.size).astype(np.float32)
+    u = np.random.default_rng(4).normal(size=N).astype(np.float32)
+    for small, cols in ((op.compact(idx), idx), (op.compact(idx).compact(inner), idx[inner]), (op.compact([3, 1]), [3, 1])):
+        assert small.nnz == int(np.count_nonzero(X[:, np.unique(cols)]))
+        np.testing.assert_allclose(np.asarray(small.materialize()), Xs[:, cols], **tol)
+        np.testing.assert_allclose(np.asarray(small.mv(v[: len(cols)])), Xs[:, cols] @ v[: len(cols)], **tol)
+        np.testing.assert_allclose(np.asarray(small.rmv(u)), u @ Xs[:, cols], **tol)
+        np.testing.assert_allclose(np.asarray(small.summarize()[0].mean), X[:, cols].mean(0), rtol=1e-5, atol=1e-6)
+
+
 def test_canonical_form_and_input_untouched():
     X = _dense()
     dup = sp.csr_matrix(_with_duplicates(X))  # CSR with repeated (row, col) entries, unsorted

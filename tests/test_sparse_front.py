@@ -202,6 +202,19 @@ def test_cross_validate_fsa_sparse_equals_dense():
 
 
 sk = pytest.importorskip("sklearn")
+def test_load_dexter_sparse_is_the_dense_data_and_fsa_agrees():
+    """``load_dexter(sparse=True)`` is the dense data as float32 CSR; FSA on both picks the same words."""
+    dense, csr = js.datasets.load_dexter(), js.datasets.load_dexter(sparse=True)
+    assert sp.issparse(csr.X) and csr.X.format == "csr" and csr.X.dtype == np.float32
+    np.testing.assert_array_equal(csr.X.toarray(), dense.X.astype(np.float32))
+    np.testing.assert_array_equal(csr.y, dense.y)
+    rows = np.arange(0, 300, 2)
+    a = js.fsa(csr.X[rows], csr.y[rows], 10, loss="logistic", l2=3.0, n_iter=100)
+    b = js.fsa(dense.X[rows].astype(np.float32), dense.y[rows], 10, loss="logistic", l2=3.0, n_iter=100)
+    np.testing.assert_array_equal(np.asarray(a.support), np.asarray(b.support))
+    np.testing.assert_allclose(np.asarray(a.coef), np.asarray(b.coef), rtol=2e-3, atol=1e-4)
+
+
 from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402

@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from jax.experimental import sparse as jsparse
 
 import jaxselect as js
+import reference_fsa as ref
 
 pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
@@ -95,3 +96,120 @@ def test_more_than_50_gb_dense_runs_sparse():
     res = js.fsa(X, y, 4, loss="logistic", n_iter=30, l2=1e-3)
     assert sorted(np.asarray(res.support).tolist()) == [0, 1, 2, 3]
     assert int(res.status) == 0
+
+
+# -- the column scale rule (scale="sparse": unit variance per non-zero entry) ----------------------
+def _rescaled(X, w=None):
+    """numpy float64 reference of scale="sparse": ``(X − μ)·√f/σ`` (0 on constant columns)."""
+    X = np.asarray(X, np.float64)
+    w = np.ones(X.shape[0]) if w is None else np.asarray(w, np.float64)
+    mean = w @ X / w.sum()
+    var = w @ (X - mean) ** 2 / w.sum()
+    fill = w @ (X != 0) / w.sum()
+    pos = X[w > 0]
+    live = (pos.max(0) > pos.min(0)) & (var > 0)
+    factor = np.where(live, np.sqrt(fill) / np.sqrt(np.where(live, var, 1.0)), 0.0)
+    return (X - mean) * factor, mean, factor, fill
+
+
+def _indicators(seed=0, n=400, m=60):
+    """Binary indicator columns of very different popularity (and a few real-valued ones)."""
+    rng = np.random.default_rng(seed)
+    p = np.geomspace(0.6, 0.01, m)
+    X = (rng.uniform(size=(n, m)) < p).astype(np.float32)
+    X[:, :3] = rng.lognormal(size=(n, 3)).astype(np.float32)  # dense real columns
+    y = X[:, [0, 4, 9, 30]] @ np.array([1.0, 2.0, -2.0, 3.0]) + 0.3 * rng.normal(size=n)
+    return X, y.astype(np.float32)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_column_fill_and_rescaled_design_match_numpy(weighted):
+    from jaxselect.anneal.scaling import column_fill, rescale_design
+
+    X, _ = _indicators()
+    w = np.random.default_rng(1).integers(0, 3, X.shape[0]).astype(np.float32) if weighted else None
+    Z, _, factor, fill = _rescaled(X, w)
+    for Xin in (X, sp.csr_matrix(X)):
+        data = js.as_data(Xin, targets=None, sample_weight=w, constant_columns="inert")
+        np.testing.assert_allclose(np.asarray(column_fill(data.design, data.weights)), fill, rtol=1e-6, atol=1e-7)
+        op = rescale_design(data.design, data.weights, "sparse")
+        np.testing.assert_allclose(np.asarray(op.factor), factor, rtol=2e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(op.materialize()), Z, rtol=1e-4, atol=1e-4)
+        assert rescale_design(data.design, data.weights, "std") is data.design
+
+
+def test_scale_sparse_schedule_matches_a_numpy_fsa():
+    """Algorithm 1 (fixed step, squared loss, ridge) on the explicitly rescaled dense columns."""
+    X, y = _indicators(2)
+    n, m = X.shape
+    k, n_iter, mu, lr, l2 = 4, 40, 50.0, 0.5, 0.02
+    Z, mean, factor, _ = _rescaled(X)
+    sched = ref.schedule(m, k, n_iter, mu)
+    beta, b, active = np.zeros(m), 0.0, factor > 0
+    for e in range(n_iter):
+        u = (Z @ beta + b - y) / n
+        g = np.where(active, Z.T @ u + l2 * beta, 0.0)
+        beta, b = beta - lr * g, b - lr * u.sum()
+        order = np.argsort(-np.where(active, beta**2, -1.0), kind="stable")
+        keep = np.zeros(m, bool)
+        keep[order[: sched[e]]] = True
+        active &= keep
+        beta[~active] = 0
+    support = np.flatnonzero(active)
+    raw = beta[support] * factor[support]
+    for Xin in (X, sp.csr_matrix(X)):
+        res = js.fsa(Xin, y, k, loss="squared", n_iter=n_iter, mu=mu, lr=lr, l2=l2, polish=False, scale="sparse")
+        np.testing.assert_array_equal(np.asarray(res.support), support)
+        np.testing.assert_allclose(np.asarray(res.coef), raw, rtol=2e-3, atol=2e-4)
+        np.testing.assert_allclose(float(res.intercept), b - mean[support] @ raw, rtol=2e-3, atol=2e-4)
+    std = js.fsa(X, y, k, loss="squared", n_iter=n_iter, mu=mu, lr=lr, l2=l2, polish=False)
+    assert not np.allclose(np.asarray(std.coef), raw, rtol=2e-3, atol=2e-4)  # the rule matters here
+
+
+def test_scale_sparse_polish_is_the_ridge_on_the_rescaled_support():
+    X, y = _indicators(3)
+    l2 = 0.3  # large: the ridge acts on the rescaled coefficients
+    res = js.fsa(sp.csr_matrix(X), y, 4, loss="squared", n_iter=60, l2=l2, scale="sparse")
+    S = np.asarray(res.support)
+    Z, mean, factor, _ = _rescaled(X)
+    A = Z[:, S]
+    c = np.linalg.solve(A.T @ A / len(A) + l2 * np.eye(len(S)), A.T @ (y - y.mean()) / len(A))
+    raw = c * factor[S]
+    np.testing.assert_allclose(np.asarray(res.coef), raw, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(float(res.intercept), y.mean() - mean[S] @ raw, rtol=1e-3, atol=1e-4)
+
+
+def test_scale_sparse_is_std_without_zeros_and_sparse_equals_dense():
+    rng = np.random.default_rng(4)
+    G = rng.normal(size=(200, 30)).astype(np.float32)
+    labels = (G[:, 2] - G[:, 7] + 0.5 * rng.normal(size=200) > 0).astype(np.float32)
+    a = js.fsa(G, labels, 3, loss="logistic", n_iter=50, l2=0.01)
+    b = js.fsa(G, labels, 3, loss="logistic", n_iter=50, l2=0.01, scale="sparse")
+    np.testing.assert_array_equal(np.asarray(a.support), np.asarray(b.support))
+    np.testing.assert_allclose(np.asarray(a.coef), np.asarray(b.coef), rtol=1e-5, atol=1e-6)
+    X, y = _indicators(5)
+    lab = (y > np.median(y)).astype(np.float32)
+    d = js.fsa(X, lab, 5, loss="logistic", n_iter=50, l2=1e-3, scale="sparse")
+    s = js.fsa(sp.csr_matrix(X), lab, 5, loss="logistic", n_iter=50, l2=1e-3, scale="sparse")
+    np.testing.assert_array_equal(np.asarray(s.support), np.asarray(d.support))
+    np.testing.assert_allclose(np.asarray(s.coef), np.asarray(d.coef), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("scale", ["unit", None, 1])
+def test_bad_scale_rule(scale):
+    X, y = _indicators()
+    with pytest.raises(ValueError, match="scale must be one of"):
+        js.fsa(X, y, 3, scale=scale)
+
+
+def test_sparse_supports_are_polished_by_default_at_any_size():
+    """polish=None polishes a sparse design whose dense support would exceed the budget (the
+    operator path never densifies it); a dense design that large keeps the schedule's iterate."""
+    import importlib
+
+    fsa_module = importlib.import_module("jaxselect.anneal.fsa")
+    n, width = 10**7, 8192  # 320 GB of dense float32 support columns
+    assert n * width * 4 > fsa_module.POLISH_DENSE_BYTES
+    assert fsa_module._default_polish(None, n, width, np.float32, True) is True
+    assert fsa_module._default_polish(None, n, width, np.float32, False) is False
+    assert fsa_module._default_polish(False, n, width, np.float32, True) is False

@@ -74,6 +74,7 @@ from ..sharding import any_mesh
 from ..status import OK, status_message
 from .design import PLDesign
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_scores
+from .scaling import check_scale_rule, rescale_design
 from .polish import POLISH_MAX_ITER, merge_status, polish as polish_fit, polish_tol
 from .run import RunPlan, finish, iteration_cap, run, stage_bounds
 from .schedule import annealing_schedule, plan_stages, stage_widths
@@ -222,12 +223,13 @@ def validate_fsa_options(X_shape, k, n_iter, mu, lr, optimizer, bins, smoothness
 POLISH_DENSE_BYTES = 1 << 29
 
 
-def _default_polish(polish, n: int, width: int, dtype) -> bool:
+def _default_polish(polish, n: int, width: int, dtype, sparse: bool = False) -> bool:
     """``polish=None``: on for linear learners whose dense (n, width) support columns fit
-    :data:`POLISH_DENSE_BYTES`; larger supports keep the schedule's iterate (pass True to force)."""
+    :data:`POLISH_DENSE_BYTES` and for sparse designs (polished through the operator above that);
+    larger dense supports keep the schedule's iterate (pass True to force)."""
     if polish is not None:
         return polish
-    return n * width * np.dtype(dtype).itemsize <= POLISH_DENSE_BYTES
+    return sparse or n * width * np.dtype(dtype).itemsize <= POLISH_DENSE_BYTES
 
 
 def _check_polish(polish, tol, max_iter, bins, dtype):
@@ -337,7 +339,7 @@ def _aliasable(X: np.ndarray) -> bool:
     return bool(X.flags.c_contiguous) and X.ctypes.data % 64 == 0
 
 
-def _stream_input(X, k, budget, loss, bins, optimizer):
+def _stream_input(X, k, budget, loss, bins, optimizer, scale="std"):
     """``(source, lean)``: the :class:`~jaxselect.design.stream.StreamSource` of an X that streams
     (None: the in-memory path), and whether it is a numpy X that runs lean (first stage from the
     host array, gathered at the first compaction: no device copy of the whole X)."""
@@ -345,15 +347,15 @@ def _stream_input(X, k, budget, loss, bins, optimizer):
         what = "a memmap" if isinstance(X, np.memmap) else f"X of type {type(X).__name__}"
         if isinstance(X, np.memmap):
             try:
-                check_streamable(loss, bins, optimizer, what)
+                check_streamable(loss, bins, optimizer, what, scale)
             except ValueError:
                 return None, False  # options only the in-memory path runs: read the memmap whole
         else:
-            check_streamable(loss, bins, optimizer, what)
+            check_streamable(loss, bins, optimizer, what, scale)
         return as_stream_source(X), False
     if budget is None or type(X) is not np.ndarray or X.ndim != 2 or X.dtype.kind != "f" or X.shape[0] < 2:
         return None, False
-    if callable(loss) or loss not in STREAM_LOSSES or bins is not None or optimizer is not None:
+    if callable(loss) or loss not in STREAM_LOSSES or bins is not None or optimizer is not None or scale != "std":
         return None, False
     if MEMORY_FACTOR * X.nbytes > budget:
         return ArraySource(X), False
@@ -534,6 +536,7 @@ def fsa(
     polish: bool | None = None,
     tol=None,
     max_iter: int = POLISH_MAX_ITER,
+    scale: str = "std",
     max_memory="auto",
     progress: bool = False,
     checkpoint=None,
@@ -595,13 +598,19 @@ def fsa(
         callables); the support does not change and F never rises. False: the schedule's last
         gradient iterate (Algorithm 1's output). None (default): True for linear learners whose
         support's dense columns (N × the k-bucket) fit :data:`POLISH_DENSE_BYTES` (512 MiB; the
-        polish holds them densely), False above that and for PL learners (``bins``), whose F
+        polish holds them densely) and for sparse X (above that budget polished through the
+        compacted sparse support, never densified), False for larger dense supports and for PL
+        learners (``bins``), whose F
         without a strong prior has no finite minimiser on sparsely filled edge bins (pass True
         with ``l2``/``smoothness`` > 0).
       tol: the polish's gradient tolerance relative to σ (1 for labels, the target spread for the
         squared loss); default 1e-5 in float32, 1e-9 in float64.
       max_iter: cap on the polish's iterations (≥ 1); stopping there before ``tol`` sets
         NOT_CONVERGED (4) in ``status``.
+      scale: how linear learners scale the centred columns (:mod:`.scaling`): ``"std"`` (default)
+        unit variance; ``"sparse"`` unit variance per non-zero entry (σ_j/√f_j, f_j the fraction
+        of rows where column j is non-zero): the same as ``"std"`` on columns without zeros, raw
+        0/1 values on binary indicators, so rare columns are not lifted (sparse text / click data).
       max_memory: bytes the working set of a streamed X may take in memory (``"auto"``: a quarter
         of the available RAM; a number of bytes; None: no budget). While a stage's columns
         (2·N·W·itemsize) do not fit, each iteration re-reads the stage's columns block by block;
@@ -643,12 +652,13 @@ def fsa(
     """
     check_loss(loss)
     check_constant_mode(constant_columns)
+    check_scale_rule(scale)
     progress = check_progress(progress)
     budget = check_max_memory(max_memory)
     # the moment-space (Gram) oracle of the last stages squares raw centred columns
     gram = bins is None and (loss == "squared" or loss is _losses.squared_loss)
     in_jit = is_traced((y, sample_weight, l2, pairs))
-    source, lean = _stream_input(X, k, None if in_jit else budget, loss, bins, optimizer)
+    source, lean = _stream_input(X, k, None if in_jit else budget, loss, bins, optimizer, scale)
     if source is not None:
         return _fsa_streamed(
             source, y, k, loss=loss, n_iter=n_iter, mu=mu, lr=lr, l2=l2, huber_h=huber_h,
@@ -666,6 +676,8 @@ def fsa(
     polish, tol, max_iter = _check_polish(polish, tol, max_iter, bins, dtype)
     config = make_config(loss, huber_h, optimizer, weighted=w is not None)
     problem = _prepare(data, y, loss, bins, pairs, config, l2, jnp.asarray(smoothness, dtype))
+    if scale != "std" and bins is None:
+        problem = problem._replace(design=rescale_design(problem.design, w, scale))
     if loss == "squared":  # the loss squares the residuals: y's squares must stay finite
         y_values = problem.target if w is None else problem.target.value
         check_scale(y_values[:, None], "y", squares=True)
@@ -674,7 +686,7 @@ def fsa(
     schedule = annealing_schedule(m, k, n_iter, mu).astype(np.int32)
     cap = iteration_cap(n_iter)
     widths = stage_widths(m, k, _MIN_DROP)
-    polish = _default_polish(polish, n, int(widths[-1]), dtype)
+    polish = _default_polish(polish, n, int(widths[-1]), dtype, isinstance(problem.design, SparseDesign))
     traced = is_traced((problem, X, y, pairs, sample_weight))
     bounds = None
     if traced:  # under jit/grad/vmap: static stage bounds, every loop a differentiable scan

@@ -39,12 +39,17 @@ import optax
 from .._repr import short_repr
 from ..losses import GLMLoss, huber_hinge_margin, logistic_margin, lorenz_margin, signed_labels
 from ..newton import choose_solver, glm_newton
+from ..design import SparseDesign
+from ..design.sparse import nnz_bucket
+from .._validation import is_traced
 from ..status import NONFINITE, NOT_CONVERGED
 from .design import PLDesign
 from .step import FSAProblem, prior
 from .stepsize import WeightedTarget
 
-__all__ = ["PolishResult", "polish", "polish_tol", "support_design", "POLISH_MAX_ITER", "NEWTON_LOSSES"]
+__all__ = [
+    "DENSE_SUPPORT_BYTES", "PolishResult", "polish", "polish_tol", "support_design", "POLISH_MAX_ITER", "NEWTON_LOSSES",
+]
 
 #: Default cap on the polish's iterations (Newton steps, or L-BFGS updates).
 POLISH_MAX_ITER = 100
@@ -90,22 +95,49 @@ PolishResult.__repr__ = short_repr
 
 
 # --------------------------------------------------------------------------- the support's design
-def support_design(design, cols):
+#: A sparse design's support is polished densely (damped Newton on the (N, W) standardized
+#: columns) when those columns fit in this many bytes, else through the operator (preconditioned
+#: L-BFGS on the compacted sparse columns: memory O(their entries + N + W), see :func:`polish`).
+DENSE_SUPPORT_BYTES = 1 << 29
+
+
+def support_design(design, cols, compacted: bool = False):
     """The columns ``cols`` (W,) of an FSA design, for the polish: a dense standardized (N, W)
-    array for linear learners (centred, scaled to unit variance, 0 on constant columns), the
-    :class:`~jaxselect.anneal.design.PLDesign` of those features for PL learners.
+    array for linear learners (centred, scaled, 0 on constant columns), the
+    :class:`~jaxselect.anneal.design.PLDesign` of those features for PL learners; with
+    ``compacted`` the design is already the support (the compacted
+    :class:`~jaxselect.design.SparseDesign` of :func:`polish`'s operator path) and is returned as is.
 
     The one place where the polish reads the FSA problem's design.
     """
     if isinstance(design, PLDesign):
         return design.compact(cols)
+    if compacted:
+        return design  # compacted by polish(): column i is cols[i]
     return design.take(cols).materialize()
 
 
 def _scores(design_s, coef):
     if isinstance(design_s, PLDesign):
         return design_s.mv(coef)
+    if isinstance(design_s, SparseDesign):
+        return design_s.mv(coef[:, 0])
     return design_s @ coef[:, 0]
+
+
+def _column_curvature(op: SparseDesign, rel, l2):
+    """(W,) ``Σ_i r_i Z_ij² / N + l2`` of the standardized sparse columns Z (r the relative row
+    weights, 1 without weights): the diagonal preconditioner of the operator polish (floored, so a
+    cancelled or inert column gets 1)."""
+    n = op.n_rows
+    r = jnp.ones((n,), op.dtype) if rel is None else rel.astype(op.dtype)
+    raw = op._replace(mean=jnp.zeros_like(op.mean), factor=jnp.ones_like(op.factor))
+    s1 = raw.rmv(r)  # Σ r x
+    s2 = raw._replace(data=op.data * op.data).rmv(r)  # Σ r x²
+    total = jnp.sum(r)
+    second = (s2 - 2.0 * op.mean * s1 + total * op.mean * op.mean) * op.factor * op.factor / jnp.asarray(n, op.dtype)
+    tiny = jnp.asarray(jnp.finfo(op.dtype).eps, op.dtype)
+    return jnp.where(second > tiny, second, jnp.ones_like(second)) + l2
 
 
 # --------------------------------------------------------------------------- losses
@@ -171,10 +203,16 @@ def _newton(problem: FSAProblem, Z, coef, intercept, active, tol, max_iter):
     return res.V, res.b[0], res.info.n_iter, res.info.status
 
 
-def _lbfgs(objective, free, theta0, gtol, max_iter):
+def _lbfgs(objective, free, theta0, gtol, max_iter, metric=None):
     """L-BFGS (optax, zoom line search) on ``objective(θ)`` over the ``free`` coordinates until
-    ``max|∇| ≤ gtol``, ``max_iter`` updates, or a non-finite value. Returns ``(θ, n_iter, status)``."""
+    ``max|metric ⊙ ∇| ≤ gtol`` (``metric`` (P,) positive, default 1: the gradient in the original
+    variables when θ is a rescaling of them), ``max_iter`` updates, or a non-finite value.
+    Returns ``(θ, n_iter, status)``."""
     solver = optax.lbfgs()
+    metric = jnp.ones_like(theta0) if metric is None else metric
+
+    def gnorm(g):
+        return jnp.max(jnp.abs(metric * g))
 
     def value_and_grad(theta):
         f, g = jax.value_and_grad(objective)(theta)
@@ -190,12 +228,12 @@ def _lbfgs(objective, free, theta0, gtol, max_iter):
             updates, state = solver.update(g, state, theta, value=f, grad=g, value_fn=objective)
         theta = theta + jnp.where(free, updates, jnp.zeros_like(updates)).astype(theta.dtype)
         f, g = value_and_grad(theta)
-        return theta, state, g, jnp.max(jnp.abs(g)), it + 1, f
+        return theta, state, g, gnorm(g), it + 1, f
 
     with jax.numpy_dtype_promotion("standard"):
         state0 = solver.init(theta0)
     f0, g0 = value_and_grad(theta0)
-    init = (theta0, state0, g0, jnp.max(jnp.abs(g0)), jnp.zeros((), jnp.int32), f0)
+    init = (theta0, state0, g0, gnorm(g0), jnp.zeros((), jnp.int32), f0)
     theta, _, _, gmax, it, f = jax.lax.while_loop(cond, body, init)
     finite = jnp.isfinite(f) & jnp.isfinite(gmax)
     status = jnp.where(finite, jnp.where(gmax <= gtol, 0, NOT_CONVERGED), NONFINITE)
@@ -203,12 +241,20 @@ def _lbfgs(objective, free, theta0, gtol, max_iter):
 
 
 # --------------------------------------------------------------------------- the polish
-@jax.jit
-def polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter) -> PolishResult:
+def polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, *, dense_bytes=None) -> PolishResult:
     """Minimise FSA's objective on a fixed support, from the schedule's last iterate.
 
-    Pure and jitted; compiles once per shape (N, M, W, P) and static options of ``problem``
-    (loss, weighting, learner kind): ``tol``, ``max_iter``, ``l2`` and ``smoothness`` are data.
+    Pure; the solve is jitted and compiles once per shape (N, M, W, P; for the operator path the
+    k-bucket of the support's stored entries) and static options of ``problem`` (loss, weighting,
+    learner kind): ``tol``, ``max_iter``, ``l2`` and ``smoothness`` are data.
+
+    A sparse design (:class:`~jaxselect.design.SparseDesign`, concrete) whose dense support
+    columns (N × W) exceed ``dense_bytes`` is polished through the operator: the support is
+    compacted to its own stored entries (padded to :func:`~jaxselect.design.sparse.nnz_bucket`)
+    and F minimised by L-BFGS on the coefficients rescaled by the columns' curvature
+    ``√(Σ_i r_i Z_ij²/N + l2)`` (a diagonal preconditioner; the stopping rule stays
+    ``max|∇F| ≤ tol·σ`` in the original coefficients). Memory: the support's entries, O(N + W)
+    vectors and L-BFGS's history, never the dense (N, W) columns.
 
     Args:
       problem: the :class:`~jaxselect.anneal.FSAProblem` at full width M (its design, target,
@@ -219,16 +265,52 @@ def polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter) ->
       active: (W,) bool the support: only these coefficients (and the intercept) move.
       tol: () gradient tolerance relative to σ (:func:`jaxselect.newton.default_tol`).
       max_iter: () int32 cap on the iterations.
+      dense_bytes: the dense-support budget of a sparse design (default
+        :data:`DENSE_SUPPORT_BYTES`; 0 always takes the operator path).
 
     Returns:
       :class:`PolishResult`.
     """
+    design = problem.design
+    limit = DENSE_SUPPORT_BYTES if dense_bytes is None else int(dense_bytes)
+    if isinstance(design, SparseDesign) and not is_traced((design, cols)):
+        width = int(cols.shape[0])
+        if design.n_rows * width * design.dtype.itemsize > limit:
+            support = _pad_entries(design.compact(cols))
+            return _polish(problem._replace(design=support), cols, coef, intercept, active, tol, max_iter, True)
+    return _polish(problem, cols, coef, intercept, active, tol, max_iter, False)
+
+
+def _pad_entries(op: SparseDesign) -> SparseDesign:
+    """``op`` with its entries padded to :func:`nnz_bucket` (zeros in slot 0 of the last row: the
+    rows stay sorted), so supports of similar size share the compiled polish."""
+    nnz = int(op.data.shape[0])
+    extra = nnz_bucket(nnz) - nnz
+    if extra <= 0:
+        return op
+    last = jnp.int32(max(op.n_rows - 1, 0))
+    return op._replace(
+        data=jnp.concatenate([op.data, jnp.zeros((extra,), op.dtype)]),
+        rows=jnp.concatenate([op.rows, jnp.full((extra,), last, jnp.int32)]),
+        cols=jnp.concatenate([op.cols, jnp.zeros((extra,), jnp.int32)]),
+    )
+
+
+@functools.partial(jax.jit, static_argnums=7)
+def _polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, compacted: bool) -> PolishResult:
     dtype = coef.dtype
     width, p = coef.shape
-    design_s = support_design(problem.design, cols)
+    design_s = support_design(problem.design, cols, compacted)
     loss_fn = problem.config.loss_fn
     l2, smooth = problem.l2.astype(dtype), problem.smoothness.astype(dtype)
     mask = active[:, None].astype(dtype)
+    operator = compacted
+    if operator:  # θ = (c ⊙ s, b): the columns' curvature as a diagonal preconditioner
+        rel = problem.target.rel if isinstance(problem.target, WeightedTarget) else None
+        pre = jnp.sqrt(_column_curvature(design_s, rel, l2))
+        pre = jnp.concatenate([pre, jnp.ones((1,), dtype)])
+    else:
+        pre = jnp.ones((width * p + 1,), dtype)
 
     def unpack(theta):
         return theta[: width * p].reshape(width, p), theta[width * p]
@@ -239,13 +321,16 @@ def polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter) ->
         value = jnp.asarray(loss_fn(_scores(design_s, c) + b, problem.target), dtype)
         return value + prior(c, l2, smooth)
 
+    def scaled_objective(z):
+        return objective(z / pre)
+
     free = jnp.concatenate([jnp.repeat(active, p), jnp.ones((1,), bool)])
 
     def residual(theta):  # ∇F on the support and the intercept, θ itself (→ 0) elsewhere
         return jnp.where(free, jax.grad(objective)(theta), theta)
 
     newton = isinstance(problem.config.loss, str) and problem.config.loss in NEWTON_LOSSES
-    newton = newton and not isinstance(design_s, PLDesign)
+    newton = newton and not isinstance(design_s, PLDesign) and not operator
 
     def solve(_, theta0):
         c0, b0 = unpack(theta0)
@@ -255,7 +340,9 @@ def polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter) ->
         else:
             n = design_s.idx.shape[0] if isinstance(design_s, PLDesign) else design_s.shape[0]
             gtol = tol * _gradient_scale(loss_fn, problem.target, n, dtype)
-            theta, it, status = _lbfgs(objective, free, theta0, gtol, max_iter)
+            # ∂F/∂c = s ⊙ ∂F/∂z: the stopping rule in the original coefficients
+            z, it, status = _lbfgs(scaled_objective, free, theta0 * pre, gtol, max_iter, metric=pre)
+            theta = z / pre
         f0, f = objective(theta0), objective(theta)
         better = jnp.isfinite(f) & (f <= f0)  # never worse than the schedule's end
         theta = jnp.where(better, theta, theta0)

@@ -96,8 +96,10 @@ def check_max_memory(max_memory):
     return int(max_memory)
 
 
-def check_streamable(loss, bins, optimizer, what: str) -> None:
+def check_streamable(loss, bins, optimizer, what: str, scale: str = "std") -> None:
     """ValueError unless the options are ones the streamed phase runs (see the module docstring)."""
+    if scale != "std":
+        raise ValueError(f"FSA on {what} scales columns by their standard deviation only (scale='std'); got scale={scale!r}")
     if callable(loss) or loss not in STREAM_LOSSES:
         raise ValueError(
             f"FSA on {what} streams row blocks, which needs a loss that is a mean of per-row terms: "

@@ -9,6 +9,8 @@ Layer 1 of the package (above the core helpers, below every problem builder and 
   memmaps, :class:`TransposedDesign` for a compacted copy stored transposed);
 * :mod:`.sparse` — sparse X (:class:`SparseDesign` on a device, :class:`HostSparseDesign` for
   ``scipy.sparse`` on the host), standardised implicitly and never densified;
+* :mod:`.sparse_shard` — sparse rows split over devices and processes (:class:`ShardedSparseDesign`,
+  built by ``shard_rows`` on sparse X);
 * :mod:`.boundary` — :func:`as_data`, the validation of everything a user passes, returning a
   :class:`Data`.
 """
@@ -16,6 +18,7 @@ Layer 1 of the package (above the core helpers, below every problem builder and 
 from jaxselect.design.boundary import TARGET_KINDS, Data, as_data, check_constant_columns, check_moments
 from jaxselect.design.operators import HOST_BLOCK_BYTES, DenseDesign, DesignOperator, HostDesign, TransposedDesign
 from jaxselect.design.sparse import HostSparseDesign, SparseDesign, as_sparse_csr, is_sparse
+from jaxselect.design.sparse_shard import ShardedSparseDesign
 from jaxselect.design.summary import ColumnSummary, column_summary, standardize, summary_from_moments
 from jaxselect.design.weights import as_sample_weight
 
@@ -28,6 +31,7 @@ __all__ = [
     "DesignOperator",
     "HostDesign",
     "HostSparseDesign",
+    "ShardedSparseDesign",
     "SparseDesign",
     "TransposedDesign",
     "as_data",

@@ -37,6 +37,7 @@ from jaxselect._validation import (
 )
 from jaxselect.design.operators import DenseDesign, HostDesign
 from jaxselect.design.sparse import HostSparseDesign, SparseDesign, as_sparse_csr, is_sparse
+from jaxselect.design.sparse_shard import as_raw_design
 from jaxselect.design.summary import ColumnSummary, summary_from_moments
 from jaxselect.design.weights import as_sample_weight
 from jaxselect.groups import Groups, as_groups
@@ -174,8 +175,10 @@ def as_data(
         sharded); or sparse: ``scipy.sparse`` (any format, arrays and matrices) or
         ``jax.experimental.sparse`` BCOO/BCSR, canonicalised by
         :func:`~jaxselect.design.as_sparse_csr` (duplicates summed, int32 indices) and never
-        densified. Integer and bool X become the default float dtype; float64 stays float64 only
-        under ``jax_enable_x64``.
+        densified; or a :class:`~jaxselect.design.SparseDesign` (e.g. row-sharded over devices and
+        processes by :func:`~jaxselect.shard_rows`), which stands for the matrix it stores: its
+        summary is computed here, over all its rows. Integer and bool X become the default float
+        dtype; float64 stays float64 only under ``jax_enable_x64``.
       Y: targets or labels (see ``targets``), or None.
       sample_weight: None or (n,) row weights (:func:`~jaxselect.design.as_sample_weight`).
       groups: None (no partition asked for), ``"singletons"``, (D,) group ids or a
@@ -224,7 +227,7 @@ def as_data(
         raise ValueError(f"scale must be None, 'values' or 'squares'; got {scale!r}")
     if storage not in STORAGES:
         raise ValueError(f"storage must be one of {STORAGES}; got {storage!r}")
-    if is_sparse(X):
+    if is_sparse(X) or isinstance(X, SparseDesign):
         return _sparse_data(X, Y, sample_weight, groups, targets, n_classes, constant_columns, scale, dtype, min_rows,
                             storage, with_moments)
     if storage == "host":
@@ -302,19 +305,23 @@ def _sparse_data(
             "moments on dense X; pass X.toarray() if it fits in memory, or with_moments=False (the design "
             "operator then gives Gram columns lazily, gram_columns)"
         )
-    csr = as_sparse_csr(X, "X", dtype=dtype, min_rows=min_rows)
-    n, d = csr.shape
+    if isinstance(X, SparseDesign):  # e.g. row-sharded by shard_rows: the matrix it stores is X
+        csr, raw = None, as_raw_design(X, dtype=dtype, min_rows=min_rows)
+    else:
+        csr = as_sparse_csr(X, "X", dtype=dtype, min_rows=min_rows)
+    n, d = raw.shape if csr is None else csr.shape
+    dtype = raw.dtype if csr is None else csr.dtype
     w = as_sample_weight(sample_weight, n)
-    groups = _groups(groups, d, csr.dtype)
-    Y, C, y_1d = _targets(Y, n, targets, csr.dtype, n_classes)
-    if storage == "host":
-        w = None if w is None else np.asarray(w, csr.dtype)
+    groups = _groups(groups, d, dtype)
+    Y, C, y_1d = _targets(Y, n, targets, dtype, n_classes)
+    if storage == "host" and csr is not None:
+        w = None if w is None else np.asarray(w, dtype)
         raw = HostSparseDesign.raw(csr)
     else:
-        w = None if w is None else jnp.asarray(w).astype(csr.dtype)
-        raw = SparseDesign.raw(csr)
+        w = None if w is None else jnp.asarray(w).astype(dtype)
+        raw = SparseDesign.raw(csr) if csr is not None else raw
     summary, col_min, col_max = raw.summarize(w)
-    _check_values(X, None, summary, col_min, col_max, scale, dtype=csr.dtype, n=n)
+    _check_values(X if csr is not None else None, None, summary, col_min, col_max, scale, dtype=dtype, n=n)
     check_constant_columns(summary.live, constant_columns)
     return Data(raw.standardized(summary), Y, w, summary, groups, C, y_1d)
 

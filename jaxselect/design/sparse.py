@@ -108,6 +108,17 @@ def _entry_rows(indptr) -> np.ndarray:
     return np.repeat(np.arange(indptr.size - 1, dtype=np.int32), np.diff(indptr))
 
 
+def _aligned(size: int, dtype, fill) -> np.ndarray:
+    """A fresh (size,) array filled with ``fill`` whose buffer is 64-byte aligned: ``jax.device_put``
+    on the CPU then aliases it instead of copying (the entries are held once, not twice)."""
+    dtype = np.dtype(dtype)
+    buf = np.empty(size * dtype.itemsize + 64, np.uint8)
+    offset = (-buf.ctypes.data) % 64
+    out = buf[offset : offset + size * dtype.itemsize].view(dtype)
+    out[...] = fill
+    return out
+
+
 def as_sparse_csr(X, name: str = "X", *, dtype=None, min_rows: int = 1):
     """Validate a sparse X and return its canonical ``scipy.sparse.csr_matrix`` (see the module docstring).
 
@@ -164,7 +175,7 @@ def as_sparse_csr(X, name: str = "X", *, dtype=None, min_rows: int = 1):
 
 def _gather(values, idx):
     """``values[idx]`` for indices known to be in range (every stored entry's row and column are:
-    entries dropped by ``take`` point at column 0 with value 0): no clamping or bounds masks."""
+    padding entries point at slot 0 with value 0): no clamping or bounds masks."""
     return values.at[idx].get(mode="promise_in_bounds")
 
 
@@ -195,7 +206,7 @@ def _summary(data, rows, cols, w, n: int, d: int):
     dtype = data.dtype
     ones_rows = jnp.ones((n,), bool)
     pos_row = ones_rows if w is None else w > 0
-    # a stored zero (an entry dropped by ``take``, a shard's padding) counts as an implicit zero
+    # a stored zero (padding, a shard's padding, a row dropped by a traced subsample) is an implicit zero
     entry_pos = pos_row[rows] & (data != 0)
     count = jax.ops.segment_sum(entry_pos.astype(jnp.int32), cols, num_segments=d)
     n_pos = jnp.sum(pos_row, dtype=jnp.int32)  # int32 under x64 too (count is int32)
@@ -207,7 +218,7 @@ def _summary(data, rows, cols, w, n: int, d: int):
     col_min = jnp.where(implicit, jnp.minimum(smin, zero), smin)
     p = _power_of_two(col_max, col_min)
     xn = data / _gather(p, cols)
-    stored = data != 0  # zeros (dropped by ``take``, padding) are left to the implicit-zero term
+    stored = data != 0  # zeros (padding) are left to the implicit-zero term
     we = jnp.where(stored, jnp.ones_like(data) if w is None else w[rows], jnp.zeros_like(data))
     nf = jnp.asarray(n, dtype) if w is None else jnp.sum(w)
     stored_w = jax.ops.segment_sum(we, cols, num_segments=d)
@@ -229,13 +240,15 @@ class SparseDesign:
     Attributes:
       data: (nnz,) the stored values.
       rows: (nnz,) int32 row of each entry, sorted (ascending).
-      cols: (nnz,) int32 stored column ("slot") of each entry, in ``[0, D)``; an entry dropped by
-        :meth:`take` points at slot 0 with ``data`` 0 (it adds nothing to any product or summary).
+      cols: (nnz,) int32 stored column ("slot") of each entry, in ``[0, n_slots)``.
       mean: (D,) column means μ.
       factor: (D,) ``live/scale`` (0 on inert columns).
       n_rows: n (static: pytree auxiliary data).
       alias: None (column j is slot j), or (D,) int32 the slot of each column: set by
-        :meth:`take`, so that a repeated column index shares its slot's entries (nnz stays static).
+        :meth:`take`, which selects columns without touching the entries (a repeated column
+        shares its slot; the entries of slots no column names add nothing to any product or
+        summary), so a traced compaction costs O(D), not O(nnz).
+      n_slots: the number of slots (static; D when ``alias`` is None).
 
     Build one with :meth:`from_csr` (or :func:`~jaxselect.design.as_data` on sparse X). The
     entries must not repeat a (row, column) pair for :meth:`summarize` (products add repeats up).
@@ -249,9 +262,9 @@ class SparseDesign:
     True
     """
 
-    __slots__ = ("data", "rows", "cols", "mean", "factor", "n_rows", "alias")
+    __slots__ = ("data", "rows", "cols", "mean", "factor", "n_rows", "alias", "n_slots")
 
-    def __init__(self, data, rows, cols, mean, factor, n_rows: int, alias=None):
+    def __init__(self, data, rows, cols, mean, factor, n_rows: int, alias=None, n_slots: int | None = None):
         self.data = data
         self.rows = rows
         self.cols = cols
@@ -259,14 +272,16 @@ class SparseDesign:
         self.factor = factor
         self.n_rows = n_rows
         self.alias = alias
+        self.n_slots = int(mean.shape[0]) if n_slots is None else n_slots
 
     def tree_flatten(self):
-        return (self.data, self.rows, self.cols, self.mean, self.factor, self.alias), self.n_rows
+        return (self.data, self.rows, self.cols, self.mean, self.factor, self.alias), (self.n_rows, self.n_slots)
 
     @classmethod
-    def tree_unflatten(cls, n_rows, leaves):
+    def tree_unflatten(cls, aux, leaves):
         *arrays, alias = leaves
-        return cls(*arrays, n_rows, alias)
+        n_rows, n_slots = aux
+        return cls(*arrays, n_rows, alias, n_slots)
 
     def _replace(self, **changes) -> "SparseDesign":
         fields = {k: getattr(self, k) for k in self.__slots__}
@@ -284,10 +299,11 @@ class SparseDesign:
         factor = np.ones(d, dtype) if factor is None else factor
         nnz = int(X.indptr[-1])
         size = nnz_bucket(nnz) if n and d else nnz
-        data, rows, cols = np.zeros(size, dtype), np.full(size, max(n - 1, 0), np.int32), np.zeros(size, np.int32)
+        data, rows, cols = _aligned(size, dtype, 0), _aligned(size, np.int32, max(n - 1, 0)), _aligned(size, np.int32, 0)
         data[:nnz], rows[:nnz], cols[:nnz] = X.data[:nnz], _entry_rows(X.indptr), X.indices[:nnz]
+        # device_put, not jnp.asarray: on the CPU it aliases these fresh aligned host arrays (no second copy)
         return cls(
-            jnp.asarray(data), jnp.asarray(rows), jnp.asarray(cols), jnp.asarray(mean, dtype),
+            jax.device_put(data), jax.device_put(rows), jax.device_put(cols), jnp.asarray(mean, dtype),
             jnp.asarray(factor, dtype), int(n),
         )
 
@@ -319,7 +335,7 @@ class SparseDesign:
     def summarize(self, w=None):
         """``(ColumnSummary, col_min, col_max)`` from the stored entries (implicit zeros counted),
         jitted; the rule of :func:`~jaxselect.design.column_summary`."""
-        summary, lo, hi = _summary(self.data, self.rows, self.cols, w, self.n_rows, self.shape[1])
+        summary, lo, hi = _summary(self.data, self.rows, self.cols, w, self.n_rows, self.n_slots)
         if self.alias is None:
             return summary, lo, hi
         a = self.alias  # per slot → per column
@@ -346,9 +362,9 @@ class SparseDesign:
         return _gram_columns(self, self._index(idx), w)
 
     def take(self, idx) -> "SparseDesign":
-        """The operator of columns ``idx`` (s,), with the same (static) nnz: entries of the other
-        columns are dropped (``data`` 0, slot 0); a repeated index shares the entries of its
-        first occurrence (through ``alias``). Traceable."""
+        """The operator of columns ``idx`` (s,): the same entries, ``alias`` naming the slot of each
+        kept column (the other slots' entries add nothing; a repeated index shares its slot).
+        O(s), traceable."""
         return _take(self, self._index(idx))
 
     def _index(self, idx):
@@ -360,14 +376,24 @@ class SparseDesign:
     def compact(self, cols, block: int = 0) -> "SparseDesign":
         """The kept columns ``cols`` as the cheapest operator for repeated products: with concrete
         arrays the entries of the other columns are removed (nnz shrinks to the kept columns'),
-        under a trace it is :meth:`take` (static nnz). ``block`` (a row-block hint of the dense
+        under a trace it is :meth:`take` (the same entries, O(D)). ``block`` (a row-block hint of the dense
         operators) does not apply to sparse storage."""
         del block
         kept = self.take(cols)
-        if is_traced((kept.data, kept.cols)):
+        if is_traced((kept.data, kept.cols, kept.alias)):
             return kept
-        keep = np.flatnonzero(np.asarray(kept.data) != 0)
-        return kept._replace(data=kept.data[keep], rows=kept.rows[keep], cols=kept.cols[keep])
+        alias = np.asarray(kept.alias)
+        used = np.zeros(kept.n_slots, bool)
+        used[alias] = True
+        renumber = np.cumsum(used, dtype=np.int32) - 1  # kept slots → 0 .. n_used − 1
+        slot_ids = np.asarray(kept.cols)
+        keep = np.flatnonzero(used[slot_ids] & (np.asarray(kept.data) != 0))
+        new_alias = renumber[alias]
+        identity = new_alias.size == int(used.sum()) and bool(np.all(new_alias == np.arange(new_alias.size)))
+        return kept._replace(
+            data=kept.data[keep], rows=kept.rows[keep], cols=jnp.asarray(renumber[slot_ids[keep]]),
+            alias=None if identity else jnp.asarray(new_alias), n_slots=int(used.sum()),
+        )
 
     def subsample_rows(self, stride: int) -> "SparseDesign":
         """Every ``stride``-th row (static ``stride``), as ``X[::stride]``: with concrete arrays the
@@ -401,45 +427,13 @@ class SparseDesign:
             )
 
     def shard(self, mesh=None, axis: str = "data"):
-        """``(design, w)``: rows split into equal contiguous blocks over ``mesh``'s ``axis`` (n padded
-        with empty rows to a multiple of the axis size), each block's entries padded to the same
-        count (padding entries are zeros) and the entry arrays sharded over ``axis``; ``w``
-        (n_padded,) is 1 on real rows and 0 on padding (pass it as ``sample_weight``). Products are
-        global segment sums: XLA inserts the cross-device reductions. Single-process only."""
-        from jax.sharding import NamedSharding, PartitionSpec
+        """``(design, w)``: rows split into equal contiguous blocks over ``mesh``'s ``axis``, each
+        block's entries padded to the same count; ``w`` (n_padded,) is 1 on real rows and 0 on padding
+        (pass it as ``sample_weight``). With several processes, this design is this process's rows.
+        See :func:`jaxselect.design.sparse_shard.shard_design`."""
+        from jaxselect.design.sparse_shard import shard_design
 
-        if mesh is None:
-            from jaxselect.sharding import data_mesh
-
-            mesh = data_mesh()
-        if jax.process_count() > 1:
-            raise NotImplementedError(
-                "SparseDesign.shard splits rows over the devices of one process; sparse X spread over several "
-                "processes (jax.distributed) is not supported yet: run in one process, or shard a dense X with "
-                "jaxselect.shard_rows"
-            )
-        parts = int(mesh.shape[axis])
-        n, d = self.shape
-        per = -(-n // parts)
-        row_ids = np.asarray(self.rows)
-        bounds = np.searchsorted(row_ids, np.arange(parts + 1) * per)
-        width = max(1, int(np.max(np.diff(bounds))))
-        data = np.zeros((parts, width), self.dtype)
-        # padding entries: value 0 in slot 0 of the block's last row (the rows stay sorted)
-        rows = np.repeat((np.arange(1, parts + 1, dtype=np.int32) * per - 1)[:, None], width, axis=1)
-        cols = np.zeros((parts, width), np.int32)
-        host_data, host_cols = np.asarray(self.data), np.asarray(self.cols)
-        for p in range(parts):
-            a, b = bounds[p], bounds[p + 1]
-            data[p, : b - a], rows[p, : b - a], cols[p, : b - a] = host_data[a:b], row_ids[a:b], host_cols[a:b]
-        sharding = NamedSharding(mesh, PartitionSpec(axis))
-        put = partial(jax.device_put, device=sharding)
-        w = np.zeros(parts * per, self.dtype)
-        w[:n] = 1
-        design = self._replace(
-            data=put(data.reshape(-1)), rows=put(rows.reshape(-1)), cols=put(cols.reshape(-1)), n_rows=parts * per
-        )
-        return design, put(w)
+        return shard_design(self, mesh, axis)
 
 
 # -- the products, jitted once per shape (eager calls do not dispatch op by op) --------------------
@@ -449,7 +443,7 @@ def _mv(op: SparseDesign, v):
     fv = v * (op.factor if v.ndim == 1 else op.factor[:, None])
     if d == 0:
         return jnp.zeros((n,) + v.shape[1:], op.dtype)
-    slots = fv if op.alias is None else _segment_sum(fv, op.alias, d)  # columns sharing a slot add up
+    slots = fv if op.alias is None else _segment_sum(fv, op.alias, op.n_slots)  # columns sharing a slot add up
     if v.ndim == 1:
         return _segment_sum(op.data * _gather(slots, op.cols), op.rows, n, sorted_ids=True) - op.mean @ fv
     out = _segment_sum(op.data[:, None] * _gather(slots, op.cols), op.rows, n, sorted_ids=True)
@@ -462,10 +456,10 @@ def _rmv(op: SparseDesign, u):
     if d == 0:
         return jnp.zeros(u.shape[:-1] + (0,), op.dtype)
     if u.ndim == 1:
-        acc = _segment_sum(op.data * _gather(u, op.rows), op.cols, d)
+        acc = _segment_sum(op.data * _gather(u, op.rows), op.cols, op.n_slots)
         acc = acc if op.alias is None else _gather(acc, op.alias)
         return (acc - jnp.sum(u) * op.mean) * op.factor
-    acc = _segment_sum(op.data[:, None] * _gather(u.T, op.rows), op.cols, d)  # (D slots, k)
+    acc = _segment_sum(op.data[:, None] * _gather(u.T, op.rows), op.cols, op.n_slots)  # (slots, k)
     acc = acc if op.alias is None else _gather(acc, op.alias)
     total = jnp.sum(u, axis=-1)
     return (acc.T - total[:, None] * op.mean[None, :]) * op.factor[None, :]
@@ -474,8 +468,12 @@ def _rmv(op: SparseDesign, u):
 @jax.jit
 def _materialize(op: SparseDesign):
     n, d = op.shape
-    dense = jnp.zeros((n, d), op.dtype).at[op.rows, op.cols].add(op.data, mode="drop")
-    dense = dense if op.alias is None else dense[:, op.alias]
+    if op.alias is None:
+        dense = jnp.zeros((n, d), op.dtype).at[op.rows, op.cols].add(op.data, mode="drop")
+    else:  # only the named slots, each at the position of its first column (n × D, never n × slots)
+        first = jnp.full((op.n_slots,), d, jnp.int32).at[op.alias].min(jnp.arange(d, dtype=jnp.int32))
+        dense = jnp.zeros((n, d), op.dtype).at[op.rows, _gather(first, op.cols)].add(op.data, mode="drop")
+        dense = dense[:, first[op.alias]]
     return (dense - op.mean[None, :]) * op.factor[None, :]
 
 
@@ -486,18 +484,10 @@ def _gram(op: SparseDesign, w):
 
 @jax.jit
 def _take(op: SparseDesign, idx) -> SparseDesign:
-    s, d = idx.shape[0], op.shape[1]
+    d = op.shape[1]
     idx = jnp.where(idx < 0, idx + d, idx)
     slot = idx if op.alias is None else op.alias[idx]  # the stored slot of each requested column
-    # new slot of each old slot: the first position asking for it (a repeat shares it), else -1
-    position = jnp.full((d,), s, jnp.int32).at[slot].min(jnp.arange(s, dtype=jnp.int32))
-    position = jnp.where(position < s, position, -1)
-    new = _gather(position, op.cols)
-    kept = new >= 0  # entries of the other columns: value 0 in slot 0
-    data = jnp.where(kept, op.data, jnp.zeros((), op.dtype))
-    cols = jnp.where(kept, new, jnp.zeros((), jnp.int32))
-    alias = position[slot]
-    return op._replace(data=data, cols=cols, mean=op.mean[idx], factor=op.factor[idx], alias=alias)
+    return op._replace(mean=op.mean[idx], factor=op.factor[idx], alias=slot)
 
 
 @jax.jit
