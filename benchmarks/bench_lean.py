@@ -14,6 +14,15 @@ with P ≈ D by default, plus a (J, D, T) path.
 
 Run:  python benchmarks/bench_lean.py [--quick] [--n N --d D --k K] [--method fr|omp]
 Writes benchmarks/results/lean.json (``--out`` to choose; the JSON records the sizes).
+
+``--method fsa`` measures :func:`jaxselect.fsa` instead (issue 25, "lean in memory"): a numpy float32
+X that jax cannot alias (16-byte aligned, as large numpy allocations are), logistic labels from 10
+informative columns, ``k = 20``; ``--max-memory auto`` (default: the first stage runs from the host
+array, the kept columns are gathered at the first compaction) or ``--max-memory none`` (the whole X
+copied to the device, as before). Defaults for fsa: n = 200 000, D = 2 000 (1.6 GB).
+
+    python benchmarks/bench_lean.py --method fsa                      # lean
+    python benchmarks/bench_lean.py --method fsa --max-memory none    # the device copy, to compare
 """
 
 from __future__ import annotations
@@ -35,7 +44,51 @@ def rss_peak() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def child_fsa(args) -> dict:
+    import jax
+    import numpy as np
+
+    import jaxselect as js
+
+    n, d, k = args.n, args.d, args.k
+    base = rss_peak()
+    rng = np.random.default_rng(0)
+    raw = np.empty(n * d + 16, np.float32)  # X starts 16 bytes past a 64-byte boundary: not aliasable
+    offset = (16 - raw.ctypes.data % 64) % 64 // 4
+    X = raw[offset : offset + n * d].reshape(n, d)
+    assert X.ctypes.data % 64 != 0
+    for start in range(0, n, 5000):
+        X[start : start + 5000] = rng.standard_normal((min(5000, n - start), d), dtype=np.float32)
+    informative = rng.choice(d, 10, replace=False)
+    beta = rng.uniform(0.5, 1.5, 10).astype(np.float32) * rng.choice([-1, 1], 10).astype(np.float32)
+    y = (X[:, informative] @ beta + rng.standard_normal(n, dtype=np.float32) > 0).astype(np.int32)
+    after_x = rss_peak()
+    max_memory = None if args.max_memory == "none" else args.max_memory
+    times = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        res = js.fsa(X, y, k, loss="logistic", max_memory=max_memory)
+        jax.block_until_ready(res)
+        times.append(time.perf_counter() - t0)
+    found = sorted(set(np.asarray(res.support).tolist()) & set(informative.tolist()))
+    return {
+        "x_bytes": int(X.nbytes),
+        "input": f"numpy-unaligned, max_memory={args.max_memory}",
+        "rss_start_bytes": base,
+        "rss_after_x_bytes": after_x,
+        "peak_rss_bytes": rss_peak(),
+        "extra_peak_over_x": (rss_peak() - after_x) / X.nbytes,
+        "fsa_cold_s": times[0],
+        "fsa_warm_s": times[1],
+        "informative_found": len(found),
+        "status": int(res.status),
+        "jax": jax.__version__,
+    }
+
+
 def child(args) -> dict:
+    if args.method == "fsa":
+        return child_fsa(args)
     import jax
     import numpy as np
 
@@ -103,7 +156,8 @@ def main():
     ap.add_argument("--n", type=int, default=5_000)
     ap.add_argument("--d", type=int, default=50_000)
     ap.add_argument("--k", type=int, default=100)
-    ap.add_argument("--method", choices=("fr", "omp"), default="fr")
+    ap.add_argument("--method", choices=("fr", "omp", "fsa"), default="fr")
+    ap.add_argument("--max-memory", default="auto", help="fsa: 'auto' (lean) or 'none' (device copy of X)")
     ap.add_argument("--quick", action="store_true", help="n = 2 000, D = 10 000 (80 MB)")
     ap.add_argument(
         "--input",
@@ -114,6 +168,10 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.method == "fsa":  # its own defaults
+        args.n = 200_000 if "--n" not in sys.argv else args.n
+        args.d = 2_000 if "--d" not in sys.argv else args.d
+        args.k = 20 if "--k" not in sys.argv else args.k
     if args.quick:
         args.n, args.d = 2_000, 10_000
     if args.child:
@@ -133,9 +191,29 @@ def main():
         args.method,
         "--input",
         args.input,
+        "--max-memory",
+        args.max_memory,
     ]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)
     run = json.loads(proc.stdout.strip().splitlines()[-1])
+    if args.method == "fsa":
+        gib = 2**30
+        print(f"X {args.n} x {args.d} float32 = {run['x_bytes'] / gib:.3f} GiB ({run['input']})")
+        print(f"extra peak RSS above X: {(run['peak_rss_bytes'] - run['rss_after_x_bytes']) / gib:.3f} GiB = "
+              f"{run['extra_peak_over_x']:.2f}x X")
+        print(f"fsa k={args.k} logistic: {run['fsa_cold_s']:.2f} s cold, {run['fsa_warm_s']:.2f} s warm; "
+              f"informative found {run['informative_found']}/10, status {run['status']}")
+        out = args.out or os.path.join(RESULTS, "lean_fsa.json")
+        runs = []
+        if os.path.exists(out):
+            with open(out) as f:
+                runs = [r for r in json.load(f).get("runs", []) if r.get("input") != run["input"]]
+        run.update(n=args.n, d=args.d, k=args.k, loadavg_after=os.getloadavg())
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as f:
+            json.dump({"runs": runs + [run]}, f, indent=2)
+        print(f"wrote {out}")
+        return
     xb = run["x_bytes"]
     result = {
         "n": args.n,

@@ -107,6 +107,7 @@ from sklearn.utils.validation import (
 
 from jaxselect._budget import within_budget
 from jaxselect.design import HostDesign, HostSparseDesign, as_sparse_csr, is_sparse
+from jaxselect.design.stream import is_stream_input
 from jaxselect._validation import check_float, check_int
 from jaxselect.anneal import fsa, fsa_predict
 from jaxselect.greedy import cs_fr, cs_omp, doubling, glm_omp, greedy_rls
@@ -717,6 +718,23 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
 
 class _FSABase(_Selector, _Base):
     _sparse = True
+
+    def _validate_fit(self, X, y, sample_weight, *, multi_output: bool, numeric: bool):
+        """As :class:`_Base`'s, but an ``np.memmap`` or a row-sliceable array-like (h5py, zarr) X is
+        left as it is — :func:`jaxselect.fsa` streams it (validating every block) — and only y and
+        the weights are checked here."""
+        streamed = isinstance(X, np.memmap) or (is_stream_input(X) and not callable(X))
+        if not streamed or np.dtype(X.dtype) not in (np.float32, np.float64):
+            return super()._validate_fit(X, y, sample_weight, multi_output=multi_output, numeric=numeric)
+        if len(X.shape) != 2:
+            raise ValueError(f"X must be 2-D (n_samples, n_features); got shape {tuple(X.shape)}")
+        y = check_array(y, ensure_2d=False, dtype="numeric" if numeric else None, input_name="y")
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"y must have shape ({X.shape[0]},), one target per row of X; got {y.shape}")
+        self.n_features_in_ = X.shape[1]
+        return X, y, _check_weights(sample_weight, X)
 
     def _check_sparse_bins(self, X) -> None:
         """ValueError: piecewise-linear learners (``bins``) on sparse X."""

@@ -67,15 +67,19 @@ from .._validation import (
     is_traced,
 )
 from .. import losses as _losses
-from ..design import Data, DenseDesign, SparseDesign, as_data, as_sparse_csr, is_sparse
+from .._progress import check_progress, progress_bar
+from ..design import Data, DenseDesign, SparseDesign, as_data, as_sample_weight, as_sparse_csr, check_constant_columns, is_sparse
+from ..design.stream import ArraySource, as_stream_source, is_stream_input, stream_summary, subsample_rows
 from ..sharding import any_mesh
 from ..status import OK, status_message
 from .design import PLDesign
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_scores
 from .scaling import check_scale_rule, rescale_design
 from .polish import POLISH_MAX_ITER, merge_status, polish as polish_fit, polish_tol
-from .run import RunPlan, finish, iteration_cap, run
+from .run import RunPlan, finish, iteration_cap, run, stage_bounds
 from .schedule import annealing_schedule, plan_stages, stage_widths
+from .checkpoint import fingerprint
+from .stream import MEMORY_FACTOR, STREAM_LOSSES, check_max_memory, check_streamable, memory_stage, stream_fsa
 from .step import (
     CLASSIFICATION_LOSSES,
     LOSSES,
@@ -94,6 +98,11 @@ __all__ = ["FSAResult", "fsa", "fsa_predict", "fsa_prepare", "validate_fsa_optio
 _MIN_DROP = 32
 # rows per block of the first (transposing) compaction of X
 _GATHER_BLOCK = 1024
+#: a numpy X in its compute dtype that jax cannot alias (a device copy would double it) and at least
+#: this large runs its first stage from the host array (item "lean"; see ``_stream_input``)
+LEAN_BYTES = 1 << 28
+#: a lean run streams its stages until twice the working set is at most this fraction of X
+LEAN_FRACTION = 0.25
 
 
 class FSAResult(NamedTuple):
@@ -324,6 +333,129 @@ def _on_device(X):
     return X
 
 
+# --------------------------------------------------------------------------- streamed X
+def _aliasable(X: np.ndarray) -> bool:
+    """jax can use the buffer of X on the CPU without a copy (C-contiguous, 64-byte aligned)."""
+    return bool(X.flags.c_contiguous) and X.ctypes.data % 64 == 0
+
+
+def _stream_input(X, k, budget, loss, bins, optimizer, scale="std"):
+    """``(source, lean)``: the :class:`~jaxselect.design.stream.StreamSource` of an X that streams
+    (None: the in-memory path), and whether it is a numpy X that runs lean (first stage from the
+    host array, gathered at the first compaction: no device copy of the whole X)."""
+    if is_stream_input(X):
+        what = "a memmap" if isinstance(X, np.memmap) else f"X of type {type(X).__name__}"
+        if isinstance(X, np.memmap):
+            try:
+                check_streamable(loss, bins, optimizer, what, scale)
+            except ValueError:
+                return None, False  # options only the in-memory path runs: read the memmap whole
+        else:
+            check_streamable(loss, bins, optimizer, what, scale)
+        return as_stream_source(X), False
+    if budget is None or type(X) is not np.ndarray or X.ndim != 2 or X.dtype.kind != "f" or X.shape[0] < 2:
+        return None, False
+    if callable(loss) or loss not in STREAM_LOSSES or bins is not None or optimizer is not None or scale != "std":
+        return None, False
+    if MEMORY_FACTOR * X.nbytes > budget:
+        return ArraySource(X), False
+    lean = (
+        X.dtype == float_dtype_for(X.dtype)
+        and X.nbytes >= LEAN_BYTES
+        and not _aliasable(X)
+        and isinstance(k, (int, np.integer))
+        and 1 <= k <= X.shape[1]
+        and len(stage_widths(X.shape[1], int(k), _MIN_DROP)) > 1
+    )
+    return (ArraySource(X), True) if lean else (None, False)
+
+
+def _postfix(bar, **kw):
+    if hasattr(bar, "set_postfix"):
+        bar.set_postfix(**kw, refresh=False)
+
+
+def _fsa_streamed(source, y, k, *, loss, n_iter, mu, lr, l2, huber_h, constant_columns, sample_weight, polish, tol,
+                  max_iter, budget, lean, progress, checkpoint, gram):
+    """:func:`fsa` on a :class:`~jaxselect.design.stream.StreamSource` (see :mod:`.stream`)."""
+    m = source.shape[1]
+    dtype = np.dtype(source.dtype)
+    k, n_iter, mu, lr, _, _, huber_h = validate_fsa_options((0, m), k, n_iter, mu, lr, None, None, 0.0, huber_h)
+    polish, tol, max_iter = _check_polish(polish, tol, max_iter, None, dtype)
+    carries = getattr(source, "has_targets", False)
+    if y is not None and carries and source.__class__.__name__ == "BatchSource":
+        raise ValueError("y was given and the batches carry targets too: pass y=None (the batches' targets) or batches (X_rows, None)")
+    w = None
+    if sample_weight is not None:
+        w = np.asarray(sample_weight)
+        n0 = source.shape[0]
+        as_sample_weight(w, n0 if n0 is not None else (w.shape[0] if w.ndim == 1 else 0))
+    schedule = annealing_schedule(m, k, n_iter, mu).astype(np.int32)
+    cap = iteration_cap(n_iter)
+    widths = stage_widths(m, k, _MIN_DROP)
+    padded = np.full((cap,), k, np.int32)
+    padded[:n_iter] = schedule
+    mode = "power" if lr is None else "fixed"
+    length0 = stage_bounds(padded, n_iter, widths)[0]
+    needs_sub = mode == "power" and min(12, (length0[1] - length0[0]) // 2) < 6
+    n = source.shape[0]
+    stride = -(-n // 1024) if (needs_sub and n is not None and n > 2048) else None
+    summary, lo, hi, y_src, sub = stream_summary(source, w, stride)
+    n = source.shape[0]
+    if needs_sub and sub is None and n > 2048:  # a batch source: N known only now
+        sub = subsample_rows(source, -(-n // 1024))
+    if y is None:
+        if y_src is None and loss is not None:
+            raise ValueError(f"loss={loss!r} needs y: pass y, or a source whose batches or targets(rows) carry it")
+        y = y_src
+    check_constant_columns(summary.live, constant_columns)
+    _check_k_live(summary.live, k)
+    target = _check_target(y, n, dtype, loss, None)
+    if loss == "squared":
+        check_scale(np.asarray(target)[:, None], "y", squares=True)
+    if w is not None:
+        target = _weight_target(target, jnp.asarray(w, dtype), loss)
+    l2 = as_hyper(l2, "l2", dtype, low=0.0)
+    config = make_config(loss, huber_h, None, weighted=w is not None)
+    hand_over = memory_stage(widths, n, dtype.itemsize, budget)
+    if lean:  # the in-memory stages start at a width of at most M/8: their copy is ≤ X/8
+        hand_over = max(1, hand_over, memory_stage(widths, n, dtype.itemsize, LEAN_FRACTION * n * m * dtype.itemsize))
+    polish = _default_polish(polish, n, int(widths[-1]), dtype)
+    fp = ""
+    if checkpoint is not None:
+        fp = fingerprint(
+            dict(shape=(n, m), dtype=dtype.str, k=k, n_iter=n_iter, mu=mu, lr=lr, l2=float(l2), loss=loss,
+                 huber_h=huber_h, widths=tuple(int(v) for v in widths)),
+            dict(mean=summary.mean, scale=summary.scale, y=np.asarray(y, np.float64), w=w),
+        )
+    bar = progress_bar(total=n_iter, enabled=progress, desc="fsa", unit="it")
+    try:
+        out = stream_fsa(
+            source, target, summary, config, l2, jnp.zeros((), dtype), schedule=padded, n_iter=n_iter,
+            widths=widths, step_mode=mode, lr=0.0 if lr is None else lr, gram=gram, hand_over=hand_over, sub=sub,
+            checkpoint=checkpoint, fp=fp, polish=polish, bar=bar,
+        )
+        state, fit = out.state, None
+        if polish:
+            _postfix(bar, phase="polish", width=int(widths[-1]))
+            fit = polish_fit(out.problem, out.local, state.coef, state.intercept, state.active, tol, max_iter)
+            state = state._replace(coef=fit.coef, intercept=fit.intercept)
+    finally:
+        bar.close()
+    support, coef, intercept, loss_path, status, _, _, _ = finish(
+        state, out.cols, out.objective, out.mean, out.inv_scale, None, None, None, k=k, n_iter=n_iter
+    )
+    status = merge_status(status, fit) if polish else status
+    result = FSAResult(
+        support=support, coef=coef, intercept=intercept, loss_path=loss_path, n_kept=jax.device_put(schedule),
+        step_size=out.steps, status=status, n_features=m,
+    )
+    code = int(result.status)
+    if code != OK:
+        warnings.warn(f"fsa: {status_message(code)}", RuntimeWarning, stacklevel=3)
+    return result
+
+
 # --------------------------------------------------------------------------- problem builder
 @any_mesh
 def fsa_prepare(
@@ -405,6 +537,9 @@ def fsa(
     tol=None,
     max_iter: int = POLISH_MAX_ITER,
     scale: str = "std",
+    max_memory="auto",
+    progress: bool = False,
+    checkpoint=None,
 ) -> FSAResult:
     """Feature Selection with Annealing (Barbu et al., Algorithm 1 with schedule (3)).
 
@@ -414,10 +549,17 @@ def fsa(
     is on the standardized features) and the coefficients are returned in raw feature space.
 
     Args:
-      X: (N, M) features, N ≥ 2; a numpy array or a (row-sharded) ``jax.Array``.
+      X: (N, M) features, N ≥ 2: a numpy array or a (row-sharded) ``jax.Array``; or data that do
+        not sit in memory as one array (streamed, see "Data bigger than memory" in docs/fsa.md):
+        an ``np.memmap`` or a row-sliceable array-like (h5py/zarr style: ``shape``, ``dtype``,
+        ``X[a:b]``); a callable returning a fresh iterator of ``(X_rows, y_rows)`` batches on
+        every call (``y=None``: the batches carry the targets); or a column source with
+        ``shape``, ``dtype``, ``block(rows, cols)`` and optionally ``targets(rows)`` (e.g.
+        :func:`jaxselect.datasets.equicorrelated`). Streamed X takes the pointwise losses
+        (squared, logistic, huber_hinge, lorenz) with linear learners and no optax optimizer.
       y: (N,) or (N, 1) regression targets (``"squared"``); binary labels in {0, 1}, {−1, +1} or
         bool, (N,) or (N, 1) (classification losses); ignored for ``"ranking"`` (may be None);
-        or anything a callable loss accepts.
+        or anything a callable loss accepts; None with a source that carries its targets.
       k: number of features to select, 1 ≤ k ≤ the number of non-constant columns.
       loss: ``"squared"`` (½·mean, eq. 4/10), ``"logistic"`` (6), ``"huber_hinge"`` (7),
         ``"lorenz"`` (8), ``"ranking"`` (9), or a callable ``loss(scores (N,), y) -> scalar``
@@ -469,6 +611,17 @@ def fsa(
         unit variance; ``"sparse"`` unit variance per non-zero entry (σ_j/√f_j, f_j the fraction
         of rows where column j is non-zero): the same as ``"std"`` on columns without zeros, raw
         0/1 values on binary indicators, so rare columns are not lifted (sparse text / click data).
+      max_memory: bytes the working set of a streamed X may take in memory (``"auto"``: a quarter
+        of the available RAM; a number of bytes; None: no budget). While a stage's columns
+        (2·N·W·itemsize) do not fit, each iteration re-reads the stage's columns block by block;
+        at the first stage that fits they are gathered once and the rest runs in memory. A numpy
+        X above the budget is streamed from the host array too (None: never).
+      progress: show a progress bar (iteration, working-set width, phase "stream"/"memory"/
+        "polish"); needs ``tqdm`` (ImportError otherwise).
+      checkpoint: None, or a file path: the streamed phase writes its state there at every stage
+        boundary (``np.savez``), and a call that finds a checkpoint of the same problem resumes
+        from it with the uninterrupted result (another problem's checkpoint raises ValueError).
+        Only streamed stages are checkpointed (an in-memory X ignores it).
 
     Compilation: one program per shape (N, M, the k-bucket of
     :func:`~jaxselect.anneal.k_bucket`, the power of two above ``n_iter``) and static options
@@ -500,8 +653,18 @@ def fsa(
     check_loss(loss)
     check_constant_mode(constant_columns)
     check_scale_rule(scale)
+    progress = check_progress(progress)
+    budget = check_max_memory(max_memory)
     # the moment-space (Gram) oracle of the last stages squares raw centred columns
     gram = bins is None and (loss == "squared" or loss is _losses.squared_loss)
+    in_jit = is_traced((y, sample_weight, l2, pairs))
+    source, lean = _stream_input(X, k, None if in_jit else budget, loss, bins, optimizer, scale)
+    if source is not None:
+        return _fsa_streamed(
+            source, y, k, loss=loss, n_iter=n_iter, mu=mu, lr=lr, l2=l2, huber_h=huber_h,
+            constant_columns=constant_columns, sample_weight=sample_weight, polish=polish, tol=tol,
+            max_iter=max_iter, budget=budget, lean=lean, progress=progress, checkpoint=checkpoint, gram=gram,
+        )
     data = _front_door(_on_device(X), sample_weight, loss, constant_columns, squares=gram)  # one pass over X
     w = data.weights
     n, m = data.design.shape
@@ -536,6 +699,8 @@ def fsa(
     plan = RunPlan(widths, cap, mode, gram, bounds, _GATHER_BLOCK if one_device else 0)
     padded = np.full((cap,), k, np.int32)
     padded[:n_iter] = schedule
+    bar = progress_bar(total=n_iter, enabled=progress and not traced, desc="fsa", unit="it")
+    _postfix(bar, phase="memory", width=m)
     # device_put, not jnp.asarray: converting a numpy array with jnp compiles a program per shape
     state, cols, objective, step_size, mean, inv_scale, basis_mean = run(
         problem,
@@ -544,9 +709,12 @@ def fsa(
         jax.device_put(np.asarray(0.0 if lr is None else lr, dtype)),
         plan=plan,
     )
+    bar.update(n_iter)
     if polish:  # the converged fit on the final support (width W, the k survivors active)
+        _postfix(bar, phase="polish", width=int(widths[-1]))
         fit = polish_fit(problem, cols, state.coef, state.intercept, state.active, tol, max_iter)
         state = state._replace(coef=fit.coef, intercept=fit.intercept)
+    bar.close()
     grid = problem.grid
     support, coef, intercept, loss_path, status, basis_mean, x_min, bin_width = finish(
         state,

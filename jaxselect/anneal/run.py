@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..status import NONFINITE, OK
 from .design import PLDesign
@@ -40,7 +41,7 @@ from .step import FSAProblem, FSAState, Params, advance, default_step, design_sh
 from .step import start_vector
 from .stepsize import WeightedTarget
 
-__all__ = ["RunPlan", "run", "finish", "iteration_cap"]
+__all__ = ["RunPlan", "RunStart", "run", "finish", "iteration_cap", "stage_bounds"]
 
 # default step: power iterations for the first (cold) and later (warm-started) estimates, at most
 # half the stage's own iterations; the first estimate of a short wide stage uses a row subsample
@@ -62,6 +63,8 @@ class RunPlan(NamedTuple):
         ``((start, end), ...)`` per stage (traced calls: every loop a differentiable scan).
       gather_block: rows per block of the first (transposing) compaction of a linear design, 0
         for one fused gather (row-sharded or traced X; see :meth:`~jaxselect.design.DenseDesign.compact`).
+      first_stage: the stage the program starts at (0: from β = 0 at full width; > 0: from a
+        :class:`RunStart` at that stage's width, e.g. after FSA's streamed phase).
     """
 
     widths: tuple
@@ -70,6 +73,43 @@ class RunPlan(NamedTuple):
     gram: bool
     bounds: tuple | None = None
     gather_block: int = 0
+    first_stage: int = 0
+
+
+class RunStart(NamedTuple):
+    """Where a run resumes: the state of Algorithm 1 at the start of stage ``plan.first_stage``.
+
+    Attributes:
+      state: :class:`~jaxselect.anneal.FSAState` at that stage's width W (compacted: the kept
+        columns of the previous stage's end, :func:`keep_columns`), ``iteration`` the stage's start.
+      cols: (W,) int32 original index of each column.
+      v_coef: (W, P) power-iteration vector; v_icpt: () its intercept part; lam: () its estimate.
+      objective: (cap,) F of the iterations so far (NaN after them).
+      steps: (first_stage,) step of each earlier stage.
+    """
+
+    state: FSAState
+    cols: jax.Array
+    v_coef: jax.Array
+    v_icpt: jax.Array
+    lam: jax.Array
+    objective: jax.Array
+    steps: jax.Array
+
+
+def stage_bounds(schedule, n_iter: int, widths) -> list:
+    """Host ``[(start, end), ...]`` of each stage: the formula of :func:`run` on a numpy schedule."""
+    schedule = np.asarray(schedule)
+    prev = np.concatenate([[widths[0]], schedule[:-1]])
+    valid = np.arange(schedule.shape[0]) < n_iter
+    starts = [0] + [int(np.sum(valid & (prev > w))) for w in widths[1:]]
+    return list(zip(starts, starts[1:] + [int(n_iter)]))
+
+
+@functools.partial(jax.jit, static_argnames="width")
+def keep_columns(active, width: int):
+    """Positions of the columns kept for a stage of ``width``: the active ones first (ascending)."""
+    return _first_true(active, width)
 
 
 def iteration_cap(n_iter: int) -> int:
@@ -83,7 +123,7 @@ def _first_true(mask, size):
     return jnp.sort(jnp.argsort(jnp.logical_not(mask), stable=True)[:size]).astype(jnp.int32)
 
 
-def _gather_rows(tree, cols, width):
+def gather_rows(tree, cols, width):
     """Gather rows ``cols`` of every leaf of ``tree`` whose leading dimension is ``width``."""
 
     def take(leaf):
@@ -159,7 +199,7 @@ def _iterate(problem: FSAProblem, state: FSAState, objective, start, end, gram: 
 
 
 @functools.partial(jax.jit, static_argnames=("plan",))
-def run(problem: FSAProblem, schedule, n_iter, lr, *, plan: RunPlan):
+def run(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = None, *, plan: RunPlan):
     """The whole schedule of :func:`~jaxselect.fsa` in one program (see module docstring).
 
     Args:
@@ -167,6 +207,8 @@ def run(problem: FSAProblem, schedule, n_iter, lr, *, plan: RunPlan):
       schedule: (cap,) int32 M_e of eq. (3), padded with k after ``n_iter``.
       n_iter: () int32 number of iterations (≤ cap).
       lr: () step of ``step_mode="fixed"`` (ignored otherwise).
+      start: None (from β = 0), or the :class:`RunStart` of stage ``plan.first_stage``; then
+        ``problem.design`` holds that stage's W columns (``start.cols``) only.
       plan: the static :class:`RunPlan`.
 
     Returns:
@@ -185,33 +227,40 @@ def run(problem: FSAProblem, schedule, n_iter, lr, *, plan: RunPlan):
         ends = starts[1:] + [jnp.asarray(n_iter, jnp.int32)]
     else:
         starts, ends = (list(b) for b in zip(*plan.bounds))
-    coef = jnp.zeros((m, p), dtype)
-    intercept = jnp.zeros((), dtype)
-    opt_state = problem.config.optimizer.init(Params(coef, intercept))
-    if plan.step_mode == "fixed":
-        opt_state = opt_state._replace(step=jnp.asarray(lr, dtype))
-    state = FSAState(
-        coef,
-        intercept,
-        jnp.asarray(problem.live).astype(bool),
-        opt_state,
-        jnp.zeros((), jnp.int32),
-        schedule,
-        jnp.full((), jnp.nan, dtype),
-    )
-    cols = jnp.arange(m, dtype=jnp.int32)
-    v_coef, v_icpt, lam = start_vector(m, p, dtype), jnp.ones((), dtype), jnp.ones((), dtype)
-    objective = jnp.full((plan.cap,), jnp.nan, dtype)
+    first = plan.first_stage
+    if start is None:
+        coef = jnp.zeros((m, p), dtype)
+        intercept = jnp.zeros((), dtype)
+        opt_state = problem.config.optimizer.init(Params(coef, intercept))
+        if plan.step_mode == "fixed":
+            opt_state = opt_state._replace(step=jnp.asarray(lr, dtype))
+        state = FSAState(
+            coef,
+            intercept,
+            jnp.asarray(problem.live).astype(bool),
+            opt_state,
+            jnp.zeros((), jnp.int32),
+            schedule,
+            jnp.full((), jnp.nan, dtype),
+        )
+        cols = jnp.arange(m, dtype=jnp.int32)
+        v_coef, v_icpt, lam = start_vector(m, p, dtype), jnp.ones((), dtype), jnp.ones((), dtype)
+        objective = jnp.full((plan.cap,), jnp.nan, dtype)
+        steps = []
+    else:
+        state, cols, v_coef, v_icpt, lam, objective = start[:6]
+        steps = [start.steps[j] for j in range(first)]
     design = problem.design
-    steps = []
     for i, width in enumerate(widths):
-        if i > 0:
+        if i < first:
+            continue
+        if i > first:
             keep = _first_true(state.active, width)
             design = design.compact(keep, plan.gather_block)
             state = state._replace(
                 coef=jnp.take(state.coef, keep, axis=0),
                 active=jnp.take(state.active, keep),
-                opt_state=_gather_rows(state.opt_state, keep, widths[i - 1]),
+                opt_state=gather_rows(state.opt_state, keep, widths[i - 1]),
             )
             cols = jnp.take(cols, keep)
             v_coef = jnp.take(v_coef, keep, axis=0)

@@ -1,0 +1,248 @@
+"""FSA on streamed X (memmaps, batch callables, column sources) equals FSA on the array in memory.
+
+Small problems (N ≤ 3000, M ≤ 300) with a tiny ``max_memory`` force the streamed phase: every
+stage streams, or the first stages stream and the rest runs in memory after the hand-over.
+"""
+
+import numpy as np
+import pytest
+
+import jaxselect as js
+from jaxselect.design import column_summary
+from jaxselect.design import stream as dstream
+
+N, M, K = 1500, 160, 4
+TRUE = [3, 50, 77, 120]
+
+
+@pytest.fixture(autouse=True)
+def _small_blocks(monkeypatch):
+    """About 5 row blocks per pass (the default blocks would hold these problems whole)."""
+    monkeypatch.setattr(dstream, "STREAM_BLOCK_BYTES", 320 * M * 4)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((N, M)).astype(np.float32)
+    X[:, 5] = 2.0  # a constant column: inert
+    X[:, 9] *= 50.0  # a large scale: the standardisation matters
+    beta = np.zeros(M)
+    beta[TRUE] = [2.0, -1.5, 1.0, 0.8]
+    score = X @ beta + 0.3 * rng.standard_normal(N)
+    labels = (score > 0).astype(np.int32)
+    w = rng.uniform(0.0, 2.0, N).astype(np.float32)
+    return X, score.astype(np.float32), labels, w
+
+
+def _same(a, b, rtol=1e-4):
+    assert a.support.tolist() == b.support.tolist()
+    scale = max(1.0, float(np.max(np.abs(np.asarray(a.coef)))))
+    np.testing.assert_allclose(np.asarray(b.coef), np.asarray(a.coef), atol=rtol * scale)
+    np.testing.assert_allclose(float(b.intercept), float(a.intercept), atol=rtol * scale)
+    np.testing.assert_allclose(np.asarray(b.loss_path), np.asarray(a.loss_path), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(b.step_size), np.asarray(a.step_size), rtol=1e-4)
+    assert int(b.status) == int(a.status)
+
+
+def _batches(X, y, rows=400):
+    def batches():
+        for a in range(0, X.shape[0], rows):
+            yield X[a : a + rows], None if y is None else y[a : a + rows]
+
+    return batches
+
+
+class _Columns:
+    """A minimal column-addressable source over an array (block(rows, cols) and targets(rows))."""
+
+    def __init__(self, X, y=None):
+        self.X, self.y = X, y
+        self.shape, self.dtype = X.shape, X.dtype
+        self.calls = 0
+        if y is not None:
+            self.targets = lambda rows: self.y[rows]
+
+    def block(self, rows, cols):
+        self.calls += 1
+        return self.X[rows][:, cols]
+
+
+IT = 40
+MID = 2 * N * 40 * 4  # a budget that streams the first stages and hands over to memory
+
+
+@pytest.fixture(scope="module")
+def ref(data):
+    """The in-memory runs the streamed ones are compared with (shared: one compile per config)."""
+    X, score, labels, w = data
+    return {
+        "logistic": js.fsa(X, labels, K, loss="logistic", n_iter=IT),
+        "weighted": js.fsa(X, labels, K, loss="logistic", n_iter=IT, sample_weight=w),
+        "squared": js.fsa(X, score, K, n_iter=IT),
+    }
+
+
+def test_memmap_streamed_equals_in_memory(data, ref, tmp_path):
+    X, _, labels, _ = data
+    np.save(tmp_path / "X.npy", X)
+    Xm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    assert ref["logistic"].support.tolist() == TRUE
+    for budget in (1000, MID):  # every stage streamed; hand-over after the first stages
+        _same(ref["logistic"], js.fsa(Xm, labels, K, loss="logistic", n_iter=IT, max_memory=budget))
+    unpolished = js.fsa(X, labels, K, loss="logistic", n_iter=IT, polish=False)
+    _same(unpolished, js.fsa(Xm, labels, K, loss="logistic", n_iter=IT, max_memory=MID, polish=False))
+
+
+def test_memmap_that_fits_is_gathered_once(data, ref, tmp_path):
+    X, score, _, _ = data
+    np.save(tmp_path / "X.npy", X)
+    Xm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    _same(ref["squared"], js.fsa(Xm, score, K, n_iter=IT, max_memory=None))
+
+
+def test_batch_callable_with_separate_y(data, ref):
+    X, score, _, _ = data
+    late = 2 * N * 5 * 4  # stages 0 and 1 stream, the hand-over is at stage 2
+    _same(ref["squared"], js.fsa(_batches(X, None), score, K, n_iter=IT, max_memory=late))
+
+
+def test_batch_callable_carries_targets(data, ref):
+    X, _, labels, w = data
+    got = js.fsa(_batches(X, labels), None, K, loss="logistic", n_iter=IT, sample_weight=w, max_memory=1000)
+    _same(ref["weighted"], got)
+
+
+def test_column_source(data, ref):
+    X, _, labels, w = data
+    src = _Columns(X, labels)
+    got = js.fsa(src, None, K, loss="logistic", n_iter=IT, sample_weight=w, max_memory=MID)
+    _same(ref["weighted"], got)
+    assert src.calls > 0
+
+
+def test_equicorrelated_source():
+    src = js.datasets.equicorrelated(N, M, n_informative=4, seed=3)
+    X, y = src.materialize(), src.targets()
+    ref = js.fsa(X, y, 4, loss="lorenz", n_iter=IT)
+    got = js.fsa(src, None, 4, loss="lorenz", n_iter=IT, max_memory=MID)
+    _same(ref, got, rtol=3e-4)
+    assert set(got.support.tolist()) == set(src.true_features.tolist())
+    # the fused products over several row blocks (the last one overhangs N: masked)
+    blocks = js.fsa(dstream.ColumnSource(src, rows=400), None, 4, loss="lorenz", n_iter=IT, max_memory=MID)
+    _same(ref, blocks, rtol=3e-4)
+
+
+def test_in_memory_numpy_over_budget_streams_with_progress(data, capsys):
+    pytest.importorskip("tqdm")
+    X, _, labels, _ = data
+    ref = js.fsa(X, labels, K, loss="logistic", n_iter=IT, lr=2.0)  # a fixed step
+    _same(ref, js.fsa(X, labels, K, loss="logistic", n_iter=IT, lr=2.0, max_memory=MID, progress=True))
+    err = capsys.readouterr().err
+    assert f"{IT}/{IT}" in err and "phase=" in err
+
+
+def test_summary_pass_equals_column_summary(data):
+    X, _, _, w = data
+    for weights in (None, w):
+        summary, lo, hi, _, sub = dstream.stream_summary(dstream.ArraySource(X, rows=256), weights, stride=7)
+        ref = column_summary(X, weights)
+        np.testing.assert_allclose(summary.mean, np.asarray(ref.mean), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(summary.scale, np.asarray(ref.scale), rtol=1e-5)
+        assert summary.live.tolist() == np.asarray(ref.live).tolist()
+        np.testing.assert_array_equal(sub, X[::7])
+    np.testing.assert_array_equal(lo, X.min(axis=0))
+    np.testing.assert_array_equal(hi, X.max(axis=0))
+
+
+# --------------------------------------------------------------------------- bad sources
+def _bad(X, y, change):
+    def batches():
+        for b, a in enumerate(range(0, X.shape[0], 500)):
+            xb, yb = X[a : a + 500].copy(), y[a : a + 500]
+            yield change(b, xb, yb)
+
+    return batches
+
+
+def test_batch_width_change(data):
+    X, _, labels, _ = data
+    src = _bad(X, labels, lambda b, x, y: (x[:, :-1] if b == 2 else x, y))
+    with pytest.raises(ValueError, match=r"batch 2 \(rows 1000–1499\) has 159 columns but the first batch had 160"):
+        js.fsa(src, None, K, loss="logistic", n_iter=20)
+
+
+def test_batch_nan(data):
+    X, _, labels, _ = data
+
+    def change(b, x, y):
+        if b == 1:
+            x[3, 4] = np.nan
+        return x, y
+
+    with pytest.raises(ValueError, match=r"batch 1 \(rows 500–999\) has NaN"):
+        js.fsa(_bad(X, labels, change), None, K, loss="logistic", n_iter=20)
+
+
+def test_batches_end_early_on_a_later_pass(data):
+    X, _, labels, _ = data
+    calls = []
+
+    def batches():
+        calls.append(1)
+        stop = N if len(calls) < 3 else N - 500
+        for a in range(0, stop, 500):
+            yield X[a : a + 500], labels[a : a + 500]
+
+    with pytest.raises(ValueError, match=r"yielded 1000 rows on pass \d+ but 1500 on pass 1: the callable must return the same"):
+        js.fsa(batches, None, K, loss="logistic", n_iter=20, max_memory=1000)
+
+
+def test_batch_targets_mismatch(data):
+    X, _, labels, _ = data
+    with pytest.raises(ValueError, match="y was given and the batches carry targets"):
+        js.fsa(_batches(X, labels), labels, K, loss="logistic", n_iter=20)
+    src = _bad(X, labels, lambda b, x, y: (x, None if b == 1 else y))
+    with pytest.raises(ValueError, match=r"batch 1 \(rows 500–999\) carries no targets"):
+        js.fsa(src, None, K, loss="logistic", n_iter=20)
+    with pytest.raises(ValueError, match="needs y"):
+        js.fsa(_batches(X, None), None, K, loss="logistic", n_iter=20)
+
+
+def test_streaming_refuses_ranking_and_callables(data):
+    X, score, _, _ = data
+    with pytest.raises(ValueError, match="mean of per-row terms"):
+        js.fsa(_batches(X, score), None, K, loss="ranking", pairs=np.array([[0, 1, 1.0]]))
+    with pytest.raises(ValueError, match="mean of per-row terms"):
+        js.fsa(_batches(X, score), None, K, loss=lambda s, y: ((s - y) ** 2).mean())
+    with pytest.raises(ValueError, match="max_memory"):
+        js.fsa(X, score, K, max_memory="lots")
+
+
+def test_lean_numpy_runs_first_stages_from_the_host_array(data, ref, monkeypatch):
+    import sys
+
+    fsa_module = sys.modules["jaxselect.anneal.fsa"]  # the module (jaxselect.anneal.fsa is the function)
+    X, _, labels, _ = data
+    raw = np.empty(X.size + 16, np.float32)
+    offset = (16 - raw.ctypes.data % 64) % 64 // 4
+    Xu = raw[offset : offset + X.size].reshape(X.shape)  # not 64-byte aligned: jax would copy it
+    Xu[:] = X
+    assert Xu.ctypes.data % 64 != 0
+    monkeypatch.setattr(fsa_module, "LEAN_BYTES", 0)
+    assert fsa_module._stream_input(Xu, K, 1 << 40, "logistic", None, None)[1]
+    _same(ref["logistic"], js.fsa(Xu, labels, K, loss="logistic", n_iter=IT))
+
+
+def test_sklearn_estimators_take_a_memmap(data, tmp_path):
+    from jaxselect.sklearn import FSAClassifier
+
+    X, _, labels, _ = data
+    np.save(tmp_path / "X.npy", X)
+    Xm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    a = FSAClassifier(k=K, n_iter=IT).fit(X, labels)
+    b = FSAClassifier(k=K, n_iter=IT).fit(Xm, labels)
+    assert b.get_support(indices=True).tolist() == a.get_support(indices=True).tolist() == TRUE
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-4, atol=1e-5)
+    assert b.n_features_in_ == M
+    np.testing.assert_array_equal(b.predict(X[:50]), a.predict(X[:50]))
