@@ -59,9 +59,9 @@ from jaxselect._validation import (
     host_array,
     is_traced,
 )
-from jaxselect.anneal.fsa import _MIN_DROP, LOSSES, fsa, fsa_predict, fsa_prepare, validate_fsa_options
+from jaxselect.anneal.fsa import LOSSES, fsa, fsa_predict, fsa_prepare, fsa_stage_widths, validate_fsa_options
 from jaxselect.anneal.run import RunPlan, iteration_cap, run as run_schedule
-from jaxselect.anneal.schedule import annealing_schedule, stage_widths
+from jaxselect.anneal.schedule import annealing_schedule
 from jaxselect.design import HostSparseDesign, as_sample_weight, as_sparse_csr, column_summary, is_sparse
 from jaxselect.greedy.criteria import OMP_CRITERIA
 from jaxselect.groups import as_groups
@@ -545,7 +545,7 @@ def _linear_schedule_args(m: int, k: int, k_max: int, options: dict, dtype):
     cap = iteration_cap(n_iter)
     padded = np.full((cap,), k, np.int32)
     padded[:n_iter] = annealing_schedule(m, k, n_iter, options["mu"]).astype(np.int32)
-    plan = RunPlan(stage_widths(m, k_max, _MIN_DROP), cap, "power" if lr is None else "fixed", options["loss"] == "squared")
+    plan = RunPlan(fsa_stage_widths(m, k_max), cap, "power" if lr is None else "fixed", options["loss"] == "squared")
     lr = jax.device_put(np.asarray(0.0 if lr is None else lr, dtype))
     return jax.device_put(padded), jax.device_put(np.int32(n_iter)), lr, plan
 

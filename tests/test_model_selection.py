@@ -105,6 +105,24 @@ def test_cross_validate_path_options_and_errors():
         js.cross_validate_path(X, y, score="accuracy")
 
 
+def test_cross_validate_fsa_unequal_weighted_folds_match_per_fold_fits():
+    """One compiled program serves every k and every fold (unequal folds padded with weight-0 rows):
+    each score is still that fold's own FSA fit (the schedule's iterate, polish=False), weighted."""
+    rng = np.random.default_rng(3)
+    n = 53  # 5 folds of 11 or 10 rows
+    X = rng.normal(size=(n, 12)).astype(np.float32)
+    labels = (X[:, 1] - X[:, 4] + 0.5 * rng.normal(size=n) > 0).astype(int)
+    w = rng.uniform(0.5, 2.0, size=n).astype(np.float32)
+    ks = [1, 2, 6]
+    cv = js.cross_validate_fsa(X, labels, ks, folds=5, loss="logistic", n_iter=30, sample_weight=w)
+    train, test = ms.fold_masks(5, n)
+    for b, k in enumerate(ks):
+        for f in range(5):
+            res = js.fsa(X[train[f]], labels[train[f]], k, loss="logistic", n_iter=30, sample_weight=w[train[f]], polish=False)
+            hit = (np.asarray(js.predict(res, X[test[f]])) > 0) == (labels[test[f]] > 0)
+            np.testing.assert_allclose(cv.scores[f, b], np.sum(w[test[f]] * hit) / np.sum(w[test[f]]), atol=1e-6)
+
+
 def test_cross_validate_fsa_matches_per_fold_fits():
     X, y = _data(1)
     X = np.concatenate([X, X[:, :2] ** 2], axis=1)  # 8 features

@@ -96,6 +96,12 @@ __all__ = ["FSAResult", "fsa", "fsa_predict", "fsa_prepare", "validate_fsa_optio
 # a halving of the stage width that drops fewer columns than this is skipped (tiny problems:
 # each stage adds to the compiled program more than it saves)
 _MIN_DROP = 32
+
+
+def fsa_stage_widths(n_features: int, k: int) -> tuple[int, ...]:
+    """The compacted stage widths :func:`fsa` runs for M = ``n_features`` and ``k``
+    (:func:`~jaxselect.anneal.stage_widths` with FSA's minimum drop)."""
+    return stage_widths(n_features, k, _MIN_DROP)
 # rows per block of the first (transposing) compaction of X
 _GATHER_BLOCK = 1024
 #: a numpy X in its compute dtype that jax cannot alias (a device copy would double it) and at least
