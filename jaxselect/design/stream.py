@@ -32,6 +32,7 @@ import numpy as np
 
 from jaxselect._validation import MIN_ROWS, float_dtype_for, is_traced
 from jaxselect.design.summary import standardize
+from jaxselect.design.sparse import is_sparse
 
 __all__ = [
     "ArraySource",
@@ -240,7 +241,7 @@ def is_stream_input(X) -> bool:
         return True
     if isinstance(X, (np.ndarray, jax.Array)) or is_traced(X):
         return False
-    if hasattr(X, "toarray") or hasattr(X, "tocsr"):  # scipy.sparse: the sparse path
+    if is_sparse(X) or hasattr(X, "toarray") or hasattr(X, "tocsr"):  # scipy.sparse, BCOO/BCSR: the sparse path
         return False
     if callable(getattr(X, "block", None)) and hasattr(X, "shape"):
         return True
