@@ -365,6 +365,13 @@ class EquicorrelatedSource:
             return cols.astype(jnp.int32)
         return jnp.asarray(self._cols(cols))
 
+    def _column_vector(self, v, cols) -> jax.Array:
+        """``v`` as one entry per column of ``cols``, in the source's dtype."""
+        v = jnp.asarray(v, dtype=self.dtype)
+        if v.shape != cols.shape:
+            raise ValueError(f"v must have shape {cols.shape} (one entry per column); got {v.shape}")
+        return v
+
     def _alpha(self):
         return jnp.asarray(self.alpha, dtype=jnp.float32)
 
@@ -446,9 +453,7 @@ class EquicorrelatedSource:
         """
         n_rows = check_int(n_rows, "n_rows", low=1)
         c = self._kernel_cols(cols)
-        v = jnp.asarray(v, dtype=self.dtype)
-        if v.shape != c.shape:
-            raise ValueError(f"v must have shape {c.shape} (one entry per column); got {v.shape}")
+        v = self._column_vector(v, c)
         return _kernel("matvec")(
             jnp.asarray(row_start, jnp.int32), jnp.int32(self.shape[0]), c, v, jnp.asarray(self.keys),
             self._alpha(), n_rows=n_rows,
@@ -521,9 +526,7 @@ class EquicorrelatedSource:
         if not callable(fn):
             raise TypeError(f"fn must be a callable fn(s, rows) -> weights; got {type(fn).__name__}")
         c = self._kernel_cols(cols)
-        v = jnp.asarray(v, dtype=self.dtype)
-        if v.shape != c.shape:
-            raise ValueError(f"v must have shape {c.shape} (one entry per column); got {v.shape}")
+        v = self._column_vector(v, c)
         return _kernel("gradient")(
             jnp.asarray(row_start, jnp.int32), jnp.int32(self.shape[0]), c, v, jnp.asarray(self.keys),
             self._alpha(), n_rows=n_rows, fn=fn,
