@@ -104,8 +104,8 @@ def fsa_stage_widths(n_features: int, k: int) -> tuple[int, ...]:
     return stage_widths(n_features, k, _MIN_DROP)
 # rows per block of the first (transposing) compaction of X
 _GATHER_BLOCK = 1024
-#: a numpy X in its compute dtype that jax cannot alias (a device copy would double it) and at least
-#: this large runs its first stage from the host array (item "lean"; see ``_stream_input``)
+#: on the CPU backend, a numpy X in its compute dtype that jax cannot alias (a device copy would
+#: double it) and at least this large runs its first stage from the host array (item "lean"; see ``_stream_input``)
 LEAN_BYTES = 1 << 28
 #: a lean run streams its stages until twice the working set is at most this fraction of X
 LEAN_FRACTION = 0.25
@@ -366,7 +366,8 @@ def _stream_input(X, k, budget, loss, bins, optimizer, scale="std"):
     if MEMORY_FACTOR * X.nbytes > budget:
         return ArraySource(X), False
     lean = (
-        X.dtype == float_dtype_for(X.dtype)
+        jax.default_backend() == "cpu"  # on an accelerator X is copied to the device anyway
+        and X.dtype == float_dtype_for(X.dtype)
         and X.nbytes >= LEAN_BYTES
         and not _aliasable(X)
         and isinstance(k, (int, np.integer))
@@ -618,7 +619,7 @@ def fsa(
         of rows where column j is non-zero): the same as ``"std"`` on columns without zeros, raw
         0/1 values on binary indicators, so rare columns are not lifted (sparse text / click data).
       max_memory: bytes the working set of a streamed X may take in memory (``"auto"``: a quarter
-        of the available RAM; a number of bytes; None: no budget). While a stage's columns
+        of the available RAM, or of the default accelerator's free memory if that is less; a number of bytes; None: no budget). While a stage's columns
         (2·N·W·itemsize) do not fit, each iteration re-reads the stage's columns block by block;
         at the first stage that fits they are gathered once and the rest runs in memory. A numpy
         X above the budget is streamed from the host array too (None: never).

@@ -66,7 +66,15 @@ _POWER_COLD, _POWER_WARM, _SUBSAMPLE_ROWS = 12, 6, 1024
 
 
 def available_memory() -> int:
-    """Bytes of RAM available now (``MemAvailable``; the free physical pages where that is missing)."""
+    """Bytes of memory available now for FSA's working set: the host's ``MemAvailable`` (the free
+    physical pages where that is missing) and, on an accelerator, the free memory of the default
+    device too (the in-memory stages hold their columns there), whichever is smaller."""
+    host = _host_available()
+    device = _device_available()
+    return host if device is None else min(host, device)
+
+
+def _host_available() -> int:
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -80,8 +88,23 @@ def available_memory() -> int:
         return 1 << 33
 
 
+def _device_available() -> int | None:
+    """Free bytes of the default device when it is an accelerator with memory statistics (None on
+    the CPU, whose memory is the host's)."""
+    device = jax.devices()[0]
+    if device.platform == "cpu":
+        return None
+    try:
+        stats = device.memory_stats() or {}
+    except Exception:  # pragma: no cover - backends without statistics
+        return None
+    limit = stats.get("bytes_limit")
+    return None if limit is None else int(limit - stats.get("bytes_in_use", 0))
+
+
 def check_max_memory(max_memory):
-    """``max_memory`` as bytes: ``"auto"`` → a quarter of the available RAM; None stays None (no
+    """``max_memory`` as bytes: ``"auto"`` → a quarter of the available memory (host RAM, and the
+    default device's free memory on an accelerator: :func:`available_memory`); None stays None (no
     budget: an in-memory array is never streamed, a stream source is loaded at once); else > 0."""
     if max_memory is None:
         return None
