@@ -9,7 +9,9 @@ of which quickly drops". :func:`stream_fsa` runs Algorithm 1 on a
    host drives the iterations: each iteration is **one pass** over the rows of the stage's W_i
    columns — per block the scores ``X̃_b β = X_b (f⊙β) − μ·(f⊙β) + b`` (standardised implicitly),
    ``u = ∂loss/∂score`` per row and the gradient ``u X_b`` accumulated, in one jitted kernel (or
-   the source's own fused ``matvec_block``/``rmatvec_block``) — then the update and the
+   the source's own fused ``gradient_block``, each entry read or generated once, its per-row
+   weights a :class:`jax.tree_util.Partial` of the iteration's data so one compiled kernel serves
+   every iteration; else its ``matvec_block``/``rmatvec_block``) — then the update and the
    keep-the-M_e-largest of :func:`~jaxselect.anneal.step.advance` itself (same tie rule); between
    stages the same compaction as the compiled run (:func:`~jaxselect.anneal.run.keep_columns`);
 3. at the first stage that fits, the kept columns are gathered in one more pass into a device
@@ -192,6 +194,26 @@ def _u(s, y, rel, mask, inv_n, curv, loss_fn, power: bool):
     return jax.value_and_grad(share)(s)
 
 
+class _RowWeights(NamedTuple):
+    """The score gradient of :func:`_u` for one tile of rows, as the static function of a
+    :class:`jax.tree_util.Partial` whose leaves are the pass's data: ``Partial(_RowWeights(loss_fn,
+    power), y, rel, offset, inv_n, curv)`` is the ``fn`` of a source's ``gradient_block``, so one
+    compiled kernel serves every iteration and block (equal by value: a new pass, or a new ``fsa``
+    call, hits the same compiled kernel).
+
+    ``u_i = ∂(rel_i ℓ(s_i + b, y_i) / N)/∂s_i`` (or the power iteration's ``κ rel_i s_i / N``), with
+    y and rel the (N,) targets and weights indexed by the global row (clamped: ``gradient_block``
+    zeroes the weights of rows past N itself)."""
+
+    loss_fn: Any
+    power: bool
+
+    def __call__(self, y, rel, offset, inv_n, curv, s, rows):
+        rows = jnp.clip(rows, 0, y.shape[0] - 1)
+        r = None if rel is None else rel[rows]
+        return _u(s + offset, y[rows], r, jnp.ones_like(s), inv_n, curv, self.loss_fn, self.power)[1]
+
+
 @partial(jax.jit, static_argnames=("loss_fn", "power"))
 def _block_pass(X, y, rel, mask, v, offset, inv_n, curv, *, loss_fn, power):
     """One row block: (value share, u X (W,), Σu) at scores ``X v + offset``."""
@@ -291,6 +313,10 @@ class _Pass:
         self.curv = jnp.asarray(config.curvature if config.curvature is not None else 1.0, dtype)
         self.nominal = getattr(source, "rows", None) or 0
         self.n_passes = 0
+        self.gradient = getattr(source, "gradient", False)
+        if self.gradient:  # the fused kernel's per-row data: on the device once, indexed by row
+            self.y_dev = jnp.asarray(y)
+            self.rel_dev = None if rel is None else jnp.asarray(rel)
 
     def __call__(self, cols_np, v, offset, power: bool):
         """``(mean-loss value, u X (W,), Σu)`` summed over the blocks of one pass."""
@@ -301,9 +327,13 @@ class _Pass:
         total = jnp.zeros((), self.dtype)
         if _host_blas(src, self.dtype):
             return self._host(cols_np, v, offset, power)
-        fused = getattr(src, "fused", False)
+        fused = getattr(src, "fused", False) or self.gradient
         nominal = _fused_rows(src) if fused else self.nominal
         blocks = _fused_blocks(src, cols_np) if fused else src.passes(cols_np)
+        if self.gradient:
+            weights = jax.tree_util.Partial(
+                _RowWeights(loss_fn, power), self.y_dev, self.rel_dev, offset, self.inv_n, self.curv
+            )
         for start, X, _ in blocks:
             rows = int(X) if fused else X.shape[0]
             if not fused and self.nominal == 0:  # a batch source: the first batch sets the size
@@ -312,7 +342,11 @@ class _Pass:
             y = _pad(self.y[start : start + rows], padded)
             rel = None if self.rel is None else _pad(self.rel[start : start + rows], padded)
             mask = _pad(np.ones(rows, self.dtype), padded)
-            if fused:
+            if self.gradient:  # scores, weights and gradient in one kernel: each entry read once
+                s, bg = src.src.gradient_block(start, padded, cols_np, v, weights)
+                bv, _, bs = _block_u(s, y, rel, mask, offset, self.inv_n, self.curv, loss_fn=loss_fn, power=power)
+                bg = bg.astype(self.dtype)
+            elif fused:
                 s = src.src.matvec_block(start, padded, cols_np, v)
                 bv, u, bs = _block_u(s, y, rel, mask, offset, self.inv_n, self.curv, loss_fn=loss_fn, power=power)
                 bg = src.src.rmatvec_block(start, padded, cols_np, u).astype(self.dtype)
@@ -322,7 +356,6 @@ class _Pass:
                 )
             val, g, total = val + bv, g + bg, total + bs
         return val, g, total
-
 
     def _host(self, cols_np, v, offset, power: bool):
         """The pass over a numpy (or memmap) X in its compute dtype with host BLAS on full row
