@@ -16,4 +16,5 @@ def test_streamed_rows_over_four_devices():
         cwd=os.path.dirname(here), env=env, capture_output=True, text=True, timeout=1200,
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert " passed" in proc.stdout and " skipped" not in proc.stdout and " failed" not in proc.stdout, proc.stdout[-2000:]
+    out = proc.stdout
+    assert " passed" in out and " skipped" not in out and " failed" not in out, out[-2000:]

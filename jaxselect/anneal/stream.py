@@ -37,7 +37,6 @@ uninterrupted result. The in-memory stages are one compiled program and are not 
 
 from __future__ import annotations
 
-import functools
 import os
 from functools import partial
 from typing import Any, NamedTuple
@@ -54,7 +53,8 @@ from .step import FSAProblem, FSAState, Params, advance, default_step, start_vec
 from .stepsize import WeightedTarget
 
 __all__ = [
-    "STREAM_LOSSES", "StreamOutcome", "check_max_memory", "check_mesh", "check_streamable", "memory_stage", "stream_fsa",
+    "STREAM_LOSSES", "StreamOutcome", "check_max_memory", "check_mesh", "check_streamable", "memory_stage",
+    "stream_fsa",
 ]
 
 #: Losses the streamed phase runs (means of per-row terms).
@@ -329,9 +329,9 @@ class _Pass:
 
     With ``devices`` (a mesh's local devices), every row block is cut into ``len(devices)``
     contiguous parts of equal (padded) size, part d computed on device d (its inputs committed
-    there, the calls dispatched asynchronously, so the devices work at once); the parts' value,
-    gradient and Σu are summed on the host in part order (float32 rounding differs from one
-    device's sum)."""
+    there, the calls dispatched asynchronously, so the devices work at once); each device keeps a
+    running sum of its parts' value, gradient and Σu, and the devices' sums are added on the host
+    at the end of the pass (float32 rounding differs from one device's sum)."""
 
     def __init__(self, source, y, rel, config, dtype, devices=None):
         self.source, self.y, self.rel, self.config = source, y, rel, config
@@ -365,7 +365,7 @@ class _Pass:
             rule = _RowWeights(self.config.loss_fn, power)
             weights = [jax.tree_util.Partial(rule, *self.row_data[i], placed[i][1], self.inv_n, self.curv)
                        for i in range(parts)]
-        outs = []
+        sums = [None] * parts  # each device's running (value, gradient, Σu): no sync until the end
         for start, X, _ in blocks:
             rows = int(X) if fused else X.shape[0]
             if not fused and self.nominal == 0:  # a batch source: the first batch sets the size
@@ -377,11 +377,12 @@ class _Pass:
                 if live <= 0:
                     break
                 X_part = None if fused else X[a : a + live]
-                outs.append(self._part(start + a, live, size, X_part, cols_np, *placed[i], weights[i], devices[i], power))
+                out = self._part(start + a, live, size, X_part, cols_np, *placed[i], weights[i], devices[i], power)
+                sums[i] = out if sums[i] is None else tuple(map(jnp.add, sums[i], out))
         if self.devices is None:
-            val, g, total = (functools.reduce(jnp.add, part) for part in zip(*outs))
-            return val, g, total
-        val, g, total = (np.sum([np.asarray(x) for x in part], axis=0, dtype=self.dtype) for part in zip(*outs))
+            return sums[0]
+        sums = [part for part in sums if part is not None]
+        val, g, total = (np.sum([np.asarray(x) for x in terms], axis=0, dtype=self.dtype) for terms in zip(*sums))
         return jnp.asarray(val), jnp.asarray(g), jnp.asarray(total)
 
     def _part(self, row0, live, size, X, cols_np, v, offset, weights, device, power: bool):
