@@ -545,7 +545,8 @@ def run_throughput(args) -> None:
         "rmatvec_block": lambda: src.rmatvec_block(123_456, n_rows, cols, u),
         "gradient_block": lambda: src.gradient_block(123_456, n_rows, cols, v, logistic_weights),
         "gradient_block_default_vector_width": lambda: plain(
-            start, jnp.int32(10**6), jnp.asarray(cols), jnp.asarray(v), keys, alpha, n_rows=n_rows, fn=logistic_weights
+            start, jnp.int32(10**6), jnp.asarray(cols), jnp.asarray(v), keys, alpha,
+            jax.tree_util.Partial(logistic_weights), n_rows=n_rows,
         ),
         "gradient_block_all_columns": lambda: src.gradient_block(7, 256, every, v_all, logistic_weights),
         "moments_block": lambda: src.moments_block(123_456, n_rows, cols),

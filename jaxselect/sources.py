@@ -202,7 +202,7 @@ def _rmatvec(row_start, n_samples, cols, u, keys, alpha, *, n_rows: int):
     return jax.lax.fori_loop(0, starts.shape[0], tile, jnp.zeros(cols.shape[0], u.dtype))
 
 
-def _gradient(row_start, n_samples, cols, v, keys, alpha, *, n_rows: int, fn):
+def _gradient(row_start, n_samples, cols, v, keys, alpha, fn, *, n_rows: int):
     rt, starts, stop = _tiles(row_start, n_rows, n_samples, cols.shape[0])
     ck, sv = _col_keys(cols, keys), jnp.sum(v)
     zero = jnp.zeros((), v.dtype)
@@ -244,7 +244,7 @@ _KERNELS = {
     "moments": (_moments, ("n_rows", "dtype")),
     "matvec": (_matvec, ("n_rows",)),
     "rmatvec": (_rmatvec, ("n_rows",)),
-    "gradient": (_gradient, ("n_rows", "fn")),
+    "gradient": (_gradient, ("n_rows",)),
 }
 
 
@@ -496,8 +496,13 @@ class EquicorrelatedSource:
         included). ``fn`` sees them, and the padding rows of the last tile (row numbers up to
         ``row_start + n_rows + R − 1``), so per-row data it indexes by row number must tolerate
         out-of-range indices (``jnp.clip`` them, or rely on JAX's clamped gathers).
-        Compiled once per (n_rows, len(cols), dtype, fn): ``fn`` is a static argument, so pass the
-        same (hashable) function object every time, not a fresh lambda; ``row_start`` is traced.
+
+        ``fn`` is a pytree argument: a :class:`jax.tree_util.Partial` whose arrays (targets, an
+        offset, weights, …) are traced leaves and whose function is static, so one compiled kernel
+        serves every call with new data of the same shapes. A plain function is taken as
+        ``Partial(fn)``: compiled once per function object (pass the same one, not a fresh lambda).
+        Compiled once per (n_rows, len(cols), dtype, fn's function and leaf shapes); ``row_start``
+        is traced.
 
         Args:
           row_start: first row (int or int32 scalar).
@@ -507,29 +512,34 @@ class EquicorrelatedSource:
           v: (m,) coefficients (its dtype is the products').
           fn: jax-traceable ``fn(s, rows) -> u``, pointwise per row: ``s`` (R,) scores of a tile of
             R rows, ``rows`` (R,) int32 their global row numbers (``row_start + offset``, so ``fn``
-            can index per-row data such as targets by them); returns (R,) weights.
+            can index per-row data such as targets by them); returns (R,) weights. A
+            ``Partial(f, *data)`` calls ``f(*data, s, rows)``.
 
         Returns:
           ``(s, g)``: s (n_rows,) scores, g (m,) the weighted column sums ``u @ X_b``.
 
-        >>> import numpy as np, jax.numpy as jnp, jaxselect as js
+        >>> import jax, numpy as np, jax.numpy as jnp, jaxselect as js
         >>> src = js.datasets.equicorrelated(1000, 200, n_informative=5, seed=1)
-        >>> def weights(s, rows):  # one function object: compiled once
-        ...     return jnp.tanh(s)
+        >>> def weights(c, s, rows):  # one function object, c a traced leaf: compiled once
+        ...     return jnp.tanh(s - c)
         >>> cols, v = np.array([3, 7]), np.array([1.0, -1.0], np.float32)
-        >>> s, g = src.gradient_block(100, 50, cols, v, weights)
         >>> Xb = np.asarray(src.block(slice(100, 150), cols), np.float64)
-        >>> bool(np.allclose(s, Xb @ v, atol=1e-5) and np.allclose(g, np.tanh(Xb @ v) @ Xb, atol=1e-4))
+        >>> for c in (0.0, 0.5):
+        ...     s, g = src.gradient_block(100, 50, cols, v, jax.tree_util.Partial(weights, jnp.float32(c)))
+        ...     print(np.allclose(s, Xb @ v, atol=1e-5) and np.allclose(g, np.tanh(Xb @ v - c) @ Xb, atol=1e-4))
+        True
         True
         """
         n_rows = check_int(n_rows, "n_rows", low=1)
         if not callable(fn):
             raise TypeError(f"fn must be a callable fn(s, rows) -> weights; got {type(fn).__name__}")
+        if not isinstance(fn, jax.tree_util.Partial):
+            fn = jax.tree_util.Partial(fn)
         c = self._kernel_cols(cols)
         v = self._column_vector(v, c)
         return _kernel("gradient")(
             jnp.asarray(row_start, jnp.int32), jnp.int32(self.shape[0]), c, v, jnp.asarray(self.keys),
-            self._alpha(), n_rows=n_rows, fn=fn,
+            self._alpha(), fn, n_rows=n_rows,
         )
 
     def moments_block(self, row_start, n_rows: int, cols) -> tuple[jax.Array, jax.Array]:

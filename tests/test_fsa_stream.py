@@ -133,6 +133,60 @@ def test_equicorrelated_source():
     _same(ref, blocks, rtol=3e-4)
 
 
+class _Counted:
+    """An equicorrelated source whose fused kernels count their calls (``gradient=False``: without
+    ``gradient_block``, as a source that has only the two products)."""
+
+    def __init__(self, src, gradient=True):
+        self.src, self.shape, self.dtype = src, src.shape, src.dtype
+        self.calls = {"block": 0, "matvec_block": 0, "rmatvec_block": 0, "gradient_block": 0}
+        if gradient:
+            self.gradient_block = self._counted("gradient_block")
+        self.matvec_block = self._counted("matvec_block")
+        self.rmatvec_block = self._counted("rmatvec_block")
+        self.block = self._counted("block")
+        self.targets = src.targets
+
+    def _counted(self, name):
+        def call(*args):
+            self.calls[name] += 1
+            return getattr(self.src, name)(*args)
+
+        return call
+
+
+def _gradient_compiles():
+    from jaxselect import sources
+
+    return sum(sources._jitted("gradient", o)._cache_size() for o in (False, True))
+
+
+def test_streamed_phase_calls_the_fused_gradient_kernel():
+    src = js.datasets.equicorrelated(N, M, n_informative=4, seed=3)
+    ref = js.fsa(src.materialize(), src.targets(), 4, loss="lorenz", n_iter=IT)
+    fused, plain = _Counted(src), _Counted(src, gradient=False)
+    before = _gradient_compiles()
+    got = js.fsa(fused, None, 4, loss="lorenz", n_iter=IT, max_memory=1000)  # every stage streamed
+    compiled = _gradient_compiles() - before
+    unfused = js.fsa(plain, None, 4, loss="lorenz", n_iter=IT, max_memory=1000)
+    # every streamed pass (iterations and power iterations) is one gradient_block call per block
+    assert fused.calls["gradient_block"] > IT and fused.calls["matvec_block"] == fused.calls["rmatvec_block"] == 0
+    assert plain.calls["gradient_block"] == 0 and plain.calls["matvec_block"] == plain.calls["rmatvec_block"] > 0
+    _same(unfused, got, rtol=1e-5)
+    _same(ref, got, rtol=3e-4)
+    # one kernel per streamed stage width (iterations and power iterations), not one per iteration ...
+    from jaxselect.anneal import schedule, stream
+
+    widths = schedule.stage_widths(M, 4, 32)
+    assert stream.memory_stage(widths, N, 4, 1000) == len(widths)
+    assert 0 < compiled <= 2 * len(widths) < IT // 4
+    # ... and a second call, with new data in the same shapes, compiles none
+    again = _Counted(src)
+    before = _gradient_compiles()
+    _same(got, js.fsa(again, None, 4, loss="lorenz", n_iter=IT, max_memory=1000), rtol=0)
+    assert _gradient_compiles() == before and again.calls["gradient_block"] == fused.calls["gradient_block"]
+
+
 def test_in_memory_numpy_over_budget_streams_with_progress(data, capsys):
     pytest.importorskip("tqdm")
     X, _, labels, _ = data

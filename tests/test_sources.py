@@ -236,6 +236,27 @@ def test_gradient_block_compiles_once_per_shape_and_fn(source, full):
     np.testing.assert_allclose(np.asarray(mv), np.asarray(s), rtol=1e-5, atol=1e-5)
 
 
+def test_gradient_block_takes_per_call_data_in_a_partial(source, full):
+    """``fn`` as a Partial: its arrays are traced leaves, so new data of the same shapes reuse the kernel."""
+    traces = []
+
+    def weights(y, c, s, rows):
+        traces.append(1)  # runs only when the kernel is traced
+        return jax.nn.sigmoid(s - c) - y[jnp.clip(rows, 0, y.shape[0] - 1)]
+
+    cols = np.array([5, 250, 17, 99])
+    v = np.array([0.3, -0.2, 0.1, 0.4], np.float32)
+    live = full[600:700][:, cols].astype(np.float64)  # 600 + 128 overhangs N = 700
+    for seed, c in ((0, 0.0), (1, 0.7), (2, -1.5)):
+        y = np.random.default_rng(seed).integers(0, 2, 700).astype(np.float32)
+        fn = jax.tree_util.Partial(weights, jnp.asarray(y), jnp.float32(c))
+        s, g = source.gradient_block(600, 128, cols, v, fn)
+        u = 1.0 / (1.0 + np.exp(-(live @ v - c))) - y[600:]
+        np.testing.assert_allclose(np.asarray(g), u @ live, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(s)[:100], live @ v, rtol=1e-5, atol=1e-5)
+    assert len(traces) == 1
+
+
 def test_moments_block_equals_the_materialised_sums(source, full):
     rng = np.random.default_rng(12)
     for cols, n_rows, start in [(rng.choice(300, 1000), 300, 500), (np.array([7, 3]), 128, 0)]:

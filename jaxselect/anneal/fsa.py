@@ -79,7 +79,9 @@ from .polish import POLISH_MAX_ITER, merge_status, polish as polish_fit, polish_
 from .run import RunPlan, finish, iteration_cap, run, stage_bounds
 from .schedule import annealing_schedule, plan_stages, stage_widths
 from .checkpoint import fingerprint
-from .stream import MEMORY_FACTOR, STREAM_LOSSES, check_max_memory, check_streamable, memory_stage, stream_fsa
+from .stream import (
+    MEMORY_FACTOR, STREAM_LOSSES, check_max_memory, check_mesh, check_streamable, memory_stage, stream_fsa,
+)
 from .step import (
     CLASSIFICATION_LOSSES,
     LOSSES,
@@ -383,7 +385,7 @@ def _postfix(bar, **kw):
 
 
 def _fsa_streamed(source, y, k, *, loss, n_iter, mu, lr, l2, huber_h, constant_columns, sample_weight, polish, tol,
-                  max_iter, budget, lean, progress, checkpoint, gram):
+                  max_iter, budget, lean, progress, checkpoint, gram, devices=None):
     """:func:`fsa` on a :class:`~jaxselect.design.stream.StreamSource` (see :mod:`.stream`)."""
     m = source.shape[1]
     dtype = np.dtype(source.dtype)
@@ -440,7 +442,7 @@ def _fsa_streamed(source, y, k, *, loss, n_iter, mu, lr, l2, huber_h, constant_c
         out = stream_fsa(
             source, target, summary, config, l2, jnp.zeros((), dtype), schedule=padded, n_iter=n_iter,
             widths=widths, step_mode=mode, lr=0.0 if lr is None else lr, gram=gram, hand_over=hand_over, sub=sub,
-            checkpoint=checkpoint, fp=fp, polish=polish, bar=bar,
+            checkpoint=checkpoint, fp=fp, polish=polish, bar=bar, devices=devices,
         )
         state, fit = out.state, None
         if polish:
@@ -547,6 +549,7 @@ def fsa(
     max_memory="auto",
     progress: bool = False,
     checkpoint=None,
+    mesh=None,
 ) -> FSAResult:
     """Feature Selection with Annealing (Barbu et al., Algorithm 1 with schedule (3)).
 
@@ -629,6 +632,12 @@ def fsa(
         boundary (``np.savez``), and a call that finds a checkpoint of the same problem resumes
         from it with the uninterrupted result (another problem's checkpoint raises ValueError).
         Only streamed stages are checkpointed (an in-memory X ignores it).
+      mesh: None, or a :class:`jax.sharding.Mesh` of this process's devices (e.g.
+        :func:`jaxselect.data_mesh`) over which a streamed X's rows are split: each row block of a
+        streamed pass is cut into one contiguous part per device, the parts computed at once and
+        their gradients summed (equal to the one-device result to float32 rounding). The summary
+        pass and the in-memory stages after the hand-over run on the default device. An X that
+        runs in memory raises ValueError: place it with :func:`jaxselect.shard_rows` instead.
 
     Compilation: one program per shape (N, M, the k-bucket of
     :func:`~jaxselect.anneal.k_bucket`, the power of two above ``n_iter``) and static options
@@ -665,12 +674,19 @@ def fsa(
     # the moment-space (Gram) oracle of the last stages squares raw centred columns
     gram = bins is None and (loss == "squared" or loss is _losses.squared_loss)
     in_jit = is_traced((y, sample_weight, l2, pairs))
+    devices = check_mesh(mesh)
     source, lean = _stream_input(X, k, None if in_jit else budget, loss, bins, optimizer, scale)
+    if devices is not None and source is None:
+        raise ValueError(
+            "mesh= splits the rows of a streamed X (a memmap, batches, a column source, or a numpy X above "
+            "max_memory); this X runs in memory: place its rows with js.shard_rows(X, y, mesh=mesh) instead"
+        )
     if source is not None:
         return _fsa_streamed(
             source, y, k, loss=loss, n_iter=n_iter, mu=mu, lr=lr, l2=l2, huber_h=huber_h,
             constant_columns=constant_columns, sample_weight=sample_weight, polish=polish, tol=tol,
             max_iter=max_iter, budget=budget, lean=lean, progress=progress, checkpoint=checkpoint, gram=gram,
+            devices=devices,
         )
     data = _front_door(_on_device(X), sample_weight, loss, constant_columns, squares=gram)  # one pass over X
     w = data.weights

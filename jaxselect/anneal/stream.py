@@ -9,9 +9,13 @@ of which quickly drops". :func:`stream_fsa` runs Algorithm 1 on a
    host drives the iterations: each iteration is **one pass** over the rows of the stage's W_i
    columns — per block the scores ``X̃_b β = X_b (f⊙β) − μ·(f⊙β) + b`` (standardised implicitly),
    ``u = ∂loss/∂score`` per row and the gradient ``u X_b`` accumulated, in one jitted kernel (or
-   the source's own fused ``matvec_block``/``rmatvec_block``) — then the update and the
+   the source's own fused ``gradient_block``, each entry read or generated once, its per-row
+   weights a :class:`jax.tree_util.Partial` of the iteration's data so one compiled kernel serves
+   every iteration; else its ``matvec_block``/``rmatvec_block``) — then the update and the
    keep-the-M_e-largest of :func:`~jaxselect.anneal.step.advance` itself (same tie rule); between
    stages the same compaction as the compiled run (:func:`~jaxselect.anneal.run.keep_columns`);
+   with ``mesh=`` each row block is split into one part per local device, computed at once and
+   summed (:class:`_Pass`);
 3. at the first stage that fits, the kept columns are gathered in one more pass into a device
    :class:`~jaxselect.design.TransposedDesign`, and :func:`~jaxselect.anneal.run.run` continues from
    that state (:class:`~jaxselect.anneal.run.RunStart`), so the rest is the ordinary compiled program.
@@ -48,7 +52,10 @@ from .run import RunPlan, RunStart, gather_rows, keep_columns, run, stage_bounds
 from .step import FSAProblem, FSAState, Params, advance, default_step, start_vector
 from .stepsize import WeightedTarget
 
-__all__ = ["STREAM_LOSSES", "StreamOutcome", "check_max_memory", "check_streamable", "memory_stage", "stream_fsa"]
+__all__ = [
+    "STREAM_LOSSES", "StreamOutcome", "check_max_memory", "check_mesh", "check_streamable", "memory_stage",
+    "stream_fsa",
+]
 
 #: Losses the streamed phase runs (means of per-row terms).
 STREAM_LOSSES = ("squared", "logistic", "huber_hinge", "lorenz")
@@ -117,6 +124,23 @@ def check_max_memory(max_memory):
     if not np.isfinite(max_memory) or max_memory <= 0:
         raise ValueError(f"max_memory must be a number of bytes > 0; got {max_memory!r}")
     return int(max_memory)
+
+
+def check_mesh(mesh):
+    """The devices of ``mesh`` that split a streamed X's row blocks: None (one device) or the tuple
+    of the mesh's devices in mesh order, all local to this process."""
+    if mesh is None:
+        return None
+    if not isinstance(mesh, jax.sharding.Mesh):
+        raise TypeError(f"mesh must be a jax.sharding.Mesh (e.g. js.data_mesh()) or None; got {type(mesh).__name__}")
+    devices = tuple(mesh.devices.flat)
+    remote = [d for d in devices if d.process_index != jax.process_index()]
+    if remote:
+        raise ValueError(
+            f"mesh has {len(remote)} devices of other processes; a streamed X splits its row blocks over this "
+            "process's devices only (use a mesh of jax.local_devices())"
+        )
+    return devices
 
 
 def check_streamable(loss, bins, optimizer, what: str, scale: str = "std") -> None:
@@ -190,6 +214,26 @@ def _u(s, y, rel, mask, inv_n, curv, loss_fn, power: bool):
         return jnp.sum(rows * mask) * inv_n
 
     return jax.value_and_grad(share)(s)
+
+
+class _RowWeights(NamedTuple):
+    """The score gradient of :func:`_u` for one tile of rows, as the static function of a
+    :class:`jax.tree_util.Partial` whose leaves are the pass's data: ``Partial(_RowWeights(loss_fn,
+    power), y, rel, offset, inv_n, curv)`` is the ``fn`` of a source's ``gradient_block``, so one
+    compiled kernel serves every iteration and block (equal by value: a new pass, or a new ``fsa``
+    call, hits the same compiled kernel).
+
+    ``u_i = ∂(rel_i ℓ(s_i + b, y_i) / N)/∂s_i`` (or the power iteration's ``κ rel_i s_i / N``), with
+    y and rel the (N,) targets and weights indexed by the global row (clamped: ``gradient_block``
+    zeroes the weights of rows past N itself)."""
+
+    loss_fn: Any
+    power: bool
+
+    def __call__(self, y, rel, offset, inv_n, curv, s, rows):
+        rows = jnp.clip(rows, 0, y.shape[0] - 1)
+        r = None if rel is None else rel[rows]
+        return _u(s + offset, y[rows], r, jnp.ones_like(s), inv_n, curv, self.loss_fn, self.power)[1]
 
 
 @partial(jax.jit, static_argnames=("loss_fn", "power"))
@@ -281,9 +325,15 @@ def _subsample_step(problem, v_coef, v_icpt, lam, *, n_power):
 
 class _Pass:
     """One pass over the source for the current columns: the streamed oracle. Blocks are padded to
-    the source's nominal block rows (masked), so each stage width compiles one kernel."""
+    the source's nominal block rows (masked), so each stage width compiles one kernel.
 
-    def __init__(self, source, y, rel, config, dtype):
+    With ``devices`` (a mesh's local devices), every row block is cut into ``len(devices)``
+    contiguous parts of equal (padded) size, part d computed on device d (its inputs committed
+    there, the calls dispatched asynchronously, so the devices work at once); each device keeps a
+    running sum of its parts' value, gradient and Σu, and the devices' sums are added on the host
+    at the end of the pass (float32 rounding differs from one device's sum)."""
+
+    def __init__(self, source, y, rel, config, dtype, devices=None):
         self.source, self.y, self.rel, self.config = source, y, rel, config
         self.dtype = dtype
         n = source.shape[0]
@@ -291,38 +341,69 @@ class _Pass:
         self.curv = jnp.asarray(config.curvature if config.curvature is not None else 1.0, dtype)
         self.nominal = getattr(source, "rows", None) or 0
         self.n_passes = 0
+        self.devices = None if devices is None else tuple(devices)
+        self.gradient = getattr(source, "gradient", False)
+        if self.gradient:  # the fused kernel's per-row data: on each device once, indexed by row
+            data = (jnp.asarray(y), None if rel is None else jnp.asarray(rel))
+            self.row_data = [data] if self.devices is None else [jax.device_put(data, d) for d in self.devices]
 
     def __call__(self, cols_np, v, offset, power: bool):
         """``(mean-loss value, u X (W,), Σu)`` summed over the blocks of one pass."""
         self.n_passes += 1
-        src, loss_fn = self.source, self.config.loss_fn
-        val = jnp.zeros((), self.dtype)
-        g = jnp.zeros(v.shape, self.dtype)
-        total = jnp.zeros((), self.dtype)
-        if _host_blas(src, self.dtype):
+        src = self.source
+        if self.devices is None and _host_blas(src, self.dtype):
             return self._host(cols_np, v, offset, power)
-        fused = getattr(src, "fused", False)
-        nominal = _fused_rows(src) if fused else self.nominal
-        blocks = _fused_blocks(src, cols_np) if fused else src.passes(cols_np)
+        fused = getattr(src, "fused", False) or self.gradient
+        devices = (None,) if self.devices is None else self.devices
+        parts = len(devices)
+        nominal = _fused_rows(src, parts) if fused else self.nominal
+        blocks = _fused_blocks(src, nominal) if fused else src.passes(cols_np)
+        # the pass's vectors on each device (one weights Partial per device for the fused kernel)
+        placed = [(v, offset) if d is None else jax.device_put((v, offset), d) for d in devices]
+        weights = [None] * parts
+        if self.gradient:
+            rule = _RowWeights(self.config.loss_fn, power)
+            weights = [jax.tree_util.Partial(rule, *self.row_data[i], placed[i][1], self.inv_n, self.curv)
+                       for i in range(parts)]
+        sums = [None] * parts  # each device's running (value, gradient, Σu): no sync until the end
         for start, X, _ in blocks:
             rows = int(X) if fused else X.shape[0]
             if not fused and self.nominal == 0:  # a batch source: the first batch sets the size
                 self.nominal = nominal = rows
-            padded = _bucket(rows, nominal)
-            y = _pad(self.y[start : start + rows], padded)
-            rel = None if self.rel is None else _pad(self.rel[start : start + rows], padded)
-            mask = _pad(np.ones(rows, self.dtype), padded)
-            if fused:
-                s = src.src.matvec_block(start, padded, cols_np, v)
-                bv, u, bs = _block_u(s, y, rel, mask, offset, self.inv_n, self.curv, loss_fn=loss_fn, power=power)
-                bg = src.src.rmatvec_block(start, padded, cols_np, u).astype(self.dtype)
-            else:
-                bv, bg, bs = _block_pass(
-                    _pad(X, padded), y, rel, mask, v, offset, self.inv_n, self.curv, loss_fn=loss_fn, power=power
-                )
-            val, g, total = val + bv, g + bg, total + bs
-        return val, g, total
+            size = -(-_bucket(rows, nominal) // parts)  # rows of each part (padded, masked)
+            for i in range(parts):
+                a = i * size
+                live = min(size, rows - a)
+                if live <= 0:
+                    break
+                X_part = None if fused else X[a : a + live]
+                out = self._part(start + a, live, size, X_part, cols_np, *placed[i], weights[i], devices[i], power)
+                sums[i] = out if sums[i] is None else tuple(map(jnp.add, sums[i], out))
+        if self.devices is None:
+            return sums[0]
+        sums = [part for part in sums if part is not None]
+        val, g, total = (np.sum([np.asarray(x) for x in terms], axis=0, dtype=self.dtype) for terms in zip(*sums))
+        return jnp.asarray(val), jnp.asarray(g), jnp.asarray(total)
 
+    def _part(self, row0, live, size, X, cols_np, v, offset, weights, device, power: bool):
+        """(value share, u X (W,), Σu) of rows ``row0 … row0 + live − 1`` padded to ``size`` rows,
+        on ``device`` (None: the default device)."""
+        src, loss_fn = self.source, self.config.loss_fn
+        y = _pad(self.y[row0 : row0 + live], size)
+        rel = None if self.rel is None else _pad(self.rel[row0 : row0 + live], size)
+        mask = _pad(np.ones(live, self.dtype), size)
+        if self.gradient:  # scores, weights and gradient in one kernel: each entry read once
+            s, bg = src.src.gradient_block(row0, size, cols_np, v, weights)
+            bv, _, bs = _block_u(s, y, rel, mask, offset, self.inv_n, self.curv, loss_fn=loss_fn, power=power)
+            return bv, bg.astype(self.dtype), bs
+        if getattr(src, "fused", False):
+            s = src.src.matvec_block(row0, size, cols_np, v)
+            bv, u, bs = _block_u(s, y, rel, mask, offset, self.inv_n, self.curv, loss_fn=loss_fn, power=power)
+            return bv, src.src.rmatvec_block(row0, size, cols_np, u).astype(self.dtype), bs
+        X = _pad(X, size)
+        if device is not None:
+            X = jax.device_put(X, device)
+        return _block_pass(X, y, rel, mask, v, offset, self.inv_n, self.curv, loss_fn=loss_fn, power=power)
 
     def _host(self, cols_np, v, offset, power: bool):
         """The pass over a numpy (or memmap) X in its compute dtype with host BLAS on full row
@@ -365,14 +446,15 @@ def _host_blas(src, dtype) -> bool:
     return isinstance(X, np.ndarray) and X.dtype == dtype and X.ndim == 2
 
 
-def _fused_rows(src) -> int:
-    """Rows per call of a fused source's products (nothing of the block is stored: large calls)."""
-    return int(src.rows) if src.rows else min(src.shape[0], _FUSED_ROWS)
+def _fused_rows(src, parts: int = 1) -> int:
+    """Rows per block of a fused source's products (nothing of the block is stored: large calls),
+    a multiple of ``parts`` (the devices a block is split over)."""
+    rows = int(src.rows) if src.rows else min(src.shape[0], _FUSED_ROWS)
+    return parts * -(-rows // parts)
 
 
-def _fused_blocks(src, cols_np):
+def _fused_blocks(src, rows: int):
     n = src.shape[0]
-    rows = _fused_rows(src)
     for start in range(0, n, rows):
         yield start, min(rows, n - start), None
 
@@ -422,6 +504,7 @@ def stream_fsa(
     fp: str = "",
     polish: bool = False,
     bar=None,
+    devices=None,
 ) -> StreamOutcome:
     """Run FSA on a stream source: streamed stages ``< hand_over``, then the compiled run.
 
@@ -439,6 +522,8 @@ def stream_fsa(
       checkpoint: path of the checkpoint (None: none); fp: the problem's fingerprint.
       polish: gather the final support for the polish when every stage streams.
       bar: a progress bar (:func:`jaxselect._progress.progress_bar`).
+      devices: None, or the local devices each row block of a streamed pass is split over
+        (:func:`check_mesh`).
 
     Returns:
       :class:`StreamOutcome`.
@@ -452,7 +537,7 @@ def stream_fsa(
     else:
         y_np, rel_np = np.asarray(target), None
     light = FSAProblem(None, None, None, None, config, l2, smoothness)
-    oracle = _Pass(source, y_np, rel_np, config, dtype)
+    oracle = _Pass(source, y_np, rel_np, config, dtype, devices)
     bounds = stage_bounds(schedule, n_iter, widths)
     cap = schedule.shape[0]
     extra = float(l2) + 32.0 * float(smoothness)

@@ -14,7 +14,8 @@ adapters (:func:`as_stream_source` picks one):
 * :class:`ColumnSource` — a column-addressable object with ``shape``, ``dtype``,
   ``block(rows, cols)`` (``rows`` a slice, ``cols`` an int array) and optionally
   ``targets(rows)`` (e.g. :class:`jaxselect.datasets.EquicorrelatedSource`); its optional fused
-  products ``matvec_block``/``rmatvec_block`` are exposed as :attr:`ColumnSource.fused`.
+  products ``matvec_block``/``rmatvec_block`` are exposed as :attr:`ColumnSource.fused`, its fused
+  ``gradient_block`` as :attr:`ColumnSource.gradient`.
 
 :func:`stream_summary` is the first pass: the :class:`~jaxselect.design.ColumnSummary` under the
 library's one standardisation rule (block statistics merged in float64, so it equals the
@@ -204,6 +205,9 @@ class ColumnSource:
       fused: True when the source also has ``matvec_block(row_start, n_rows, cols, v)`` and
         ``rmatvec_block(row_start, n_rows, cols, u)``, which generate or read the entries inside
         the product (never storing the block).
+      gradient: True when it also has the fused ``gradient_block(row_start, n_rows, cols, v, fn)``
+        (scores, per-row weights ``fn`` and gradient in one pass; ``fn`` a
+        :class:`jax.tree_util.Partial`), which the streamed FSA then calls instead of the two products.
     """
 
     def __init__(self, src, rows: int | None = None):
@@ -216,6 +220,7 @@ class ColumnSource:
         self.rows = rows
         self.has_targets = callable(getattr(src, "targets", None))
         self.fused = callable(getattr(src, "matvec_block", None)) and callable(getattr(src, "rmatvec_block", None))
+        self.gradient = callable(getattr(src, "gradient_block", None))
 
     def __repr__(self) -> str:
         return f"ColumnSource(shape={self.shape}, source={type(self.src).__name__})"
