@@ -288,6 +288,35 @@ def test_lean_numpy_runs_first_stages_from_the_host_array(data, ref, monkeypatch
     _same(ref["logistic"], js.fsa(Xu, labels, K, loss="logistic", n_iter=IT))
 
 
+def test_accelerators_copy_x_and_count_their_own_memory(data, monkeypatch):
+    """On a GPU/TPU backend the lean host-BLAS mode is not taken (X goes to the device anyway),
+    and ``max_memory="auto"`` is a quarter of the smaller of host RAM and the device's free memory."""
+    import sys
+
+    import jax
+
+    fsa_module = sys.modules["jaxselect.anneal.fsa"]
+    stream_module = sys.modules["jaxselect.anneal.stream"]
+    X = data[0]
+    raw = np.empty(X.size + 16, np.float32)
+    offset = (16 - raw.ctypes.data % 64) % 64 // 4
+    Xu = raw[offset : offset + X.size].reshape(X.shape)
+    Xu[:] = X
+    monkeypatch.setattr(fsa_module, "LEAN_BYTES", 0)
+    assert fsa_module._stream_input(Xu, K, 1 << 40, "logistic", None, None)[1]  # CPU: lean
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert fsa_module._stream_input(Xu, K, 1 << 40, "logistic", None, None) == (None, False)
+
+    assert stream_module._host_available() > 0
+    assert stream_module._device_available() is None  # the CPU backend: the host's memory only
+    host = 1 << 34
+    monkeypatch.setattr(stream_module, "_host_available", lambda: host)
+    monkeypatch.setattr(stream_module, "_device_available", lambda: host // 8)
+    assert stream_module.check_max_memory("auto") == int(host // 8 * stream_module.AUTO_FRACTION)
+    monkeypatch.setattr(stream_module, "_device_available", lambda: host * 8)
+    assert stream_module.check_max_memory("auto") == int(host * stream_module.AUTO_FRACTION)
+
+
 def test_sklearn_estimators_take_a_memmap(data, tmp_path):
     from jaxselect.sklearn import FSAClassifier
 
