@@ -485,6 +485,7 @@ def _scatter_add(acc, ids, values_of, nnz: int, sorted_ids: bool = False):
         return add(acc, ids, values_of(0, nnz))
     full = nnz // block
 
+    @jax.checkpoint  # differentiated, a block's slices are taken again, not stored for every block
     def body(b, acc):
         lo = b * block
         return add(acc, jax.lax.dynamic_slice_in_dim(ids, lo, block), values_of(lo, block))
