@@ -156,7 +156,8 @@ def _subsampled(problem: FSAProblem, stride: int, design=None) -> FSAProblem:
 
 def subsample_design(problem: FSAProblem, plan: "RunPlan"):
     """The row subsample of the first stage's step estimate, taken outside the compiled run: for a
-    concrete :class:`~jaxselect.design.SparseDesign` (None otherwise, or when the run cannot use it).
+    concrete :class:`~jaxselect.design.SparseDesign` on one device (None otherwise — a row-sharded
+    design's is taken in the run — or when the run cannot use it).
 
     Under the run's trace a sparse design's subsample keeps every stored entry (the other rows'
     entries become zeros: two arrays the size of X's entries and full-size products); taken here
@@ -169,7 +170,7 @@ def subsample_design(problem: FSAProblem, plan: "RunPlan"):
     rows = design.shape[0]
     if (
         plan.step_mode != "power" or plan.first_stage != 0 or problem.config.curvature is None
-        or not isinstance(design, SparseDesign) or rows <= 2 * _SUBSAMPLE_ROWS
+        or type(design) is not SparseDesign or rows <= 2 * _SUBSAMPLE_ROWS  # a row-sharded design: in the run
         or is_traced((design.data, design.rows, design.cols))
     ):
         return None
