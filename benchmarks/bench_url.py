@@ -23,20 +23,20 @@ with ``--warm``). Test error is on the 50 000 held-out rows; ``nnz`` the non-zer
 Goal (issue 24): FSA at a lower test error than the best of the scikit-learn fits, in at most half
 of liblinear's (best C) fit time, with a peak RSS no higher than liblinear's.
 
-Findings (2 shared cores; ``benchmarks/results/bench_url.json``; the best C / l2 picked on the
-test set for every model alike): at the default size liblinear (C = 0.5) errs 2.95 % with 6 390
-non-zeros in 87 s, 0.99 GiB; SGD 6.96 %; FSA-Lorenz (k = 5 000, 30 iterations,
-``scale="sparse"``, l2 = 1e-6) 3.59 % in 34.5 s (0.40× liblinear's time), 1.38 GiB; FSA-logistic
-3.77 % in 32.8 s, 1.34 GiB. Before ``scale="sparse"`` and the operator polish (default
-standardisation, dense polish): 5.28 % in 81 s at 16.1 GiB. See docs/sparse.md for why FSA is
-still behind on error and memory.
+Findings (2 shared cores, heavily loaded; ``benchmarks/results/bench_url.json``; the best C / l2
+picked on the test set for every model alike): at the default size liblinear (C = 0.5) errs
+2.96 % with 6 386 non-zeros, 0.99 GiB peak; SGD 6.96 %; FSA-Lorenz (k = 5 000, 30 iterations,
+``scale="sparse"``, l2 = 1e-6) 3.59 % at 0.95 GiB, FSA-logistic 3.77 % at 0.93 GiB (1.38 / 1.34
+GiB before the sparse products ran in entry blocks and the step subsample, take and compaction
+stopped copying the entries). Fit times on the loaded machine: see docs/sparse.md. FSA is behind
+on error: see docs/sparse.md for why.
 
 Usage::
 
     python benchmarks/bench_url.py --quick          # ~3 minutes on 2 cores
     python benchmarks/bench_url.py                  # the issue's size (~10 minutes)
-    python benchmarks/bench_url.py --methods fsa_logistic fsa_lorenz liblinear sgd --l2 1e-6 \
-        --n-iter-grid 30 --C 0.2 0.5 --alpha 1e-6  # the table of docs/sparse.md
+    python benchmarks/bench_url.py --methods fsa_lorenz fsa_logistic liblinear sgd --l2 1e-6 \
+        --n-iter-grid 30 --C 0.5 1.0 --alpha 1e-6  # the table of docs/sparse.md
     python benchmarks/bench_url.py --n-train 200000 --n-test 50000 --n-features 500000 --k 5000
 
 Writes ``benchmarks/results/bench_url[_quick].json`` (``--tag`` overrides the suffix).

@@ -363,3 +363,36 @@ def test_shard_over_four_devices_gives_the_unsharded_products():
     env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip()
     proc = subprocess.run([sys.executable, "-c", _SHARDED], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "sharded ok" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_products_in_entry_blocks_equal_one_pass(monkeypatch):
+    """Above two blocks of entries the products add block by block into the accumulator: the
+    additions happen in the same order, so the results are bitwise those of one pass; take shares
+    the entries (no copy) and compact(pad=True) pads to the bucket with inert zeros."""
+    import jaxselect.design.sparse as S
+
+    rng = np.random.default_rng(4)
+    X = sp.random(400, 90, density=0.2, format="csr", random_state=4, dtype=np.float32)
+    op = SparseDesign.from_csr(X, mean=rng.random(90).astype(np.float32), factor=rng.random(90).astype(np.float32))
+    v = jnp.asarray(rng.normal(size=90), jnp.float32)
+    u = jnp.asarray(rng.normal(size=400), jnp.float32)
+    V, U = jnp.asarray(rng.normal(size=(90, 3)), jnp.float32), jnp.asarray(rng.normal(size=(3, 400)), jnp.float32)
+    idx = jnp.asarray([5, 1, 1, 60], jnp.int32)
+
+    def products():
+        sub = op.take(idx)
+        return [op.mv(v), op.rmv(u), op.mv(V), op.rmv(U), sub.mv(v[:4]), sub.rmv(u)]
+
+    one = products()
+    monkeypatch.setattr(S, "PRODUCT_BLOCK", 1000)  # nnz 7 200 (bucket 8 192): 8 blocks and no tail
+    S._mv._clear_cache(), S._rmv._clear_cache()
+    assert op.nnz > 2 * S.PRODUCT_BLOCK
+    for a, b in zip(one, products()):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    monkeypatch.setattr(S, "PRODUCT_BLOCK", 1 << 20)
+    S._mv._clear_cache(), S._rmv._clear_cache()
+    assert op.take(idx).data is op.data  # a concrete take does not copy the entries
+    small, padded = op.compact(idx), op.compact(idx, pad=True)
+    assert padded.nnz == S.nnz_bucket(small.nnz) >= small.nnz
+    np.testing.assert_array_equal(np.asarray(padded.materialize()), np.asarray(small.materialize()))
+    np.testing.assert_allclose(np.asarray(padded.materialize()), np.asarray(op.materialize())[:, np.asarray(idx)], atol=1e-6)

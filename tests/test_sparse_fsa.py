@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from jax.experimental import sparse as jsparse
 
 import jaxselect as js
+from jaxselect.anneal import fsa_prepare
 import reference_fsa as ref
 
 pytestmark = pytest.mark.usefixtures("cheap_compiles")
@@ -213,3 +214,52 @@ def test_sparse_supports_are_polished_by_default_at_any_size():
     assert fsa_module._default_polish(None, n, width, np.float32, True) is True
     assert fsa_module._default_polish(None, n, width, np.float32, False) is False
     assert fsa_module._default_polish(False, n, width, np.float32, True) is False
+
+
+def test_first_stage_subsample_is_taken_outside_the_run_and_gives_the_dense_answer():
+    """Above 2 048 rows a short first stage estimates its step on every ⌈N/1024⌉-th row: for sparse X
+    that subsample is made before the compiled run, with only its own rows' entries, and FSA still
+    equals the dense run (whose subsample is X[::stride] inside the program)."""
+    from jaxselect.anneal.run import RunPlan, subsample_design
+
+    rng = np.random.default_rng(3)
+    n, m = 2_600, 400
+    X = (rng.exponential(size=(n, m)) * (rng.uniform(size=(n, m)) < 0.05)).astype(np.float32)
+    score = X[:, 7] * 3.0 - X[:, 11] * 2.0 + X[:, 19] * 2.0
+    y = (score + 0.2 * rng.normal(size=n) > np.median(score)).astype(np.float32)
+    Xs = sp.csr_matrix(X)
+    problem = fsa_prepare(Xs, y, loss="logistic")
+    plan = RunPlan((m,), 16, "power", False)
+    sub = subsample_design(problem, plan)
+    stride = -(-n // 1024)
+    assert sub is not None and sub.shape == (-(-n // stride), m)
+    assert sub.nnz < problem.design.nnz // 2  # the other rows' entries are gone
+    np.testing.assert_allclose(np.asarray(sub.materialize()), np.asarray(problem.design.materialize())[::stride], atol=1e-5)
+    assert subsample_design(problem, plan._replace(step_mode="fixed")) is None
+    dense = js.fsa(X, y, 5, loss="logistic", n_iter=20, mu=300.0, l2=0.01)
+    sparse = js.fsa(Xs, y, 5, loss="logistic", n_iter=20, mu=300.0, l2=0.01)
+    np.testing.assert_array_equal(np.asarray(sparse.support), np.asarray(dense.support))
+    np.testing.assert_allclose(np.asarray(sparse.step_size), np.asarray(dense.step_size), rtol=1e-3)
+    np.testing.assert_allclose(np.asarray(sparse.coef), np.asarray(dense.coef), rtol=2e-3, atol=2e-3)
+
+
+def test_operator_polish_on_the_compacted_support_equals_the_dense_polish():
+    """The polish through the support's own entries (forced with dense_bytes=0) reaches the dense
+    polish's fit; fsa drops its reference to X's full entries before it."""
+    from jaxselect.anneal.polish import polish, polish_problem
+
+    X, _, labels = _data(2)
+    Xs = sp.csr_matrix(X)
+    res = js.fsa(Xs, labels, 6, loss="logistic", n_iter=60, l2=0.01, polish=False)
+    problem = fsa_prepare(Xs, labels, loss="logistic", l2=0.01)
+    cols = np.asarray(res.support, np.int32)
+    target, compacted = polish_problem(problem, cols, dense_bytes=0)
+    assert compacted and target.design.shape == (N, 6) and target.design.nnz < problem.design.nnz
+    import jax.numpy as jnp
+
+    start = jnp.zeros((6, 1), jnp.float32)
+    args = (jnp.asarray(cols), start, jnp.zeros((), jnp.float32), jnp.ones((6,), bool), jnp.float32(1e-6), jnp.int32(200))
+    op = polish(problem, *args, dense_bytes=0)
+    dense = polish(problem, *args, dense_bytes=1 << 40)
+    np.testing.assert_allclose(np.asarray(op.coef), np.asarray(dense.coef), rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(float(op.objective), float(dense.objective), rtol=1e-5)

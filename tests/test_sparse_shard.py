@@ -159,3 +159,24 @@ def test_four_devices_give_the_unsharded_design_and_answers():
     env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip()
     proc = subprocess.run([sys.executable, "-c", _FOUR_DEVICES], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "sparse shard ok" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_sharded_design_takes_the_operator_polish_and_keeps_the_step_subsample_in_the_run():
+    """The polish of a large support compacts with ``pad=True`` (a sharded design's blocks are
+    already padded) and reaches the unsharded polish; the first stage's step subsample of a
+    sharded design is not made outside the run."""
+    from jaxselect.anneal import fsa_prepare
+    from jaxselect.anneal.polish import polish
+    from jaxselect.anneal.run import RunPlan, subsample_design
+
+    X = _sparse()
+    y = (np.asarray(X.sum(axis=1)).ravel() > np.median(np.asarray(X.sum(axis=1)))).astype(np.float32)
+    Xs, ys, w = js.shard_rows(X, y)
+    sharded = fsa_prepare(Xs, ys, loss="logistic", l2=0.1, sample_weight=w)
+    plain = fsa_prepare(X, y, loss="logistic", l2=0.1)
+    assert subsample_design(sharded, RunPlan((D,), 16, "power", False)) is None
+    cols = jnp.asarray([0, 2, 4], jnp.int32)
+    args = (cols, jnp.zeros((3, 1), jnp.float32), jnp.zeros((), jnp.float32), jnp.ones((3,), bool),
+            jnp.float32(1e-6), jnp.int32(200))
+    a, b = polish(sharded, *args, dense_bytes=0), polish(plain, *args, dense_bytes=0)
+    np.testing.assert_allclose(np.asarray(a.coef), np.asarray(b.coef), rtol=2e-3, atol=2e-3)

@@ -75,8 +75,8 @@ from ..status import OK, status_message
 from .design import PLDesign
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_scores
 from .scaling import check_scale_rule, rescale_design
-from .polish import POLISH_MAX_ITER, merge_status, polish as polish_fit, polish_tol
-from .run import RunPlan, finish, iteration_cap, run, stage_bounds
+from .polish import POLISH_MAX_ITER, merge_status, polish as polish_fit, polish_prepared, polish_problem, polish_tol
+from .run import RunPlan, finish, iteration_cap, run, stage_bounds, subsample_design
 from .schedule import annealing_schedule, plan_stages, stage_widths
 from .checkpoint import fingerprint
 from .stream import (
@@ -730,15 +730,21 @@ def fsa(
         jax.device_put(padded),
         jax.device_put(np.int32(n_iter)),
         jax.device_put(np.asarray(0.0 if lr is None else lr, dtype)),
+        sub=subsample_design(problem, plan),  # a sparse X's step subsample, without the other rows' entries
         plan=plan,
     )
     bar.update(n_iter)
     if polish:  # the converged fit on the final support (width W, the k survivors active)
         _postfix(bar, phase="polish", width=int(widths[-1]))
-        fit = polish_fit(problem, cols, state.coef, state.intercept, state.active, tol, max_iter)
+        grid = problem.grid
+        target, compacted = polish_problem(problem, cols)
+        if compacted:  # polished on the support's own entries: X's full entries can go first
+            del problem, data
+        fit = polish_prepared(target, cols, state.coef, state.intercept, state.active, tol, max_iter, compacted)
         state = state._replace(coef=fit.coef, intercept=fit.intercept)
+    else:
+        grid = problem.grid
     bar.close()
-    grid = problem.grid
     support, coef, intercept, loss_path, status, basis_mean, x_min, bin_width = finish(
         state,
         cols,

@@ -48,7 +48,7 @@ from .step import FSAProblem, prior
 from .stepsize import WeightedTarget
 
 __all__ = [
-    "DENSE_SUPPORT_BYTES", "PolishResult", "polish", "polish_tol", "support_design", "POLISH_MAX_ITER", "NEWTON_LOSSES",
+    "DENSE_SUPPORT_BYTES", "PolishResult", "polish", "polish_prepared", "polish_problem", "polish_tol", "support_design", "POLISH_MAX_ITER", "NEWTON_LOSSES",
 ]
 
 #: Default cap on the polish's iterations (Newton steps, or L-BFGS updates).
@@ -271,14 +271,29 @@ def polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, *,
     Returns:
       :class:`PolishResult`.
     """
+    target, compacted = polish_problem(problem, cols, dense_bytes=dense_bytes)
+    return polish_prepared(target, cols, coef, intercept, active, tol, max_iter, compacted)
+
+
+def polish_problem(problem: FSAProblem, cols, *, dense_bytes=None):
+    """``(problem, compacted)``: the problem :func:`polish` solves — ``problem`` itself, or, for a
+    concrete :class:`~jaxselect.design.SparseDesign` whose dense support columns exceed
+    ``dense_bytes``, the problem on the support's own stored entries (``compacted`` True). It no
+    longer refers to the full design, so a caller that drops its own references to that design
+    before :func:`polish_prepared` frees X's entries during the polish."""
     design = problem.design
     limit = DENSE_SUPPORT_BYTES if dense_bytes is None else int(dense_bytes)
     if isinstance(design, SparseDesign) and not is_traced((design, cols)):
         width = int(cols.shape[0])
         if design.n_rows * width * design.dtype.itemsize > limit:
-            support = _pad_entries(design.compact(cols))
-            return _polish(problem._replace(design=support), cols, coef, intercept, active, tol, max_iter, True)
-    return _polish(problem, cols, coef, intercept, active, tol, max_iter, False)
+            support = _pad_entries(design.compact(cols, pad=True))
+            return problem._replace(design=support), True
+    return problem, False
+
+
+def polish_prepared(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, compacted: bool) -> PolishResult:
+    """:func:`polish` on the ``(problem, compacted)`` of :func:`polish_problem`."""
+    return _polish(problem, cols, coef, intercept, active, tol, max_iter, bool(compacted))
 
 
 def _pad_entries(op: SparseDesign) -> SparseDesign:

@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._validation import is_traced
 from ..status import NONFINITE, OK
 from .design import PLDesign
 from .step import FSAProblem, FSAState, Params, advance, default_step, design_shape, direct_oracle, gram_oracle
@@ -141,16 +142,52 @@ def _cond(pred, true_fn, false_fn, *operands):
     return jax.lax.cond(pred, true_fn, false_fn, *operands)
 
 
-def _subsampled(problem: FSAProblem, stride: int) -> FSAProblem:
-    """Every ``stride``-th row of the problem (for the cheap first spectral estimate)."""
+def _subsampled(problem: FSAProblem, stride: int, design=None) -> FSAProblem:
+    """Every ``stride``-th row of the problem (for the cheap first spectral estimate); ``design``:
+    that subsample of the design, made beforehand (:func:`subsample_design`), else taken here."""
     target = problem.target
     if isinstance(target, WeightedTarget):  # the subsample's weights, again of mean 1
         rel = target.rel[::stride]
         target = WeightedTarget(None, rel * (rel.shape[0] / jnp.sum(rel)))
-    return problem._replace(design=problem.design.subsample_rows(stride), target=target)
+    if design is None:
+        design = problem.design.subsample_rows(stride)
+    return problem._replace(design=design, target=target)
 
 
-def _stage_step(problem: FSAProblem, index: int, length, v_coef, v_icpt, lam):
+def subsample_design(problem: FSAProblem, plan: "RunPlan"):
+    """The row subsample of the first stage's step estimate, taken outside the compiled run: for a
+    concrete :class:`~jaxselect.design.SparseDesign` on one device (None otherwise — a row-sharded
+    design's is taken in the run — or when the run cannot use it).
+
+    Under the run's trace a sparse design's subsample keeps every stored entry (the other rows'
+    entries become zeros: two arrays the size of X's entries and full-size products); taken here
+    on concrete arrays it holds only the subsample's ~nnz/stride entries (padded to
+    :func:`~jaxselect.design.sparse.nnz_bucket`, so similar problems share the compiled run)."""
+    from ..design import SparseDesign
+    from ..design.sparse import nnz_bucket
+
+    design = problem.design
+    rows = design.shape[0]
+    if (
+        plan.step_mode != "power" or plan.first_stage != 0 or problem.config.curvature is None
+        or type(design) is not SparseDesign or rows <= 2 * _SUBSAMPLE_ROWS  # a row-sharded design: in the run
+        or is_traced((design.data, design.rows, design.cols))
+    ):
+        return None
+    sub = design.subsample_rows(-(-rows // _SUBSAMPLE_ROWS))
+    nnz = int(sub.data.shape[0])
+    extra = nnz_bucket(nnz) - nnz
+    if extra > 0:  # zeros in slot 0 of the last row: the rows stay sorted
+        last = jnp.int32(max(sub.n_rows - 1, 0))
+        sub = sub._replace(
+            data=jnp.concatenate([sub.data, jnp.zeros((extra,), sub.dtype)]),
+            rows=jnp.concatenate([sub.rows, jnp.full((extra,), last, jnp.int32)]),
+            cols=jnp.concatenate([sub.cols, jnp.zeros((extra,), jnp.int32)]),
+        )
+    return sub
+
+
+def _stage_step(problem: FSAProblem, index: int, length, v_coef, v_icpt, lam, sub_design=None):
     """The default step of a stage: ``(step, lam, v_coef, v_icpt)``.
 
     Stage 0: ``min(12, length // 2)`` power iterations (at least 6), or 12 on a 1024-row subsample
@@ -165,7 +202,7 @@ def _stage_step(problem: FSAProblem, index: int, length, v_coef, v_icpt, lam):
     rows = problem.design.shape[0]
     if problem.config.curvature is None or rows <= 2 * _SUBSAMPLE_ROWS:
         return default_step(problem, v_coef, v_icpt, jnp.maximum(n, _POWER_WARM), lam)
-    sub = _subsampled(problem, -(-rows // _SUBSAMPLE_ROWS))
+    sub = _subsampled(problem, -(-rows // _SUBSAMPLE_ROWS), sub_design)
     return jax.lax.cond(
         n >= _POWER_WARM,
         lambda: default_step(problem, v_coef, v_icpt, jnp.maximum(n, _POWER_WARM), lam),
@@ -199,7 +236,7 @@ def _iterate(problem: FSAProblem, state: FSAState, objective, start, end, gram: 
 
 
 @functools.partial(jax.jit, static_argnames=("plan",))
-def run(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = None, *, plan: RunPlan):
+def run(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = None, sub=None, *, plan: RunPlan):
     """The whole schedule of :func:`~jaxselect.fsa` in one program (see module docstring).
 
     Args:
@@ -209,6 +246,8 @@ def run(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = None
       lr: () step of ``step_mode="fixed"`` (ignored otherwise).
       start: None (from β = 0), or the :class:`RunStart` of stage ``plan.first_stage``; then
         ``problem.design`` holds that stage's W columns (``start.cols``) only.
+      sub: None, or the first stage's row subsample of ``problem.design`` made beforehand
+        (:func:`subsample_design`: a sparse design's, without the other rows' entries).
       plan: the static :class:`RunPlan`.
 
     Returns:
@@ -266,7 +305,7 @@ def run(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = None
             v_coef = jnp.take(v_coef, keep, axis=0)
         stage = problem._replace(design=design)
         if plan.step_mode == "power":
-            step, lam, v_coef, v_icpt = _stage_step(stage, i, ends[i] - starts[i], v_coef, v_icpt, lam)
+            step, lam, v_coef, v_icpt = _stage_step(stage, i, ends[i] - starts[i], v_coef, v_icpt, lam, sub)
             state = state._replace(opt_state=state.opt_state._replace(step=step))
         elif plan.step_mode == "fixed":
             step = jnp.asarray(lr, dtype)

@@ -373,11 +373,14 @@ class SparseDesign:
             raise ValueError(f"take: idx must be 1-D; got shape {tuple(idx.shape)}")
         return idx
 
-    def compact(self, cols, block: int = 0) -> "SparseDesign":
+    def compact(self, cols, block: int = 0, *, pad: bool = False) -> "SparseDesign":
         """The kept columns ``cols`` as the cheapest operator for repeated products: with concrete
-        arrays the entries of the other columns are removed (nnz shrinks to the kept columns'),
-        under a trace it is :meth:`take` (the same entries, O(D)). ``block`` (a row-block hint of the dense
-        operators) does not apply to sparse storage."""
+        arrays the entries of the other columns are removed (nnz shrinks to the kept columns';
+        ``pad``: padded to :func:`nnz_bucket`, zeros in slot 0 of the last row, so similar supports
+        share compiled programs), under a trace it is :meth:`take` (the same entries, O(D)).
+        ``block`` (a row-block hint of the dense operators) does not apply to sparse storage.
+        The entries are read in blocks (on the CPU without a copy): besides the result, the
+        selection holds one block's temporaries."""
         del block
         kept = self.take(cols)
         if is_traced((kept.data, kept.cols, kept.alias)):
@@ -386,13 +389,12 @@ class SparseDesign:
         used = np.zeros(kept.n_slots, bool)
         used[alias] = True
         renumber = np.cumsum(used, dtype=np.int32) - 1  # kept slots → 0 .. n_used − 1
-        slot_ids = np.asarray(kept.cols)
-        keep = np.flatnonzero(used[slot_ids] & (np.asarray(kept.data) != 0))
         new_alias = renumber[alias]
-        identity = new_alias.size == int(used.sum()) and bool(np.all(new_alias == np.arange(new_alias.size)))
+        n_used = int(used.sum())
+        identity = new_alias.size == n_used and bool(np.all(new_alias == np.arange(new_alias.size)))
+        data, rows, slot = _kept_entries(kept, used, renumber, pad and self.n_rows > 0 and n_used > 0)
         return kept._replace(
-            data=kept.data[keep], rows=kept.rows[keep], cols=jnp.asarray(renumber[slot_ids[keep]]),
-            alias=None if identity else jnp.asarray(new_alias), n_slots=int(used.sum()),
+            data=data, rows=rows, cols=slot, alias=None if identity else jnp.asarray(new_alias), n_slots=n_used,
         )
 
     def subsample_rows(self, stride: int) -> "SparseDesign":
@@ -436,6 +438,120 @@ class SparseDesign:
         return shard_design(self, mesh, axis)
 
 
+def _kept_entries(op: "SparseDesign", used, renumber, pad: bool):
+    """The stored non-zero entries of ``op`` in ``used`` slots, in order, slots renumbered by
+    ``renumber``: ``(data, rows, cols)`` device arrays, padded to :func:`nnz_bucket` with zeros in
+    slot 0 of the last row when ``pad``. Two passes over blocks of :data:`PRODUCT_BLOCK` entries
+    (count, then copy into the aligned result, which the device aliases on the CPU)."""
+    data, rows, cols = np.asarray(op.data), np.asarray(op.rows), np.asarray(op.cols)
+    nnz, block = data.shape[0], PRODUCT_BLOCK
+
+    def masks():
+        for lo in range(0, nnz, block):
+            hi = min(nnz, lo + block)
+            yield lo, hi, used[cols[lo:hi]] & (data[lo:hi] != 0)
+
+    count = sum(int(np.count_nonzero(m)) for _, _, m in masks())
+    size = nnz_bucket(count) if pad else count
+    out_d = _aligned(size, data.dtype, 0)
+    out_r = _aligned(size, np.int32, max(op.n_rows - 1, 0))
+    out_c = _aligned(size, np.int32, 0)
+    pos = 0
+    for lo, hi, m in masks():
+        k = int(np.count_nonzero(m))
+        out_d[pos : pos + k] = data[lo:hi][m]
+        out_r[pos : pos + k] = rows[lo:hi][m]
+        out_c[pos : pos + k] = renumber[cols[lo:hi][m]]
+        pos += k
+    return jax.device_put(out_d), jax.device_put(out_r), jax.device_put(out_c)
+
+
+# -- the products, jitted once per shape (eager calls do not dispatch op by op) --------------------
+#: Stored entries per block of a product over many entries: the products add each block's
+#: ``value × gathered`` terms into the (n,) or (D,) accumulator in turn, so their temporaries hold
+#: one block, not one array the size of the entries (the additions happen in the same order).
+PRODUCT_BLOCK = 1 << 20
+
+
+def _scatter_add(acc, ids, values_of, nnz: int, sorted_ids: bool = False):
+    """``acc.at[ids].add(values_of(lo, hi))`` over the entries, one :data:`PRODUCT_BLOCK` at a time
+    when there are more than two blocks (``values_of(lo, hi)`` gives the terms of entries lo..hi;
+    ``lo`` may be traced)."""
+    def add(a, i, u):
+        return a.at[i].add(u, mode=jax.lax.GatherScatterMode.PROMISE_IN_BOUNDS, indices_are_sorted=sorted_ids)
+
+    block = PRODUCT_BLOCK
+    if nnz <= 2 * block:
+        return add(acc, ids, values_of(0, nnz))
+    full = nnz // block
+
+    @jax.checkpoint  # differentiated, a block's slices are taken again, not stored for every block
+    def body(b, acc):
+        lo = b * block
+        return add(acc, jax.lax.dynamic_slice_in_dim(ids, lo, block), values_of(lo, block))
+
+    acc = jax.lax.fori_loop(0, full, body, acc)
+    if nnz > full * block:
+        lo = full * block
+        acc = add(acc, ids[lo:], values_of(lo, nnz - lo))
+    return acc
+
+
+def _entries(x, lo, size):
+    """Entries ``lo .. lo + size`` of an entry array (``lo`` static or traced)."""
+    if isinstance(lo, int):
+        return x[lo : lo + size]
+    return jax.lax.dynamic_slice_in_dim(x, lo, size)
+
+
+@jax.jit
+def _kept_count(data, cols, used):
+    return jnp.sum(_gather(used, cols) & (data != 0), dtype=jnp.int32)
+
+
+@partial(jax.jit, static_argnames=("count", "size", "n_rows"))
+def _kept_entries(data, rows, cols, used, renumber, count: int, size: int, n_rows: int):
+    """The ``count`` stored non-zero entries in ``used`` slots (in order, slots renumbered), padded
+    to ``size`` with zeros in slot 0 of the last row."""
+    keep = _gather(used, cols) & (data != 0)
+    idx = jnp.nonzero(keep, size=size, fill_value=0)[0].astype(jnp.int32)
+    real = jnp.arange(size, dtype=jnp.int32) < count
+    last = jnp.asarray(max(n_rows - 1, 0), jnp.int32)
+    return (
+        jnp.where(real, _gather(data, idx), jnp.zeros((), data.dtype)),
+        jnp.where(real, _gather(rows, idx), last),
+        jnp.where(real, _gather(renumber, _gather(cols, idx)), jnp.zeros((), jnp.int32)),
+    )
+
+
+def _kept_entries(op: "SparseDesign", used, renumber, pad: bool):
+    """The stored non-zero entries of ``op`` in ``used`` slots, in order, slots renumbered by
+    ``renumber``: ``(data, rows, cols)`` device arrays, padded to :func:`nnz_bucket` with zeros in
+    slot 0 of the last row when ``pad``. Two passes over blocks of :data:`PRODUCT_BLOCK` entries
+    (count, then copy into the aligned result, which the device aliases on the CPU)."""
+    data, rows, cols = np.asarray(op.data), np.asarray(op.rows), np.asarray(op.cols)
+    nnz, block = data.shape[0], PRODUCT_BLOCK
+
+    def masks():
+        for lo in range(0, nnz, block):
+            hi = min(nnz, lo + block)
+            yield lo, hi, used[cols[lo:hi]] & (data[lo:hi] != 0)
+
+    count = sum(int(np.count_nonzero(m)) for _, _, m in masks())
+    size = nnz_bucket(count) if pad else count
+    out_d = _aligned(size, data.dtype, 0)
+    out_r = _aligned(size, np.int32, max(op.n_rows - 1, 0))
+    out_c = _aligned(size, np.int32, 0)
+    pos = 0
+    for lo, hi, m in masks():
+        k = int(np.count_nonzero(m))
+        out_d[pos : pos + k] = data[lo:hi][m]
+        out_r[pos : pos + k] = rows[lo:hi][m]
+        out_c[pos : pos + k] = renumber[cols[lo:hi][m]]
+        pos += k
+    return jax.device_put(out_d), jax.device_put(out_r), jax.device_put(out_c)
+
+
 # -- the products, jitted once per shape (eager calls do not dispatch op by op) --------------------
 @jax.jit
 def _mv(op: SparseDesign, v):
@@ -444,10 +560,14 @@ def _mv(op: SparseDesign, v):
     if d == 0:
         return jnp.zeros((n,) + v.shape[1:], op.dtype)
     slots = fv if op.alias is None else _segment_sum(fv, op.alias, op.n_slots)  # columns sharing a slot add up
-    if v.ndim == 1:
-        return _segment_sum(op.data * _gather(slots, op.cols), op.rows, n, sorted_ids=True) - op.mean @ fv
-    out = _segment_sum(op.data[:, None] * _gather(slots, op.cols), op.rows, n, sorted_ids=True)
-    return out - (op.mean @ fv)[None, :]
+    nnz = int(op.data.shape[0])
+
+    def terms(lo, size):
+        data = _entries(op.data, lo, size)
+        return (data if v.ndim == 1 else data[:, None]) * _gather(slots, _entries(op.cols, lo, size))
+
+    out = _scatter_add(jnp.zeros((n,) + v.shape[1:], op.dtype), op.rows, terms, nnz, sorted_ids=True)
+    return out - (op.mean @ fv if v.ndim == 1 else (op.mean @ fv)[None, :])
 
 
 @jax.jit
@@ -455,12 +575,17 @@ def _rmv(op: SparseDesign, u):
     d = op.shape[1]
     if d == 0:
         return jnp.zeros(u.shape[:-1] + (0,), op.dtype)
-    if u.ndim == 1:
-        acc = _segment_sum(op.data * _gather(u, op.rows), op.cols, op.n_slots)
-        acc = acc if op.alias is None else _gather(acc, op.alias)
-        return (acc - jnp.sum(u) * op.mean) * op.factor
-    acc = _segment_sum(op.data[:, None] * _gather(u.T, op.rows), op.cols, op.n_slots)  # (slots, k)
+    nnz = int(op.data.shape[0])
+    ut = u if u.ndim == 1 else u.T  # (n,) or (n, k)
+
+    def terms(lo, size):
+        data = _entries(op.data, lo, size)
+        return (data if u.ndim == 1 else data[:, None]) * _gather(ut, _entries(op.rows, lo, size))
+
+    acc = _scatter_add(jnp.zeros((op.n_slots,) + ut.shape[1:], op.dtype), op.cols, terms, nnz)  # (slots[, k])
     acc = acc if op.alias is None else _gather(acc, op.alias)
+    if u.ndim == 1:
+        return (acc - jnp.sum(u) * op.mean) * op.factor
     total = jnp.sum(u, axis=-1)
     return (acc.T - total[:, None] * op.mean[None, :]) * op.factor[None, :]
 
@@ -482,12 +607,19 @@ def _gram(op: SparseDesign, w):
     return DenseDesign(_materialize(op), jnp.zeros_like(op.mean), jnp.ones_like(op.factor)).gram(w)
 
 
-@jax.jit
 def _take(op: SparseDesign, idx) -> SparseDesign:
-    d = op.shape[1]
+    # only the (s,) vectors go through the jitted program: a jit returning the entries unchanged
+    # would copy them (the size of X's entries) on every concrete call
+    mean, factor, slot = _take_vectors(op.mean, op.factor, op.alias, idx)
+    return op._replace(mean=mean, factor=factor, alias=slot)
+
+
+@jax.jit
+def _take_vectors(mean, factor, alias, idx):
+    d = mean.shape[0]
     idx = jnp.where(idx < 0, idx + d, idx)
-    slot = idx if op.alias is None else op.alias[idx]  # the stored slot of each requested column
-    return op._replace(mean=op.mean[idx], factor=op.factor[idx], alias=slot)
+    slot = idx if alias is None else alias[idx]  # the stored slot of each requested column
+    return mean[idx], factor[idx], slot
 
 
 @jax.jit
