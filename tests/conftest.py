@@ -6,7 +6,6 @@ promotion catch accidental dtype/rank mixing inside the library.
 """
 
 import collections
-import contextlib
 import gc
 import json
 import os
@@ -18,6 +17,8 @@ jax.config.update("jax_numpy_dtype_promotion", "strict")
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
 import pytest  # noqa: E402
+
+from cheap_xla import legacy_cpu_emitters  # noqa: E402
 
 
 @pytest.fixture
@@ -67,57 +68,10 @@ def cheap_compiles():
     )
     jax.config.update("jax_disable_most_optimizations", True)
     jax.config.update("jax_exec_time_optimization_effort", -1.0)
-    with _legacy_cpu_emitters():
+    with legacy_cpu_emitters():
         yield
     jax.config.update("jax_disable_most_optimizations", saved[0])
     jax.config.update("jax_exec_time_optimization_effort", saved[1])
-
-
-# XLA:CPU's fusion emitters (MLIR) take about half of a small program's compile time at XLA's
-# cheapest settings; its legacy (LLVM IR) emitters generate the same elementwise computations
-# (FSARegressorCV() and DWSMClassifier() fits agree bit for bit) at about half the compile cost.
-CHEAP_XLA_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
-# the same, as XLA_FLAGS, for the test subprocesses that compile with XLA's cheapest settings
-CHEAP_XLA_FLAGS = " ".join(f"--{k}={str(v).lower()}" for k, v in CHEAP_XLA_OPTIONS.items())
-
-
-def cheap_xla_options_supported() -> bool:
-    """Whether this jaxlib's XLA knows :data:`CHEAP_XLA_OPTIONS` (one tiny compile, memoised)."""
-    if _SUPPORTED[0] is None:
-        try:
-            jax.jit(lambda x: x + 1, compiler_options=CHEAP_XLA_OPTIONS).lower(1.0).compile()
-            _SUPPORTED[0] = True
-        except Exception:  # noqa: BLE001 - an XLA without the option: compile with the rest only
-            _SUPPORTED[0] = False
-    return _SUPPORTED[0]
-
-
-_SUPPORTED = [None]
-
-
-@contextlib.contextmanager
-def _legacy_cpu_emitters():
-    """Pass :data:`CHEAP_XLA_OPTIONS` to every compilation inside (JAX has no global setting for
-    per-compile XLA options: this wraps ``jax._src.compiler.get_compile_options``, which receives
-    ``jax.jit``'s ``compiler_options``). Without that function, or on an XLA that lacks the option,
-    it does nothing: the options only make compiling cheaper."""
-    from jax._src import compiler
-
-    original = getattr(compiler, "get_compile_options", None)
-    if original is None or not cheap_xla_options_supported():
-        yield
-        return
-
-    def get_compile_options(*args, env_options_overrides=None, **kwargs):
-        options = dict(CHEAP_XLA_OPTIONS)
-        options.update(env_options_overrides or {})  # a jit's own compiler_options come first
-        return original(*args, env_options_overrides=options, **kwargs)
-
-    compiler.get_compile_options = get_compile_options
-    try:
-        yield
-    finally:
-        compiler.get_compile_options = original
 
 
 # ------------------------------------------------------------------------------ fuzz report
@@ -140,3 +94,4 @@ def pytest_sessionfinish(session):
     if path and _FUZZ_TOTALS and not hasattr(session.config, "workerinput"):
         with open(path, "w") as fh:
             json.dump(dict(_FUZZ_TOTALS), fh, indent=1, sort_keys=True)
+
