@@ -2,6 +2,7 @@
 ``cheap_compiles`` and the test subprocesses that compile with XLA's cheapest settings)."""
 
 import contextlib
+import inspect
 
 import jax
 
@@ -36,14 +37,21 @@ def legacy_cpu_emitters():
     from jax._src import compiler
 
     original = getattr(compiler, "get_compile_options", None)
-    if original is None or not cheap_xla_options_supported():
+    try:
+        signature = inspect.signature(original)
+        usable = "env_options_overrides" in signature.parameters
+    except (TypeError, ValueError):
+        usable = False
+    if not usable or not cheap_xla_options_supported():
         yield
         return
 
-    def get_compile_options(*args, env_options_overrides=None, **kwargs):
+    def get_compile_options(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
         options = dict(CHEAP_XLA_OPTIONS)
-        options.update(env_options_overrides or {})  # a jit's own compiler_options come first
-        return original(*args, env_options_overrides=options, **kwargs)
+        options.update(bound.arguments.get("env_options_overrides") or {})  # a jit's own options first
+        bound.arguments["env_options_overrides"] = options
+        return original(*bound.args, **bound.kwargs)
 
     compiler.get_compile_options = get_compile_options
     try:
