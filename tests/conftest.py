@@ -110,6 +110,8 @@ def pytest_xdist_make_scheduler(config, log):
     its compilation caches whenever it moves to another module). The units run long subprocess
     modules first, then the largest units first, so that the two workers finish together.
     """
+    if config.getoption("dist") != "load":  # -n's default; an explicit --dist is kept
+        return None
     from xdist.scheduler import LoadScopeScheduling
 
     class ModuleScheduling(LoadScopeScheduling):
