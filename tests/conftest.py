@@ -18,6 +18,8 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 
 import pytest  # noqa: E402
 
+from cheap_xla import legacy_cpu_emitters  # noqa: E402
+
 
 @pytest.fixture
 def x64():
@@ -66,7 +68,8 @@ def cheap_compiles():
     )
     jax.config.update("jax_disable_most_optimizations", True)
     jax.config.update("jax_exec_time_optimization_effort", -1.0)
-    yield
+    with legacy_cpu_emitters():
+        yield
     jax.config.update("jax_disable_most_optimizations", saved[0])
     jax.config.update("jax_exec_time_optimization_effort", saved[1])
 
@@ -91,3 +94,42 @@ def pytest_sessionfinish(session):
     if path and _FUZZ_TOTALS and not hasattr(session.config, "workerinput"):
         with open(path, "w") as fh:
             json.dump(dict(_FUZZ_TOTALS), fh, indent=1, sort_keys=True)
+
+
+# ------------------------------------------------------------------------------ pytest-xdist
+# Subprocess tests that run long and alone: scheduled first, so that they do not end the run.
+_LONG_FIRST = ("test_sharding.py", "test_examples.py", "test_docs.py", "test_multiprocess.py")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``-n 2``: send whole modules (and each estimator of the scikit-learn checks) to one worker.
+
+    Compiling dominates most modules, and a module's tests share compiled programs (shapes, static
+    arguments); pytest-xdist's default ``load`` scheduling deals out chunks of consecutive tests to
+    both workers, so a module cut in two compiles its shared programs twice (and each worker drops
+    its compilation caches whenever it moves to another module). The units run long subprocess
+    modules first, then the largest units first, so that the two workers finish together.
+    """
+    if config.getoption("dist") != "load":  # -n's default; an explicit --dist is kept
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            module, _, name = nodeid.partition("::")
+            module = module.replace(os.sep, "/")
+            if module.endswith("test_sklearn_checks.py") and "[" in name:
+                # one unit per estimator: its checks share programs, the estimators none (see there)
+                return module + "::" + name.split("[", 1)[1].split("(", 1)[0]
+            return module
+
+        def _assign_work_unit(self, node):
+            if not getattr(self, "_ordered", False):  # the first call: the queue holds every unit
+                units = list(self.workqueue.items())
+                units.sort(key=lambda unit: (unit[0].rsplit("/", 1)[-1] not in _LONG_FIRST, -len(unit[1])))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+                self._ordered = True
+            super()._assign_work_unit(node)
+
+    return ModuleScheduling(config, log)

@@ -12,6 +12,7 @@ import contextlib
 import jax
 import numpy as np
 import pytest
+from cheap_xla import legacy_cpu_emitters
 from compile_count import count_compiles
 
 import jaxselect as js
@@ -36,7 +37,8 @@ def _cheapest():
     for name, value in CHEAP.items():
         jax.config.update(name, value)
     try:
-        yield
+        with legacy_cpu_emitters():  # as cheap_compiles: the legacy XLA:CPU emitters (tests/cheap_xla.py)
+            yield
     finally:
         for name, value in saved.items():
             jax.config.update(name, value)
@@ -105,6 +107,10 @@ def test_default_compile_equals_cheapest(name):
 
 def test_cheapest_settings_are_restored_and_change_nothing_else():
     before = dict(jax.config.values)
+    from jax._src import compiler
+
+    original = compiler.get_compile_options
     with _cheapest():
         assert all(jax.config.values[name] == value for name, value in CHEAP.items())
     assert dict(jax.config.values) == before
+    assert compiler.get_compile_options is original
