@@ -504,54 +504,6 @@ def _entries(x, lo, size):
     return jax.lax.dynamic_slice_in_dim(x, lo, size)
 
 
-@jax.jit
-def _kept_count(data, cols, used):
-    return jnp.sum(_gather(used, cols) & (data != 0), dtype=jnp.int32)
-
-
-@partial(jax.jit, static_argnames=("count", "size", "n_rows"))
-def _kept_entries(data, rows, cols, used, renumber, count: int, size: int, n_rows: int):
-    """The ``count`` stored non-zero entries in ``used`` slots (in order, slots renumbered), padded
-    to ``size`` with zeros in slot 0 of the last row."""
-    keep = _gather(used, cols) & (data != 0)
-    idx = jnp.nonzero(keep, size=size, fill_value=0)[0].astype(jnp.int32)
-    real = jnp.arange(size, dtype=jnp.int32) < count
-    last = jnp.asarray(max(n_rows - 1, 0), jnp.int32)
-    return (
-        jnp.where(real, _gather(data, idx), jnp.zeros((), data.dtype)),
-        jnp.where(real, _gather(rows, idx), last),
-        jnp.where(real, _gather(renumber, _gather(cols, idx)), jnp.zeros((), jnp.int32)),
-    )
-
-
-def _kept_entries(op: "SparseDesign", used, renumber, pad: bool):
-    """The stored non-zero entries of ``op`` in ``used`` slots, in order, slots renumbered by
-    ``renumber``: ``(data, rows, cols)`` device arrays, padded to :func:`nnz_bucket` with zeros in
-    slot 0 of the last row when ``pad``. Two passes over blocks of :data:`PRODUCT_BLOCK` entries
-    (count, then copy into the aligned result, which the device aliases on the CPU)."""
-    data, rows, cols = np.asarray(op.data), np.asarray(op.rows), np.asarray(op.cols)
-    nnz, block = data.shape[0], PRODUCT_BLOCK
-
-    def masks():
-        for lo in range(0, nnz, block):
-            hi = min(nnz, lo + block)
-            yield lo, hi, used[cols[lo:hi]] & (data[lo:hi] != 0)
-
-    count = sum(int(np.count_nonzero(m)) for _, _, m in masks())
-    size = nnz_bucket(count) if pad else count
-    out_d = _aligned(size, data.dtype, 0)
-    out_r = _aligned(size, np.int32, max(op.n_rows - 1, 0))
-    out_c = _aligned(size, np.int32, 0)
-    pos = 0
-    for lo, hi, m in masks():
-        k = int(np.count_nonzero(m))
-        out_d[pos : pos + k] = data[lo:hi][m]
-        out_r[pos : pos + k] = rows[lo:hi][m]
-        out_c[pos : pos + k] = renumber[cols[lo:hi][m]]
-        pos += k
-    return jax.device_put(out_d), jax.device_put(out_r), jax.device_put(out_c)
-
-
 # -- the products, jitted once per shape (eager calls do not dispatch op by op) --------------------
 @jax.jit
 def _mv(op: SparseDesign, v):
