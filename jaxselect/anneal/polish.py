@@ -40,7 +40,7 @@ from .._repr import short_repr
 from ..losses import GLMLoss, huber_hinge_margin, logistic_margin, lorenz_margin, signed_labels
 from ..newton import choose_solver, glm_newton
 from ..design import SparseDesign
-from ..design.sparse import nnz_bucket
+from ..design.sparse import pad_entries
 from .._validation import is_traced
 from ..status import NONFINITE, NOT_CONVERGED
 from .design import PLDesign
@@ -286,7 +286,7 @@ def polish_problem(problem: FSAProblem, cols, *, dense_bytes=None):
     if isinstance(design, SparseDesign) and not is_traced((design, cols)):
         width = int(cols.shape[0])
         if design.n_rows * width * design.dtype.itemsize > limit:
-            support = _pad_entries(design.compact(cols, pad=True))
+            support = pad_entries(design.compact(cols, pad=True))
             return problem._replace(design=support), True
     return problem, False
 
@@ -294,21 +294,6 @@ def polish_problem(problem: FSAProblem, cols, *, dense_bytes=None):
 def polish_prepared(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, compacted: bool) -> PolishResult:
     """:func:`polish` on the ``(problem, compacted)`` of :func:`polish_problem`."""
     return _polish(problem, cols, coef, intercept, active, tol, max_iter, bool(compacted))
-
-
-def _pad_entries(op: SparseDesign) -> SparseDesign:
-    """``op`` with its entries padded to :func:`nnz_bucket` (zeros in slot 0 of the last row: the
-    rows stay sorted), so supports of similar size share the compiled polish."""
-    nnz = int(op.data.shape[0])
-    extra = nnz_bucket(nnz) - nnz
-    if extra <= 0:
-        return op
-    last = jnp.int32(max(op.n_rows - 1, 0))
-    return op._replace(
-        data=jnp.concatenate([op.data, jnp.zeros((extra,), op.dtype)]),
-        rows=jnp.concatenate([op.rows, jnp.full((extra,), last, jnp.int32)]),
-        cols=jnp.concatenate([op.cols, jnp.zeros((extra,), jnp.int32)]),
-    )
 
 
 @functools.partial(jax.jit, static_argnums=7)

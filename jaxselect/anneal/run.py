@@ -164,7 +164,7 @@ def subsample_design(problem: FSAProblem, plan: "RunPlan"):
     on concrete arrays it holds only the subsample's ~nnz/stride entries (padded to
     :func:`~jaxselect.design.sparse.nnz_bucket`, so similar problems share the compiled run)."""
     from ..design import SparseDesign
-    from ..design.sparse import nnz_bucket
+    from ..design.sparse import pad_entries
 
     design = problem.design
     rows = design.shape[0]
@@ -174,17 +174,7 @@ def subsample_design(problem: FSAProblem, plan: "RunPlan"):
         or is_traced((design.data, design.rows, design.cols))
     ):
         return None
-    sub = design.subsample_rows(-(-rows // _SUBSAMPLE_ROWS))
-    nnz = int(sub.data.shape[0])
-    extra = nnz_bucket(nnz) - nnz
-    if extra > 0:  # zeros in slot 0 of the last row: the rows stay sorted
-        last = jnp.int32(max(sub.n_rows - 1, 0))
-        sub = sub._replace(
-            data=jnp.concatenate([sub.data, jnp.zeros((extra,), sub.dtype)]),
-            rows=jnp.concatenate([sub.rows, jnp.full((extra,), last, jnp.int32)]),
-            cols=jnp.concatenate([sub.cols, jnp.zeros((extra,), jnp.int32)]),
-        )
-    return sub
+    return pad_entries(design.subsample_rows(-(-rows // _SUBSAMPLE_ROWS)))
 
 
 def _stage_step(problem: FSAProblem, index: int, length, v_coef, v_icpt, lam, sub_design=None):

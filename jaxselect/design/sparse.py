@@ -438,6 +438,21 @@ class SparseDesign:
         return shard_design(self, mesh, axis)
 
 
+def pad_entries(op: "SparseDesign") -> "SparseDesign":
+    """``op`` with its entries padded to :func:`nnz_bucket` (zeros in slot 0 of the last row: the
+    rows stay sorted), so designs with similar entry counts share compiled programs."""
+    nnz = int(op.data.shape[0])
+    extra = nnz_bucket(nnz) - nnz
+    if extra <= 0:
+        return op
+    last = jnp.int32(max(op.n_rows - 1, 0))
+    return op._replace(
+        data=jnp.concatenate([op.data, jnp.zeros((extra,), op.dtype)]),
+        rows=jnp.concatenate([op.rows, jnp.full((extra,), last, jnp.int32)]),
+        cols=jnp.concatenate([op.cols, jnp.zeros((extra,), jnp.int32)]),
+    )
+
+
 def _kept_entries(op: "SparseDesign", used, renumber, pad: bool):
     """The stored non-zero entries of ``op`` in ``used`` slots, in order, slots renumbered by
     ``renumber``: ``(data, rows, cols)`` device arrays, padded to :func:`nnz_bucket` with zeros in
