@@ -140,6 +140,7 @@ class _Counted:
     def __init__(self, src, gradient=True):
         self.src, self.shape, self.dtype = src, src.shape, src.dtype
         self.calls = {"block": 0, "matvec_block": 0, "rmatvec_block": 0, "gradient_block": 0}
+        self.columns = []  # the number of columns of each call
         if gradient:
             self.gradient_block = self._counted("gradient_block")
         self.matvec_block = self._counted("matvec_block")
@@ -150,6 +151,8 @@ class _Counted:
     def _counted(self, name):
         def call(*args):
             self.calls[name] += 1
+            if name != "block":
+                self.columns.append(len(args[2]))
             return getattr(self.src, name)(*args)
 
         return call
@@ -174,12 +177,15 @@ def test_streamed_phase_calls_the_fused_gradient_kernel():
     assert plain.calls["gradient_block"] == 0 and plain.calls["matvec_block"] == plain.calls["rmatvec_block"] > 0
     _same(unfused, got, rtol=1e-5)
     _same(ref, got, rtol=3e-4)
-    # one kernel per streamed stage width (iterations and power iterations), not one per iteration ...
+    # inside a stage the passes compute only the active columns (padded to a bucket): fewer entries
     from jaxselect.anneal import schedule, stream
 
     widths = schedule.stage_widths(M, 4, 32)
+    assert set(fused.columns) - set(widths), "no pass restricted to the active columns"
+    assert set(fused.columns) <= {stream.column_bucket(c) for c in range(1, M + 1)}
+    # one kernel per column count (stage widths and buckets), not one per iteration ...
     assert stream.memory_stage(widths, N, 4, 1000) == len(widths)
-    assert 0 < compiled <= 2 * len(widths) < IT // 4
+    assert 0 < compiled <= 2 * len(set(fused.columns)) < IT
     # ... and a second call, with new data in the same shapes, compiles none
     again = _Counted(src)
     before = _gradient_compiles()
