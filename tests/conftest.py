@@ -51,6 +51,23 @@ def _release_compiled_programs():
     gc.collect()
 
 
+#: modules that compile on XLA's default path (the comparison of the two paths)
+_DEFAULT_EMITTERS = ("test_default_compile.py",)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _legacy_emitters(request):
+    """Compile every module with XLA:CPU's legacy emitters (``tests/cheap_xla.py``): the same
+    kernels at about 60 % of the compile time at XLA's default optimisation settings. What is
+    computed does not change (``tests/test_default_compile.py`` runs each family on both paths and
+    compares; it is the module left on the default path)."""
+    if os.path.basename(str(request.node.path)) in _DEFAULT_EMITTERS:
+        yield
+        return
+    with legacy_cpu_emitters():
+        yield
+
+
 @pytest.fixture(scope="module")
 def cheap_compiles():
     """Compile with XLA's cheapest optimisation settings for one module (``pytestmark =

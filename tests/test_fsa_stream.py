@@ -215,6 +215,40 @@ def test_summary_pass_equals_column_summary(data):
     np.testing.assert_array_equal(hi, X.max(axis=0))
 
 
+def test_fused_summary_pass_equals_column_summary(data):
+    """A source with ``summary_block`` (the counter-based generator): the summary pass equals the
+    in-memory summary, with the row blocks' weights (a last block past N), extremes, targets and
+    the stride subsample; a non-finite entry is named by its block."""
+    _, _, _, w = data
+    src = js.datasets.equicorrelated(N, M, n_informative=4, seed=5)
+    X = src.materialize()
+    fused = dstream.ColumnSource(src, rows=512)  # 3 blocks, the last one past N
+    assert fused.summary
+    for weights in (None, w):
+        summary, lo, hi, y, sub = dstream.stream_summary(fused, weights, stride=7)
+        ref = column_summary(X, weights)
+        np.testing.assert_allclose(summary.mean, np.asarray(ref.mean), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(summary.scale, np.asarray(ref.scale), rtol=1e-5)
+        assert summary.live.tolist() == np.asarray(ref.live).tolist()
+        np.testing.assert_array_equal(sub, X[::7])
+        np.testing.assert_array_equal(y, src.targets())
+    np.testing.assert_array_equal(lo, X.min(axis=0))
+    np.testing.assert_array_equal(hi, X.max(axis=0))
+
+    class Broken:  # the same source, one NaN entry in row 700 (block 1)
+        shape, dtype = src.shape, src.dtype
+
+        def block(self, rows, cols):
+            return src.block(rows, cols)
+
+        def summary_block(self, row_start, n_rows, cols, weights=None):
+            lo, hi, total, mean, m2 = src.summary_block(row_start, n_rows, cols, weights)
+            return lo, hi, total, mean.at[3].set(np.nan) if row_start <= 700 < row_start + n_rows else mean, m2
+
+    with pytest.raises(ValueError, match=r"NaN or Inf in block 1 \(rows 512–1023\)"):
+        dstream.stream_summary(dstream.ColumnSource(Broken(), rows=512))
+
+
 # --------------------------------------------------------------------------- bad sources
 def _bad(X, y, change):
     def batches():

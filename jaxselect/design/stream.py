@@ -208,6 +208,10 @@ class ColumnSource:
       gradient: True when it also has the fused ``gradient_block(row_start, n_rows, cols, v, fn)``
         (scores, per-row weights ``fn`` and gradient in one pass; ``fn`` a
         :class:`jax.tree_util.Partial`), which the streamed FSA then calls instead of the two products.
+      summary: True when it also has ``summary_block(row_start, n_rows, cols, weights)`` returning
+        ``(min, max, Σw, mean, Σw(x − mean)²)`` per column over the rows of positive weight (as
+        :meth:`jaxselect.datasets.EquicorrelatedSource.summary_block`): :func:`stream_summary`
+        then never materialises a block.
     """
 
     def __init__(self, src, rows: int | None = None):
@@ -221,6 +225,7 @@ class ColumnSource:
         self.has_targets = callable(getattr(src, "targets", None))
         self.fused = callable(getattr(src, "matvec_block", None)) and callable(getattr(src, "rmatvec_block", None))
         self.gradient = callable(getattr(src, "gradient_block", None))
+        self.summary = callable(getattr(src, "summary_block", None)) and callable(getattr(src, "block", None))
 
     def __repr__(self) -> str:
         return f"ColumnSource(shape={self.shape}, source={type(self.src).__name__})"
@@ -313,55 +318,114 @@ def stream_summary(source, sample_weight=None, stride: int | None = None, where:
     Raises:
       ValueError: NaN/Inf in X, naming the block and its rows.
     """
+    if getattr(source, "summary", False):
+        return _fused_summary(source, sample_weight, stride, where)
     dtype = source.dtype
-    m = source.shape[1]
-    lo, hi = np.full(m, np.inf), np.full(m, -np.inf)
-    mean, m2, wsum = np.zeros(m), np.zeros(m), 0.0
+    acc = _SummaryMerge(source.shape[1])
     ys, subs = [], []
     n = 0
     for b, (start, X, y) in enumerate(source.passes(None)):
         rows = X.shape[0]
         if rows == 0:
             continue
-        w = np.ones(rows, dtype) if sample_weight is None else np.asarray(sample_weight[start : start + rows], dtype)
-        if w.shape[0] != rows:
-            raise ValueError(
-                f"sample_weight has {len(sample_weight)} entries but {where} has more rows (block {b} covers rows "
-                f"{start}–{start + rows - 1}): give one weight per row"
-            )
+        w = _block_weights(sample_weight, start, rows, dtype, b, where)
         nominal = max(rows, getattr(source, "rows", None) or rows)  # pad the short last block: one compile
         Xp = jnp.asarray(X, dtype)
         if nominal > rows:
             Xp, w = jnp.pad(Xp, ((0, nominal - rows), (0, 0))), np.pad(w, (0, nominal - rows))
-        blo, bhi, bw, bmean, bm2, finite = (np.asarray(a) for a in _block_stats(Xp, jnp.asarray(w)))
+        *stats, finite = (np.asarray(a) for a in _block_stats(Xp, jnp.asarray(w)))
         if not finite:
-            raise ValueError(
-                f"{where} contains NaN or Inf in block {b} (rows {start}–{start + rows - 1}); remove or impute them"
-            )
-        np.minimum(lo, blo, out=lo)
-        np.maximum(hi, bhi, out=hi)
-        bw = float(bw)
-        if bw > 0:  # Chan et al.'s merge of (mean, M2) in float64
-            total = wsum + bw
-            delta = bmean.astype(np.float64) - mean
-            mean += delta * (bw / total)
-            m2 += bm2.astype(np.float64) + delta * delta * (wsum * bw / total)
-            wsum = total
+            raise _non_finite(where, b, start, rows)
+        acc.add(*stats)
         if y is not None:
             ys.append(np.asarray(y))
         if stride is not None:
             first = (-start) % stride
             subs.append(np.asarray(X[first::stride], dtype))
         n = start + rows
-    if n < MIN_ROWS:
-        raise ValueError(f"{where} has {n} rows; at least {MIN_ROWS} are needed")
-    if sample_weight is not None and len(sample_weight) != n:
-        raise ValueError(f"sample_weight has {len(sample_weight)} entries but {where} has {n} rows: give one weight per row")
-    var = m2 / wsum
-    summary = standardize(mean.astype(dtype), var.astype(dtype), hi > lo, np.asarray(wsum, dtype), xp=np)
     y = np.concatenate(ys) if ys else None
     sub = np.concatenate(subs, axis=0) if stride is not None else None
-    return summary, lo.astype(dtype), hi.astype(dtype), y, sub
+    return (*acc.result(n, dtype, sample_weight, where), y, sub)
+
+
+#: rows × columns per call of a source's fused ``summary_block`` (a tile of the kernel then holds
+#: ≥ 32 rows: with all 10⁵ columns of the FSA paper's Figure 1 a tile held 2 rows, and updating
+#: the five (M,) accumulators per tile ran the pass 5× slower)
+FUSED_SUMMARY_ROWS, FUSED_SUMMARY_COLUMNS = 1 << 16, 1 << 13
+
+
+def _fused_summary(source, sample_weight, stride, where):
+    """:func:`stream_summary` of a :class:`ColumnSource` with a fused ``summary_block``: the
+    statistics of each row block computed as its entries are generated or read (none stored), the
+    targets and the subsample asked for directly."""
+    n, m = source.shape
+    dtype = source.dtype
+    src = source.src
+    rows = int(source.rows or min(n, FUSED_SUMMARY_ROWS))
+    cols = np.arange(m, dtype=np.int32)
+    acc = _SummaryMerge(m)
+    for b, start in enumerate(range(0, n, rows)):
+        live = min(rows, n - start)
+        w = np.pad(_block_weights(sample_weight, start, live, dtype, b, where), (0, rows - live))
+        parts = [src.summary_block(start, rows, cols[a : a + FUSED_SUMMARY_COLUMNS], w)
+                 for a in range(0, m, FUSED_SUMMARY_COLUMNS)]
+        lo, hi, total, mean, m2 = ([np.asarray(p[i]) for p in parts] for i in range(5))
+        stats = [np.concatenate(lo), np.concatenate(hi), total[0], np.concatenate(mean), np.concatenate(m2)]
+        if not all(np.isfinite(a).all() for a in stats[2:]):  # a NaN or Inf entry reaches the sums
+            raise _non_finite(where, b, start, live)
+        acc.add(*stats)
+    y = np.asarray(src.targets(slice(0, n))) if source.has_targets else None
+    sub = np.asarray(src.block(slice(0, n, stride), cols), dtype) if stride is not None else None
+    return (*acc.result(n, dtype, sample_weight, where), y, sub)
+
+
+def _block_weights(sample_weight, start, rows, dtype, b, where):
+    """(rows,) weights of the rows of block ``b`` (ones without ``sample_weight``)."""
+    if sample_weight is None:
+        return np.ones(rows, dtype)
+    w = np.asarray(sample_weight[start : start + rows], dtype)
+    if w.shape[0] != rows:
+        raise ValueError(
+            f"sample_weight has {len(sample_weight)} entries but {where} has more rows (block {b} covers rows "
+            f"{start}–{start + rows - 1}): give one weight per row"
+        )
+    return w
+
+
+def _non_finite(where, b, start, rows):
+    return ValueError(f"{where} contains NaN or Inf in block {b} (rows {start}–{start + rows - 1}); remove or impute them")
+
+
+class _SummaryMerge:
+    """Block statistics merged on the host in float64 (Chan et al.'s pairwise update of mean, M2)."""
+
+    def __init__(self, m: int):
+        self.lo, self.hi = np.full(m, np.inf), np.full(m, -np.inf)
+        self.mean, self.m2, self.wsum = np.zeros(m), np.zeros(m), 0.0
+
+    def add(self, blo, bhi, bw, bmean, bm2):
+        np.minimum(self.lo, blo, out=self.lo)
+        np.maximum(self.hi, bhi, out=self.hi)
+        bw = float(bw)
+        if bw > 0:
+            total = self.wsum + bw
+            delta = bmean.astype(np.float64) - self.mean
+            self.mean += delta * (bw / total)
+            self.m2 += bm2.astype(np.float64) + delta * delta * (self.wsum * bw / total)
+            self.wsum = total
+
+    def result(self, n, dtype, sample_weight, where):
+        """``(summary, lo, hi)`` after the last block of a pass over ``n`` rows."""
+        if n < MIN_ROWS:
+            raise ValueError(f"{where} has {n} rows; at least {MIN_ROWS} are needed")
+        if sample_weight is not None and len(sample_weight) != n:
+            raise ValueError(
+                f"sample_weight has {len(sample_weight)} entries but {where} has {n} rows: give one weight per row"
+            )
+        var = self.m2 / self.wsum
+        summary = standardize(self.mean.astype(dtype), var.astype(dtype), self.hi > self.lo,
+                              np.asarray(self.wsum, dtype), xp=np)
+        return summary, self.lo.astype(dtype), self.hi.astype(dtype)
 
 
 def subsample_rows(source, stride: int):
