@@ -90,7 +90,7 @@ def run_child(args) -> dict:
 
             def fit():
                 res = js.fsa(Xtr, ytr, args.k, loss=loss, l2=args.l2, n_iter=args.n_iter, mu=args.mu,
-                             polish=POLISH[args.polish], scale=args.scale)
+                             polish=POLISH[args.polish], scale=args.scale, l1=args.l1 or None)
                 return jax.block_until_ready(res)
 
             t0 = time.perf_counter()
@@ -104,7 +104,8 @@ def run_child(args) -> dict:
             coef = np.zeros(Xtr.shape[1])
             coef[support] = np.asarray(res.coef, dtype=np.float64)
             intercept = float(res.intercept)
-            extra.update(status=int(res.status), polish=args.polish, scale=args.scale, l2=args.l2, n_iter=args.n_iter, mu=args.mu, k=args.k,
+            extra.update(status=int(res.status), polish=args.polish, scale=args.scale, l2=args.l2, l1=args.l1,
+                         n_iter=args.n_iter, mu=args.mu, k=args.k,
                          final_loss=float(np.asarray(res.loss_path)[-1]))
         elif args.child == "liblinear":
             from common import l1_logistic
@@ -148,7 +149,7 @@ def _child(args, method: str, **opts) -> dict | None:
            "--k", str(args.k), "--n-iter", str(opts.get("n_iter", args.n_iter)), "--mu", str(args.mu),
            "--sgd-epochs", str(args.sgd_epochs), "--polish", str(opts.get("polish", args.polish)),
            "--scale", str(opts.get("scale", args.scale))]
-    for name in ("C", "alpha", "l2"):
+    for name in ("C", "alpha", "l2", "l1"):
         if name in opts:
             cmd += [f"--{name}", str(opts[name])]
     if args.warm:
@@ -226,7 +227,7 @@ def run_parent(args) -> None:
             elif method == "sgd":
                 grid = [dict(alpha=a) for a in args.alpha]
             else:
-                grid = [dict(l2=v, n_iter=n) for v in args.l2 for n in args.n_iter_grid]
+                grid = [dict(l2=v, n_iter=n, l1=a) for v in args.l2 for n in args.n_iter_grid for a in args.l1]
                 if args.polish_both:
                     grid = [dict(g, polish=p) for g in grid for p in ("off", "auto")]
             for opts in grid:
@@ -255,7 +256,7 @@ def run_parent(args) -> None:
             "half_time": f["fit_s"] <= 0.5 * ll["fit_s"],
             "rss_no_higher": f["peak_rss"] <= ll["peak_rss"],
         }
-    cols = ["method", "C", "alpha", "l2", "n_iter", "scale", "polish", "test_error", "nnz", "fit_s", "fit2_s", "peak_rss_gib"]
+    cols = ["method", "C", "alpha", "l2", "l1", "n_iter", "scale", "polish", "test_error", "nnz", "fit_s", "fit2_s", "peak_rss_gib"]
     for r in rows:
         r["peak_rss_gib"] = r["peak_rss"] / 2**30
     print(table(rows, cols))
@@ -285,6 +286,8 @@ def main(argv=None):
     p.add_argument("--C", type=float, nargs="+", default=None, help="liblinear C grid (one child each)")
     p.add_argument("--alpha", type=float, nargs="+", default=None, help="SGD alpha grid")
     p.add_argument("--l2", type=float, nargs="+", default=None, help="FSA l2 grid")
+    p.add_argument("--l1", type=float, nargs="+", default=None,
+                   help="FSA l1 grid: the L1 polish's strength (0: the ridge polish, js.fsa's default)")
     p.add_argument("--n-iter", type=int, default=100, help="FSA n_iter (child)")
     p.add_argument("--n-iter-grid", type=int, nargs="+", default=None, help="FSA n_iter values to run")
     p.add_argument("--mu", type=float, default=300.0)
@@ -306,6 +309,8 @@ def main(argv=None):
             args.C = args.C[0]
         if args.alpha is not None:
             args.alpha = args.alpha[0]
+        if args.l1 is not None:
+            args.l1 = args.l1[0]
         print(json.dumps(run_child(args)))
         return
     size = QUICK if args.quick else DEFAULT
@@ -315,6 +320,7 @@ def main(argv=None):
     args.C = args.C or [0.05, 0.1, 0.2, 0.5]
     args.alpha = args.alpha or [1e-6, 1e-5]
     args.l2 = args.l2 or [1e-6]
+    args.l1 = args.l1 or [0.0, 5e-6, 1e-5, 2e-5]
     args.n_iter_grid = args.n_iter_grid or [args.n_iter]
     run_parent(args)
 
