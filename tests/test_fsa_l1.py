@@ -149,3 +149,15 @@ def test_bad_l1(kwargs, err, match):
     X, y = _problem()
     with pytest.raises(err, match=match):
         js.fsa(X.astype(np.float32), y, K, loss="logistic", **kwargs)
+
+
+def test_l1_polish_of_a_streamed_x_equals_in_memory():
+    """A numpy X above ``max_memory`` streams its schedule; its L1 polish is the in-memory one."""
+    X, y = _problem(5)
+    X = X.astype(np.float32)
+    kw = dict(loss="logistic", n_iter=40, l2=1e-3, l1=0.02)
+    memory = js.fsa(X, y, K, max_memory=None, **kw)
+    streamed = js.fsa(X, y, K, max_memory=X.nbytes // 8, **kw)
+    assert streamed.support.tolist() == memory.support.tolist()
+    assert int(streamed.status) == int(memory.status) == 0 and np.sum(np.asarray(memory.coef) == 0) > 0
+    np.testing.assert_allclose(np.asarray(streamed.coef), np.asarray(memory.coef), rtol=2e-3, atol=2e-4)
