@@ -254,6 +254,18 @@ def _check_polish(polish, tol, max_iter, bins, dtype):
     return polish, jax.device_put(np.asarray(tol, dtype)), jax.device_put(np.int32(max_iter))
 
 
+def _check_l1(l1, polish, bins, dtype):
+    """``(l1, polish)``: the L1 strength of the polish as a 0-d array (None: none; 0 is none) and
+    the polish switch (an ``l1`` needs it: None becomes True, False is an error)."""
+    if l1 is None or (not is_traced(l1) and not isinstance(l1, bool) and np.ndim(l1) == 0 and l1 == 0):
+        return None, polish
+    if bins is not None:
+        raise ValueError("l1 (the L1 polish) applies to linear learners; piecewise-linear learners (bins=...) refuse it")
+    if polish is False:
+        raise ValueError("l1 is the L1 penalty of the polish on the final support: pass polish=True or None with it")
+    return as_hyper(l1, "l1", dtype, low=0.0), True
+
+
 def _check_k_live(live, k: int) -> None:
     """k must not exceed the number of non-constant columns (checked when the data is concrete)."""
     values = host_value(lambda: live)
@@ -385,12 +397,13 @@ def _postfix(bar, **kw):
 
 
 def _fsa_streamed(source, y, k, *, loss, n_iter, mu, lr, l2, huber_h, constant_columns, sample_weight, polish, tol,
-                  max_iter, budget, lean, progress, checkpoint, gram, devices=None):
+                  max_iter, budget, lean, progress, checkpoint, gram, devices=None, l1=None):
     """:func:`fsa` on a :class:`~jaxselect.design.stream.StreamSource` (see :mod:`.stream`)."""
     m = source.shape[1]
     dtype = np.dtype(source.dtype)
     k, n_iter, mu, lr, _, _, huber_h = validate_fsa_options((0, m), k, n_iter, mu, lr, None, None, 0.0, huber_h)
     polish, tol, max_iter = _check_polish(polish, tol, max_iter, None, dtype)
+    l1, polish = _check_l1(l1, polish, None, dtype)
     carries = getattr(source, "has_targets", False)
     if y is not None and carries and source.__class__.__name__ == "BatchSource":
         raise ValueError("y was given and the batches carry targets too: pass y=None (the batches' targets) or batches (X_rows, None)")
@@ -447,7 +460,7 @@ def _fsa_streamed(source, y, k, *, loss, n_iter, mu, lr, l2, huber_h, constant_c
         state, fit = out.state, None
         if polish:
             _postfix(bar, phase="polish", width=int(widths[-1]))
-            fit = polish_fit(out.problem, out.local, state.coef, state.intercept, state.active, tol, max_iter)
+            fit = polish_fit(out.problem, out.local, state.coef, state.intercept, state.active, tol, max_iter, l1=l1)
             state = state._replace(coef=fit.coef, intercept=fit.intercept)
     finally:
         bar.close()
@@ -545,6 +558,7 @@ def fsa(
     polish: bool | None = None,
     tol=None,
     max_iter: int = POLISH_MAX_ITER,
+    l1=None,
     scale: str = "std",
     max_memory="auto",
     progress: bool = False,
@@ -617,6 +631,14 @@ def fsa(
         squared loss); default 1e-5 in float32, 1e-9 in float64.
       max_iter: cap on the polish's iterations (≥ 1); stopping there before ``tol`` sets
         NOT_CONVERGED (4) in ``status``.
+      l1: None (default) or λ ≥ 0 (may be traced; 0 is None): the polish minimises
+        ``F(c, b) + λ‖c‖₁`` on the final support instead of F — L1 (lasso) shrinkage of the k
+        selected standardized coefficients, warm-started from the schedule's iterate, by OWL-QN
+        (:mod:`.owlqn`: L-BFGS on the pseudo-gradient, steps projected on the current orthant), so
+        some coefficients of the support may end exactly 0. Selection is unchanged (FSA with the
+        ridge ``l2``); only the final fit is shrunk. Linear learners only; implies ``polish=True``
+        (``polish=False`` with it is a ValueError). For labels on raw 0/1 columns
+        (``scale="sparse"``) λ ≈ 1/(C·N) matches scikit-learn's L1 ``C``.
       scale: how linear learners scale the centred columns (:mod:`.scaling`): ``"std"`` (default)
         unit variance; ``"sparse"`` unit variance per non-zero entry (σ_j/√f_j, f_j the fraction
         of rows where column j is non-zero): the same as ``"std"`` on columns without zeros, raw
@@ -686,7 +708,7 @@ def fsa(
             source, y, k, loss=loss, n_iter=n_iter, mu=mu, lr=lr, l2=l2, huber_h=huber_h,
             constant_columns=constant_columns, sample_weight=sample_weight, polish=polish, tol=tol,
             max_iter=max_iter, budget=budget, lean=lean, progress=progress, checkpoint=checkpoint, gram=gram,
-            devices=devices,
+            devices=devices, l1=l1,
         )
     data = _front_door(_on_device(X), sample_weight, loss, constant_columns, squares=gram)  # one pass over X
     w = data.weights
@@ -697,6 +719,7 @@ def fsa(
     )
     l2 = as_hyper(l2, "l2", dtype, low=0.0)
     polish, tol, max_iter = _check_polish(polish, tol, max_iter, bins, dtype)
+    l1, polish = _check_l1(l1, polish, bins, dtype)
     config = make_config(loss, huber_h, optimizer, weighted=w is not None)
     problem = _prepare(data, y, loss, bins, pairs, config, l2, jnp.asarray(smoothness, dtype))
     if scale != "std" and bins is None:
@@ -710,7 +733,7 @@ def fsa(
     cap = iteration_cap(n_iter)
     widths = stage_widths(m, k, _MIN_DROP)
     polish = _default_polish(polish, n, int(widths[-1]), dtype, isinstance(problem.design, SparseDesign))
-    traced = is_traced((problem, X, y, pairs, sample_weight))
+    traced = is_traced((problem, X, y, pairs, sample_weight, l1))
     bounds = None
     if traced:  # under jit/grad/vmap: static stage bounds, every loop a differentiable scan
         bounds = tuple((st.start, st.start + st.length) for st in plan_stages(m, schedule, widths))
@@ -740,7 +763,7 @@ def fsa(
         target, compacted = polish_problem(problem, cols)
         if compacted:  # polished on the support's own entries: X's full entries can go first
             del problem, data
-        fit = polish_prepared(target, cols, state.coef, state.intercept, state.active, tol, max_iter, compacted)
+        fit = polish_prepared(target, cols, state.coef, state.intercept, state.active, tol, max_iter, compacted, l1)
         state = state._replace(coef=fit.coef, intercept=fit.intercept)
     else:
         grid = problem.grid

@@ -12,6 +12,12 @@ same loss, sample weights and priors, until ``max|∇F| ≤ tol·σ`` (σ the sc
 :mod:`jaxselect.newton`: 1 for labels, the target spread for the squared loss) or ``max_iter``
 iterations. The support does not change.
 
+With ``l1 = λ > 0`` (linear learners) the polish minimises ``F(c, b) + λ‖c‖₁`` instead — the
+L1 (lasso) shrinkage of the final support, warm-started from the schedule's iterate — by OWL-QN
+(:mod:`.owlqn`; on the operator path in the preconditioned coordinates, where the penalty is
+``Σ_j (λ/s_j)|z_j|``); coefficients may end exactly 0 inside the support, and the stopping rule
+is ``max|◇(F + λ‖c‖₁)| ≤ tol·σ`` on the minimum-norm subgradient ◇.
+
 Solvers. Linear learners with a pointwise built-in loss go through the library's damped Newton
 solver (:func:`jaxselect.newton.glm_newton`, Armijo backtracking, Cholesky or CG steps): squared
 and logistic are C², the huberized hinge is C¹ with a piecewise constant (generalised) second
@@ -19,12 +25,14 @@ derivative ≥ 0, and the Lorenz loss is C¹ and non-convex — its negative cur
 0) is clipped to 0, so the step solves a positive semi-definite model (a modified Newton step,
 still a descent direction with the line search). The ranking loss (pairs, not pointwise),
 piecewise-linear learners (B + 1 coefficients per feature and the smoothness prior) and callable
-losses use L-BFGS (``optax.lbfgs``, zoom line search) on the same F.
+losses use L-BFGS (``optax.lbfgs``, zoom line search) on the same F; an ``l1`` polish uses OWL-QN
+for every loss.
 
 The polished point never has a larger F than the start: a solve that ends at a larger or
 non-finite F returns the start with NOT_CONVERGED. Derivatives of the result with respect to the
 data and ``l2`` come from the implicit function theorem (``jax.lax.custom_root``: one linear solve
-with the Hessian on the support), not from the iterations.
+with the Hessian on the support — with ``l1``, on its non-zero coefficients, the zeros held), not
+from the iterations.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from ..design.sparse import pad_entries
 from .._validation import is_traced
 from ..status import NONFINITE, NOT_CONVERGED
 from .design import PLDesign
+from .owlqn import owlqn
 from .step import FSAProblem, prior
 from .stepsize import WeightedTarget
 
@@ -241,7 +250,7 @@ def _lbfgs(objective, free, theta0, gtol, max_iter, metric=None):
 
 
 # --------------------------------------------------------------------------- the polish
-def polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, *, dense_bytes=None) -> PolishResult:
+def polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, *, dense_bytes=None, l1=None) -> PolishResult:
     """Minimise FSA's objective on a fixed support, from the schedule's last iterate.
 
     Pure; the solve is jitted and compiles once per shape (N, M, W, P; for the operator path the
@@ -267,12 +276,14 @@ def polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, *,
       max_iter: () int32 cap on the iterations.
       dense_bytes: the dense-support budget of a sparse design (default
         :data:`DENSE_SUPPORT_BYTES`; 0 always takes the operator path).
+      l1: None, or () λ ≥ 0 of the L1 polish ``F + λ‖c‖₁`` (linear learners; see the module
+        docstring); ``objective`` and ``start_objective`` then include λ‖c‖₁.
 
     Returns:
       :class:`PolishResult`.
     """
     target, compacted = polish_problem(problem, cols, dense_bytes=dense_bytes)
-    return polish_prepared(target, cols, coef, intercept, active, tol, max_iter, compacted)
+    return polish_prepared(target, cols, coef, intercept, active, tol, max_iter, compacted, l1)
 
 
 def polish_problem(problem: FSAProblem, cols, *, dense_bytes=None):
@@ -291,13 +302,14 @@ def polish_problem(problem: FSAProblem, cols, *, dense_bytes=None):
     return problem, False
 
 
-def polish_prepared(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, compacted: bool) -> PolishResult:
+def polish_prepared(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, compacted: bool,
+                    l1=None) -> PolishResult:
     """:func:`polish` on the ``(problem, compacted)`` of :func:`polish_problem`."""
-    return _polish(problem, cols, coef, intercept, active, tol, max_iter, bool(compacted))
+    return _polish(problem, cols, coef, intercept, active, tol, max_iter, bool(compacted), l1)
 
 
 @functools.partial(jax.jit, static_argnums=7)
-def _polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, compacted: bool) -> PolishResult:
+def _polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, compacted: bool, l1) -> PolishResult:
     dtype = coef.dtype
     width, p = coef.shape
     design_s = support_design(problem.design, cols, compacted)
@@ -325,12 +337,20 @@ def _polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, c
         return objective(z / pre)
 
     free = jnp.concatenate([jnp.repeat(active, p), jnp.ones((1,), bool)])
+    lasso = l1 is not None
+    # λ on the support's coefficients, 0 on the intercept (and on inactive ones, which stay 0)
+    penalty = jnp.concatenate([jnp.repeat(active, p).astype(dtype), jnp.zeros((1,), dtype)])
+    penalty = penalty * (l1.astype(dtype) if lasso else jnp.zeros((), dtype))
 
-    def residual(theta):  # ∇F on the support and the intercept, θ itself (→ 0) elsewhere
-        return jnp.where(free, jax.grad(objective)(theta), theta)
+    def total(theta):
+        return objective(theta) + jnp.sum(penalty * jnp.abs(theta))
+
+    def residual(theta):  # ∇F (+ λ sign) on the support and the intercept, θ itself (→ 0) elsewhere
+        moving = free & ((theta != 0) | (penalty == 0))  # an L1 zero is held
+        return jnp.where(moving, jax.grad(objective)(theta) + penalty * jnp.sign(theta), theta)
 
     newton = isinstance(problem.config.loss, str) and problem.config.loss in NEWTON_LOSSES
-    newton = newton and not isinstance(design_s, PLDesign) and not operator
+    newton = newton and not isinstance(design_s, PLDesign) and not operator and not lasso
 
     def solve(_, theta0):
         c0, b0 = unpack(theta0)
@@ -341,9 +361,13 @@ def _polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, c
             n = design_s.idx.shape[0] if isinstance(design_s, PLDesign) else design_s.shape[0]
             gtol = tol * _gradient_scale(loss_fn, problem.target, n, dtype)
             # ∂F/∂c = s ⊙ ∂F/∂z: the stopping rule in the original coefficients
-            z, it, status = _lbfgs(scaled_objective, free, theta0 * pre, gtol, max_iter, metric=pre)
+            if lasso:  # λ|c_j| = (λ/s_j)|z_j|
+                smooth = jax.value_and_grad(scaled_objective)
+                z, it, status = owlqn(smooth, free, penalty / pre, theta0 * pre, gtol, max_iter, metric=pre)
+            else:
+                z, it, status = _lbfgs(scaled_objective, free, theta0 * pre, gtol, max_iter, metric=pre)
             theta = z / pre
-        f0, f = objective(theta0), objective(theta)
+        f0, f = total(theta0), total(theta)
         better = jnp.isfinite(f) & (f <= f0)  # never worse than the schedule's end
         theta = jnp.where(better, theta, theta0)
         status = jnp.where(better | ~jnp.isfinite(f0), status, status | NOT_CONVERGED)
