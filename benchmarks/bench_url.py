@@ -162,7 +162,11 @@ def _child(args, method: str, **opts) -> dict | None:
     if args.warm:
         cmd.append("--warm")
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout)
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:  # recorded, so the other fits of the run are kept
+        print(f"{method:13s} {json.dumps(opts):28s} did not finish within --timeout {args.timeout:.0f} s", flush=True)
+        return dict(opts, method=method, unfinished=True, timeout_s=args.timeout)
     if proc.returncode != 0:
         print(f"{method} {opts} failed:\n{proc.stderr[-3000:]}", flush=True)
         return None
@@ -244,6 +248,9 @@ def run_parent(args) -> None:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
+    unfinished = [r for r in rows if r.get("unfinished")]
+    rows = [r for r in rows if not r.get("unfinished")]
+
     def best(name):
         cands = [r for r in rows if r["method"] == name]
         return min(cands, key=lambda r: r["test_error"]) if cands else None
@@ -272,7 +279,7 @@ def run_parent(args) -> None:
     path = save(f"bench_url{tag}", {
         "description": "make_url_like split; FSA vs liblinear L1 logistic vs SGD L1 (issue 24); one subprocess per fit",
         "data": data, "args": {k: v for k, v in vars(args).items() if k not in ("data", "child")},
-        "runs": rows, "summary": summary, "parent_environment": environment(),
+        "runs": rows, "unfinished": unfinished, "summary": summary, "parent_environment": environment(),
     })
     print(f"wrote {path}")
 
