@@ -53,8 +53,27 @@ def legacy_cpu_emitters():
         bound.arguments["env_options_overrides"] = options
         return original(*bound.args, **bound.kwargs)
 
+    get_compile_options.original = original
     compiler.get_compile_options = get_compile_options
     try:
         yield
     finally:
         compiler.get_compile_options = original
+
+
+@contextlib.contextmanager
+def default_cpu_emitters():
+    """Compile with XLA's default emitters inside, undoing any :func:`legacy_cpu_emitters` around
+    (for a test of what the default path's programs allocate: the legacy emitters' buffer
+    assignment differs)."""
+    from jax._src import compiler
+
+    patched = getattr(compiler, "get_compile_options", None)
+    plain = patched
+    while hasattr(plain, "original"):
+        plain = plain.original
+    compiler.get_compile_options = plain
+    try:
+        yield
+    finally:
+        compiler.get_compile_options = patched
