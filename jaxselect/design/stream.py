@@ -225,7 +225,7 @@ class ColumnSource:
         self.has_targets = callable(getattr(src, "targets", None))
         self.fused = callable(getattr(src, "matvec_block", None)) and callable(getattr(src, "rmatvec_block", None))
         self.gradient = callable(getattr(src, "gradient_block", None))
-        self.summary = callable(getattr(src, "summary_block", None)) and callable(getattr(src, "block", None))
+        self.summary = callable(getattr(src, "summary_block", None))
 
     def __repr__(self) -> str:
         return f"ColumnSource(shape={self.shape}, source={type(self.src).__name__})"
