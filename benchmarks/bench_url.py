@@ -7,10 +7,11 @@ N = 200 000 + 50 000 test rows, M = 500 000, 100 non-zeros per row, Bayes error 
 side by side on the same float32 CSR matrices:
 
 * ``fsa_logistic`` / ``fsa_lorenz``: ``js.fsa(X, y, k, loss=..., l2=..., n_iter=..., mu=...,
-  scale=..., l1=...)`` (k = 5 000, ``scale="sparse"`` by default here), sparse X straight in
+  scale=..., l1=..., refine=...)`` (k = 5 000, ``scale="sparse"`` by default here), sparse X straight in
   (implicit centring and scaling, never densified; the polish runs through the compacted sparse
   support) at each l2 of ``--l2``, n_iter of ``--n-iter-grid`` and L1-polish strength of ``--l1``
-  (0: the ridge polish; λ ≈ 1/(C·N) matches liblinear's C on 0/1 columns);
+  (0: the ridge polish; λ ≈ 1/(C·N) matches liblinear's C on 0/1 columns) and refinement rounds
+  of ``--refine`` (0: none);
 * ``liblinear``: ``LogisticRegression`` with the L1 penalty (liblinear) at each C of ``--C``;
   the best C by test error is the reference (optimistic for liblinear: C chosen on the test set);
 * ``sgd``: ``SGDClassifier(loss="log_loss", penalty="l1")`` at each alpha of ``--alpha``.
@@ -25,25 +26,24 @@ with ``--warm``). Test error is on the 50 000 held-out rows; ``nnz`` the non-zer
 Goal (issue 24): FSA at a lower test error than the best of the scikit-learn fits, in at most half
 of liblinear's (best C) fit time, with a peak RSS no higher than liblinear's.
 
-Every tuning parameter (liblinear's C, SGD's alpha, FSA's l2 and l1) is picked the same way: the
+Every tuning parameter (liblinear's C, SGD's alpha, FSA's l2, n_iter and l1) is picked the same way: the
 best test error over its small grid (optimistic for every model alike; there is no validation
 split).
 
-Findings (2 cores shared with another job; ``benchmarks/results/bench_url_l1.json``): at the
-default size liblinear (C = 0.5) errs 2.95 % with 6 392 non-zeros in 75.2 s, 0.99 GiB peak;
-FSA-Lorenz (k = 5 000, 30 iterations, ``scale="sparse"``, l2 = 1e-6) 3.59 % with the ridge polish
-and 3.39 % with the L1 polish ``l1 = 1e-5`` (3 948 non-zeros) in 26.5 s (0.35×) at 0.92 GiB: time
-and memory goals met, error not. k = 10 000 with ``l1 = 1e-5``: 3.31 % in 32.2 s, 0.92 GiB
-(``bench_url_l1_k10000.json``). Earlier runs (``bench_url.json``, ``bench_url_rerun.json``): SGD
-6.96 %, FSA-logistic 3.77 %. Why FSA is still behind on error (its support, not the final fit):
-docs/sparse.md.
+Findings (2 cores; ``benchmarks/results/bench_url_refine.json``): at the default size liblinear
+(C = 0.5, its best) errs 2.96 % with 6 386 non-zeros in 76.3 s, 0.99 GiB peak; FSA-logistic
+(k = 5 000, ``scale="sparse"``, l2 = 1e-6, ``refine=1``, ``l1 = 5e-6``) 2.81 % in 35.6 s (0.47×,
+30 iterations) and 2.82 % in 30.4 s (0.40×, 20 iterations), at 0.89 GiB: lower error, under half
+the time, less memory. Without ``refine`` FSA's support missed the rare, marginally masked
+informative columns (best 3.39 %, ``bench_url_l1.json``); why, and what each option does:
+docs/sparse.md. Earlier runs: ``bench_url.json``, ``bench_url_rerun.json`` (SGD 6.96 %).
 
 Usage::
 
     python benchmarks/bench_url.py --quick          # ~3 minutes on 2 cores
     python benchmarks/bench_url.py                  # the issue's size (~10 minutes)
-    python benchmarks/bench_url.py --methods fsa_lorenz liblinear --l2 1e-6 --n-iter-grid 30 \
-        --l1 0 5e-6 1e-5 2e-5 --C 0.5 1.0 --tag _l1  # the table of docs/sparse.md
+    python benchmarks/bench_url.py --methods fsa_logistic liblinear --l2 1e-6 --n-iter-grid 20 30 \
+        --refine 1 --l1 5e-6 1e-5 --C 0.5 1.0 --tag _refine  # the table of docs/sparse.md
     python benchmarks/bench_url.py --n-train 200000 --n-test 50000 --n-features 500000 --k 5000
 
 Writes ``benchmarks/results/bench_url[_quick].json`` (``--tag`` overrides the suffix).
@@ -97,7 +97,8 @@ def run_child(args) -> dict:
 
             def fit():
                 res = js.fsa(Xtr, ytr, args.k, loss=loss, l2=args.l2, n_iter=args.n_iter, mu=args.mu,
-                             polish=POLISH[args.polish], scale=args.scale, l1=args.l1 or None)
+                             polish=POLISH[args.polish], scale=args.scale, l1=args.l1 or None,
+                             refine=args.refine)
                 return jax.block_until_ready(res)
 
             t0 = time.perf_counter()
@@ -112,6 +113,7 @@ def run_child(args) -> dict:
             coef[support] = np.asarray(res.coef, dtype=np.float64)
             intercept = float(res.intercept)
             extra.update(status=int(res.status), polish=args.polish, scale=args.scale, l2=args.l2, l1=args.l1,
+                         refine=args.refine,
                          n_iter=args.n_iter, mu=args.mu, k=args.k,
                          final_loss=float(np.asarray(res.loss_path)[-1]))
         elif args.child == "liblinear":
@@ -156,7 +158,7 @@ def _child(args, method: str, **opts) -> dict | None:
            "--k", str(args.k), "--n-iter", str(opts.get("n_iter", args.n_iter)), "--mu", str(args.mu),
            "--sgd-epochs", str(args.sgd_epochs), "--polish", str(opts.get("polish", args.polish)),
            "--scale", str(opts.get("scale", args.scale))]
-    for name in ("C", "alpha", "l2", "l1"):
+    for name in ("C", "alpha", "l2", "l1", "refine"):
         if name in opts:
             cmd += [f"--{name}", str(opts[name])]
     if args.warm:
@@ -238,7 +240,8 @@ def run_parent(args) -> None:
             elif method == "sgd":
                 grid = [dict(alpha=a) for a in args.alpha]
             else:
-                grid = [dict(l2=v, n_iter=n, l1=a) for v in args.l2 for n in args.n_iter_grid for a in args.l1]
+                grid = [dict(l2=v, n_iter=n, l1=a, refine=r) for v in args.l2 for n in args.n_iter_grid for r in args.refine
+                        for a in args.l1]
                 if args.polish_both:
                     grid = [dict(g, polish=p) for g in grid for p in ("off", "auto")]
             for opts in grid:
@@ -270,7 +273,7 @@ def run_parent(args) -> None:
             "half_time": f["fit_s"] <= 0.5 * ll["fit_s"],
             "rss_no_higher": f["peak_rss"] <= ll["peak_rss"],
         }
-    cols = ["method", "C", "alpha", "l2", "l1", "n_iter", "scale", "polish", "test_error", "nnz", "fit_s", "fit2_s", "peak_rss_gib"]
+    cols = ["method", "C", "alpha", "l2", "l1", "refine", "n_iter", "scale", "polish", "test_error", "nnz", "fit_s", "fit2_s", "peak_rss_gib"]
     for r in rows:
         r["peak_rss_gib"] = r["peak_rss"] / 2**30
     print(table(rows, cols))
@@ -302,6 +305,8 @@ def main(argv=None):
     p.add_argument("--l2", type=float, nargs="+", default=None, help="FSA l2 grid")
     p.add_argument("--l1", type=float, nargs="+", default=None,
                    help="FSA l1 grid: the L1 polish's strength (0: the ridge polish, js.fsa's default)")
+    p.add_argument("--refine", type=int, nargs="+", default=None,
+                   help="FSA refine grid: rounds of gradient support pursuit after the schedule (0: none)")
     p.add_argument("--n-iter", type=int, default=100, help="FSA n_iter (child)")
     p.add_argument("--n-iter-grid", type=int, nargs="+", default=None, help="FSA n_iter values to run")
     p.add_argument("--mu", type=float, default=300.0)
@@ -325,6 +330,7 @@ def main(argv=None):
             args.alpha = args.alpha[0]
         if args.l1 is not None:
             args.l1 = args.l1[0]
+        args.refine = 0 if args.refine is None else args.refine[0]
         print(json.dumps(run_child(args)))
         return
     size = QUICK if args.quick else DEFAULT
@@ -336,6 +342,7 @@ def main(argv=None):
     args.l2 = args.l2 or [1e-6]
     args.l1 = args.l1 or [0.0, 5e-6, 1e-5, 2e-5]
     args.n_iter_grid = args.n_iter_grid or [args.n_iter]
+    args.refine = args.refine or [0]
     run_parent(args)
 
 

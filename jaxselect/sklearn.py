@@ -763,7 +763,7 @@ class _FSABase(_Selector, _Base):
                 bins=self.bins,
                 smoothness=self.smoothness,
                 sample_weight=w,
-                **({"huber_h": self.huber_h} if hasattr(self, "huber_h") else {}),
+                **{name: getattr(self, name) for name in ("huber_h", "scale", "l1", "refine") if hasattr(self, name)},
             )
             self.result_ = _host(result)
         self.status_ = int(self.result_.status)
@@ -796,6 +796,8 @@ class FSARegressor(RegressorMixin, _FSABase):
       loss: "squared" (½·mean squared error) or a callable ``loss(scores, y) -> scalar``.
       n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa` (``l2``: mean loss +
         (l2/2)‖β‖² on standardised features; ``bins``: piecewise-linear learners).
+      scale, l1, refine: as in :func:`jaxselect.fsa` (``scale="sparse"``: raw 0/1 indicators keep
+        their scale; ``l1``: the L1 polish; ``refine``: rounds of gradient support pursuit).
 
     Attributes:
       support_: (n_features,) bool, the k selected columns.
@@ -815,7 +817,10 @@ class FSARegressor(RegressorMixin, _FSABase):
     [3, 7]
     """
 
-    def __init__(self, k=10, *, loss="squared", n_iter=500, mu=300.0, lr=None, l2=0.0, bins=None, smoothness=0.0):
+    def __init__(
+        self, k=10, *, loss="squared", n_iter=500, mu=300.0, lr=None, l2=0.0, bins=None, smoothness=0.0, scale="std",
+        l1=None, refine=0,
+    ):
         self.k = k
         self.loss = loss
         self.n_iter = n_iter
@@ -824,6 +829,9 @@ class FSARegressor(RegressorMixin, _FSABase):
         self.l2 = l2
         self.bins = bins
         self.smoothness = smoothness
+        self.scale = scale
+        self.l1 = l1
+        self.refine = refine
 
     def fit(self, X, y, sample_weight=None):
         """Select ``k`` features of X (n_samples, n_features) for the targets y (n_samples,).
@@ -952,7 +960,8 @@ class FSAClassifier(ClassifierMixin, _FSABase):
     Args:
       k: number of features to keep (above the usable columns: all, with a UserWarning).
       loss: "logistic", "huber_hinge" (``huber_h`` its h) or "lorenz".
-      n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa`.
+      n_iter, mu, lr, l2, bins, smoothness, scale, l1, refine: as in :func:`jaxselect.fsa` (see
+        :class:`FSARegressor`).
 
     Attributes:
       classes_: the two labels.
@@ -971,7 +980,8 @@ class FSAClassifier(ClassifierMixin, _FSABase):
     """
 
     def __init__(
-        self, k=10, *, loss="logistic", n_iter=500, mu=300.0, lr=None, l2=0.0, bins=None, smoothness=0.0, huber_h=0.1
+        self, k=10, *, loss="logistic", n_iter=500, mu=300.0, lr=None, l2=0.0, bins=None, smoothness=0.0, huber_h=0.1,
+        scale="std", l1=None, refine=0,
     ):
         self.k = k
         self.loss = loss
@@ -982,6 +992,9 @@ class FSAClassifier(ClassifierMixin, _FSABase):
         self.bins = bins
         self.smoothness = smoothness
         self.huber_h = huber_h
+        self.scale = scale
+        self.l1 = l1
+        self.refine = refine
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

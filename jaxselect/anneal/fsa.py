@@ -70,12 +70,14 @@ from .. import losses as _losses
 from .._progress import check_progress, progress_bar
 from ..design import Data, DenseDesign, SparseDesign, as_data, as_sample_weight, as_sparse_csr, check_constant_columns, is_sparse
 from ..design.stream import ArraySource, as_stream_source, is_stream_input, stream_summary, subsample_rows
+from .._memory import release_free_memory
 from ..sharding import any_mesh
 from ..status import OK, status_message
 from .design import PLDesign
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_scores
 from .scaling import check_scale_rule, rescale_design
 from .polish import POLISH_MAX_ITER, merge_status, polish as polish_fit, polish_prepared, polish_problem, polish_tol
+from .refine import refine_support
 from .run import RunPlan, finish, iteration_cap, run, stage_bounds, subsample_design
 from .schedule import annealing_schedule, plan_stages, stage_widths
 from .checkpoint import fingerprint
@@ -98,6 +100,8 @@ __all__ = ["FSAResult", "fsa", "fsa_predict", "fsa_prepare", "validate_fsa_optio
 # a halving of the stage width that drops fewer columns than this is skipped (tiny problems:
 # each stage adds to the compiled program more than it saves)
 _MIN_DROP = 32
+# a concrete sparse X with at least this many stored entries hands freed memory back between phases
+_LARGE_ENTRIES = 1 << 22
 
 
 def fsa_stage_widths(n_features: int, k: int) -> tuple[int, ...]:
@@ -266,6 +270,23 @@ def _check_l1(l1, polish, bins, dtype):
     return as_hyper(l1, "l1", dtype, low=0.0), True
 
 
+def _release_after_large(design) -> None:
+    """Hand the allocator's free pages back after a phase over a large concrete sparse X (its
+    transients were entry-sized; see :mod:`jaxselect._memory`)."""
+    if isinstance(design, SparseDesign) and not is_traced(design.data) and design.data.size >= _LARGE_ENTRIES:
+        release_free_memory()
+
+
+def _check_refine(refine, bins, polish) -> int:
+    """``refine`` validated: an int ≥ 0; rounds need linear learners and the polish."""
+    refine = check_int(refine, "refine", low=0)
+    if refine and bins is not None:
+        raise ValueError("refine (gradient support pursuit) applies to linear learners; pass refine=0 with bins=...")
+    if refine and polish is False:
+        raise ValueError("refine minimises F on each candidate support (the polish): pass polish=True or None with it")
+    return refine
+
+
 def _check_k_live(live, k: int) -> None:
     """k must not exceed the number of non-constant columns (checked when the data is concrete)."""
     values = host_value(lambda: live)
@@ -359,7 +380,7 @@ def _aliasable(X: np.ndarray) -> bool:
     return bool(X.flags.c_contiguous) and X.ctypes.data % 64 == 0
 
 
-def _stream_input(X, k, budget, loss, bins, optimizer, scale="std"):
+def _stream_input(X, k, budget, loss, bins, optimizer, scale="std", refine=0):
     """``(source, lean)``: the :class:`~jaxselect.design.stream.StreamSource` of an X that streams
     (None: the in-memory path), and whether it is a numpy X that runs lean (first stage from the
     host array, gathered at the first compaction: no device copy of the whole X)."""
@@ -372,7 +393,19 @@ def _stream_input(X, k, budget, loss, bins, optimizer, scale="std"):
                 return None, False  # options only the in-memory path runs: read the memmap whole
         else:
             check_streamable(loss, bins, optimizer, what, scale)
+        if refine:
+            raise ValueError(
+                f"refine needs X in memory (each round takes a gradient over all columns and compacts a union of "
+                f"them); {what} streams: pass refine=0, or load X (a numpy array or a scipy.sparse matrix)"
+            )
         return as_stream_source(X), False
+    if refine and budget is not None and type(X) is np.ndarray and MEMORY_FACTOR * X.nbytes > budget:
+        raise ValueError(
+            f"refine needs X in memory, and this numpy X ({X.nbytes / 2**30:.2f} GiB) is above max_memory, so it "
+            "would stream: pass max_memory=None to hold it, or refine=0"
+        )
+    if refine:
+        return None, False
     if budget is None or type(X) is not np.ndarray or X.ndim != 2 or X.dtype.kind != "f" or X.shape[0] < 2:
         return None, False
     if callable(loss) or loss not in STREAM_LOSSES or bins is not None or optimizer is not None or scale != "std":
@@ -560,6 +593,7 @@ def fsa(
     max_iter: int = POLISH_MAX_ITER,
     l1=None,
     scale: str = "std",
+    refine: int = 0,
     max_memory="auto",
     progress: bool = False,
     checkpoint=None,
@@ -643,6 +677,16 @@ def fsa(
         unit variance; ``"sparse"`` unit variance per non-zero entry (σ_j/√f_j, f_j the fraction
         of rows where column j is non-zero): the same as ``"std"`` on columns without zeros, raw
         0/1 values on binary indicators, so rare columns are not lifted (sparse text / click data).
+      refine: R ≥ 0 rounds of gradient support pursuit (GraSP) after the schedule (:mod:`.refine`;
+        0, the default, is the paper's algorithm): at the polished fit on the support S, the 2W
+        columns outside S with the largest ``|∂F/∂β_j|`` (W ≥ k the k-bucket) join S, a few
+        L-BFGS steps on the union rank its coefficients, its k largest ``|β_j|`` form S', and S'
+        replaces S when its polished objective (with ``l1``: ``F + λ‖c‖₁``) is lower — it never
+        rises, and a round without gain stops. It recovers columns the first iterations drop
+        because their effect shows only once others are fitted (sparse click or text data).
+        Linear learners with X in memory (dense or sparse; a streamed X raises ValueError);
+        implies ``polish=True``. Each round: two products with X, a fit on 3W columns and a
+        polish.
       max_memory: bytes the working set of a streamed X may take in memory (``"auto"``: a quarter
         of the available RAM, or of the default accelerator's free memory if that is less; a number of bytes; None: no budget). While a stage's columns
         (2·N·W·itemsize) do not fit, each iteration re-reads the stage's columns block by block;
@@ -697,7 +741,8 @@ def fsa(
     gram = bins is None and (loss == "squared" or loss is _losses.squared_loss)
     in_jit = is_traced((y, sample_weight, l2, pairs))
     devices = check_mesh(mesh)
-    source, lean = _stream_input(X, k, None if in_jit else budget, loss, bins, optimizer, scale)
+    refine = _check_refine(refine, bins, polish)
+    source, lean = _stream_input(X, k, None if in_jit else budget, loss, bins, optimizer, scale, refine)
     if devices is not None and source is None:
         raise ValueError(
             "mesh= splits the rows of a streamed X (a memmap, batches, a column source, or a numpy X above "
@@ -711,6 +756,7 @@ def fsa(
             devices=devices, l1=l1,
         )
     data = _front_door(_on_device(X), sample_weight, loss, constant_columns, squares=gram)  # one pass over X
+    _release_after_large(data.design)
     w = data.weights
     n, m = data.design.shape
     dtype = data.design.dtype
@@ -720,6 +766,7 @@ def fsa(
     l2 = as_hyper(l2, "l2", dtype, low=0.0)
     polish, tol, max_iter = _check_polish(polish, tol, max_iter, bins, dtype)
     l1, polish = _check_l1(l1, polish, bins, dtype)
+    polish = True if refine else polish
     config = make_config(loss, huber_h, optimizer, weighted=w is not None)
     problem = _prepare(data, y, loss, bins, pairs, config, l2, jnp.asarray(smoothness, dtype))
     if scale != "std" and bins is None:
@@ -757,16 +804,24 @@ def fsa(
         plan=plan,
     )
     bar.update(n_iter)
-    if polish:  # the converged fit on the final support (width W, the k survivors active)
+    _release_after_large(problem.design)
+    grid = problem.grid
+    if refine:  # the polish on the schedule's support, then rounds of gradient support pursuit
+        _postfix(bar, phase="refine", width=int(widths[-1]))
+        box = [problem]
+        del problem, data  # refine_support drops X's full entries before its last union fit
+        refined = refine_support(box.pop(), cols, state.coef, state.intercept, state.active, k=k, rounds=refine,
+                                 tol=tol, max_iter=max_iter, l1=l1)
+        cols, mean, inv_scale, fit = refined.cols, refined.mean, refined.inv_scale, refined.fit
+        state = state._replace(coef=fit.coef, intercept=fit.intercept, active=refined.active)
+        del refined
+    elif polish:  # the converged fit on the final support (width W, the k survivors active)
         _postfix(bar, phase="polish", width=int(widths[-1]))
-        grid = problem.grid
         target, compacted = polish_problem(problem, cols)
         if compacted:  # polished on the support's own entries: X's full entries can go first
             del problem, data
         fit = polish_prepared(target, cols, state.coef, state.intercept, state.active, tol, max_iter, compacted, l1)
         state = state._replace(coef=fit.coef, intercept=fit.intercept)
-    else:
-        grid = problem.grid
     bar.close()
     support, coef, intercept, loss_path, status, basis_mean, x_min, bin_width = finish(
         state,

@@ -16,7 +16,9 @@ With ``l1 = λ > 0`` (linear learners) the polish minimises ``F(c, b) + λ‖c�
 L1 (lasso) shrinkage of the final support, warm-started from the schedule's iterate — by OWL-QN
 (:mod:`.owlqn`; on the operator path in the preconditioned coordinates, where the penalty is
 ``Σ_j (λ/s_j)|z_j|``); coefficients may end exactly 0 inside the support, and the stopping rule
-is ``max|◇(F + λ‖c‖₁)| ≤ tol·σ`` on the minimum-norm subgradient ◇.
+is ``max|◇(F + λ‖c‖₁)| ≤ min(tol·σ, λ/2)`` on the minimum-norm subgradient ◇ (the bound λ/2
+resolves the penalty: from a converged ridge start, ``tol·σ`` alone may already hold when λ is
+of the order of the tolerance, as ``λ ≈ 1/(C·N)`` is on large N).
 
 Solvers. Linear learners with a pointwise built-in loss go through the library's damped Newton
 solver (:func:`jaxselect.newton.glm_newton`, Armijo backtracking, Cholesky or CG steps): squared
@@ -48,7 +50,7 @@ from .._repr import short_repr
 from ..losses import GLMLoss, huber_hinge_margin, logistic_margin, lorenz_margin, signed_labels
 from ..newton import choose_solver, glm_newton
 from ..design import SparseDesign
-from ..design.sparse import pad_entries
+from ..design.sparse import pad_entries, square_sums
 from .._validation import is_traced
 from ..status import NONFINITE, NOT_CONVERGED
 from .design import PLDesign
@@ -142,7 +144,7 @@ def _column_curvature(op: SparseDesign, rel, l2):
     r = jnp.ones((n,), op.dtype) if rel is None else rel.astype(op.dtype)
     raw = op._replace(mean=jnp.zeros_like(op.mean), factor=jnp.ones_like(op.factor))
     s1 = raw.rmv(r)  # Σ r x
-    s2 = raw._replace(data=op.data * op.data).rmv(r)  # Σ r x²
+    s2 = square_sums(op, r)  # Σ r x², blockwise
     total = jnp.sum(r)
     second = (s2 - 2.0 * op.mean * s1 + total * op.mean * op.mean) * op.factor * op.factor / jnp.asarray(n, op.dtype)
     tiny = jnp.asarray(jnp.finfo(op.dtype).eps, op.dtype)
@@ -361,7 +363,9 @@ def _polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, c
             n = design_s.idx.shape[0] if isinstance(design_s, PLDesign) else design_s.shape[0]
             gtol = tol * _gradient_scale(loss_fn, problem.target, n, dtype)
             # ∂F/∂c = s ⊙ ∂F/∂z: the stopping rule in the original coefficients
-            if lasso:  # λ|c_j| = (λ/s_j)|z_j|
+            if lasso:  # λ|c_j| = (λ/s_j)|z_j|; the tolerance resolves λ: min(tol·σ, λ/2) when λ > 0
+                lam = l1.astype(dtype)
+                gtol = jnp.where(lam > 0, jnp.minimum(gtol, lam / 2), gtol)
                 smooth = jax.value_and_grad(scaled_objective)
                 z, it, status = owlqn(smooth, free, penalty / pre, theta0 * pre, gtol, max_iter, metric=pre)
             else:

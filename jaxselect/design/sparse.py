@@ -373,11 +373,13 @@ class SparseDesign:
             raise ValueError(f"take: idx must be 1-D; got shape {tuple(idx.shape)}")
         return idx
 
-    def compact(self, cols, block: int = 0, *, pad: bool = False) -> "SparseDesign":
+    def compact(self, cols, block: int = 0, *, pad: bool = False, size: int | None = None) -> "SparseDesign":
         """The kept columns ``cols`` as the cheapest operator for repeated products: with concrete
         arrays the entries of the other columns are removed (nnz shrinks to the kept columns';
         ``pad``: padded to :func:`nnz_bucket`, zeros in slot 0 of the last row, so similar supports
-        share compiled programs), under a trace it is :meth:`take` (the same entries, O(D)).
+        share compiled programs; ``size``: to that many entries instead when it is at least their
+        count, so that another support shares this one's programs), under a trace it is
+        :meth:`take` (the same entries, O(D)).
         ``block`` (a row-block hint of the dense operators) does not apply to sparse storage.
         The entries are read in blocks (on the CPU without a copy): besides the result, the
         selection holds one block's temporaries."""
@@ -392,7 +394,8 @@ class SparseDesign:
         new_alias = renumber[alias]
         n_used = int(used.sum())
         identity = new_alias.size == n_used and bool(np.all(new_alias == np.arange(new_alias.size)))
-        data, rows, slot = _kept_entries(kept, used, renumber, pad and self.n_rows > 0 and n_used > 0)
+        fill = self.n_rows > 0 and n_used > 0
+        data, rows, slot = _kept_entries(kept, used, renumber, pad and fill, size if fill else None)
         return kept._replace(
             data=data, rows=rows, cols=slot, alias=None if identity else jnp.asarray(new_alias), n_slots=n_used,
         )
@@ -453,10 +456,11 @@ def pad_entries(op: "SparseDesign") -> "SparseDesign":
     )
 
 
-def _kept_entries(op: "SparseDesign", used, renumber, pad: bool):
+def _kept_entries(op: "SparseDesign", used, renumber, pad: bool, target: int | None = None):
     """The stored non-zero entries of ``op`` in ``used`` slots, in order, slots renumbered by
     ``renumber``: ``(data, rows, cols)`` device arrays, padded to :func:`nnz_bucket` with zeros in
-    slot 0 of the last row when ``pad``. Two passes over blocks of :data:`PRODUCT_BLOCK` entries
+    slot 0 of the last row when ``pad`` (to ``target`` entries when that is at least the count,
+    with or without ``pad``). Two passes over blocks of :data:`PRODUCT_BLOCK` entries
     (count, then copy into the aligned result, which the device aliases on the CPU)."""
     data, rows, cols = np.asarray(op.data), np.asarray(op.rows), np.asarray(op.cols)
     nnz, block = data.shape[0], PRODUCT_BLOCK
@@ -468,6 +472,8 @@ def _kept_entries(op: "SparseDesign", used, renumber, pad: bool):
 
     count = sum(int(np.count_nonzero(m)) for _, _, m in masks())
     size = nnz_bucket(count) if pad else count
+    if target is not None and target >= count:
+        size = int(target)
     out_d = _aligned(size, data.dtype, 0)
     out_r = _aligned(size, np.int32, max(op.n_rows - 1, 0))
     out_c = _aligned(size, np.int32, 0)
@@ -555,6 +561,22 @@ def _rmv(op: SparseDesign, u):
         return (acc - jnp.sum(u) * op.mean) * op.factor
     total = jnp.sum(u, axis=-1)
     return (acc.T - total[:, None] * op.mean[None, :]) * op.factor[None, :]
+
+
+@jax.jit
+def square_sums(op: SparseDesign, u):
+    """(D,) ``Σ_i u_i x_ij²`` of the stored (raw) entries, one :data:`PRODUCT_BLOCK` at a time
+    (no entry-sized temporaries; the diagonal curvature of a polish through the operator)."""
+    nnz = int(op.data.shape[0])
+    if op.shape[1] == 0:
+        return jnp.zeros((0,), op.dtype)
+
+    def terms(lo, size):
+        data = _entries(op.data, lo, size)
+        return data * data * _gather(u, _entries(op.rows, lo, size))
+
+    acc = _scatter_add(jnp.zeros((op.n_slots,), op.dtype), op.cols, terms, nnz)
+    return acc if op.alias is None else _gather(acc, op.alias)
 
 
 @jax.jit

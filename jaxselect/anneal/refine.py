@@ -1,0 +1,231 @@
+"""Gradient support pursuit after FSA's schedule: the ``refine`` option of :func:`~jaxselect.fsa`.
+
+FSA ranks the columns by ``|β_j|`` after a few gradient steps from β = 0, so a column whose
+effect shows only once other columns are fitted — *marginally masked*, e.g. a rare click-log or
+text column on rows that common columns already explain — can be dropped in the first
+iterations and never come back. A refinement round is one iteration of GraSP (gradient support
+pursuit, Bahmani, Raj & Boufounos, JMLR 2013) started from FSA's support S and its polished fit
+(the polish: the minimiser of F, or of ``F + λ‖c‖₁`` with ``l1``, on S):
+
+1. ``g = Ãᵀ ∂ℓ/∂z``: the gradient of F over all M columns at that fit (one product with X);
+2. ``U = S ∪`` the ``2·W`` live columns outside S with the largest ``|g_j|`` (W ≥ k the
+   k-bucket of :func:`~jaxselect.anneal.k_bucket`: GraSP's 2k, rounded up);
+3. F on U decreased from S's fit by at most :data:`UNION_MAX_ITER` L-BFGS steps (the union's
+   fit only ranks its coefficients);
+4. ``S' =`` the k columns of U with the largest ``|c_j|`` (standardized coefficients), polished
+   as S was.
+
+S' replaces S only if it is another set of columns and its polished objective is lower: the
+objective of the returned fit never rises above the unrefined one, and a round that finds
+nothing better ends the refinement (the result is then exactly the unrefined fit). Each round
+costs two products with X, the union's fit (3W columns) and the polish of W columns; a sparse
+X's union and supports are compacted to their own entries as in the polish, and X's full entries
+are dropped before the last round's union fit (the memory beyond the schedule's is the union's
+stored entries).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from .._memory import release_free_memory
+from .._validation import is_traced
+from ..design import SparseDesign
+from .polish import PolishResult, polish_prepared, polish_problem
+from .step import FSAProblem
+
+__all__ = ["Refined", "refine_support", "union_width", "UNION_MAX_ITER"]
+
+#: The union's fit only ranks its coefficients: its iterations are capped at this many (fewer
+#: with the polish's own ``max_iter``), at the polish's tolerance.
+UNION_MAX_ITER = 10
+
+
+class Refined(NamedTuple):
+    """The support after :func:`refine_support` and its polished fit.
+
+    Attributes:
+      problem: the problem of the support's polish (the full problem, or the support's compacted
+        one: then ``compacted`` is True).
+      compacted: whether ``problem.design`` holds only the support's W columns.
+      cols: (W,) int32 original index of each coefficient (``active`` marks the k of the support).
+      coef: (W, P) the polished coefficients on the support (standardized), 0 off ``active``.
+      intercept: () intercept.
+      active: (W,) bool.
+      mean, inv_scale: (W,) the support's column means and inverse scales (raw coefficients are
+        ``coef · inv_scale``, see :func:`~jaxselect.anneal.run.finish`).
+      fit: the :class:`~jaxselect.anneal.polish.PolishResult` of the accepted support's polish
+        (the result's coefficients; its status joins the result's).
+      rounds: () int32 rounds whose support was accepted.
+    """
+
+    problem: FSAProblem
+    compacted: bool
+    cols: jax.Array
+    coef: jax.Array
+    intercept: jax.Array
+    active: jax.Array
+    mean: jax.Array
+    inv_scale: jax.Array
+    fit: PolishResult
+    rounds: jax.Array
+
+
+def union_width(width: int, n_features: int) -> int:
+    """Columns added per round: GraSP's 2k on the k-bucket W, at most M."""
+    return int(min(2 * width, n_features))
+
+
+@jax.jit
+def _full_gradient(problem: FSAProblem, cols, coef, intercept, active):
+    """(M,) ``|∂F/∂β_j|`` over all columns at the fit ``(cols, coef, intercept)``."""
+    design = problem.design
+    m = design.shape[1]
+    beta = jnp.zeros((m,), coef.dtype).at[cols].add(jnp.where(active, coef[:, 0], 0))
+    z = design.mv(beta) + intercept
+    u = jax.grad(lambda s: problem.config.loss_fn(s, problem.target))(z)
+    return jnp.abs(design.rmv(u.astype(coef.dtype)))
+
+
+@functools.partial(jax.jit, static_argnames="n_add")
+def _candidates(score, live, cols, active, coef, n_add: int):
+    """The union U = S ∪ the ``n_add`` live columns outside S with the largest score: W + n_add
+    distinct columns in increasing order (S's padding columns join as candidates), with the
+    union's active mask and start coefficients (S's, 0 on the new columns)."""
+    taken = jnp.zeros(live.shape, bool).at[cols].set(True)
+    score = jnp.where(live & ~taken, score, -jnp.inf)
+    best, new = jax.lax.top_k(score, n_add)
+    union = jnp.concatenate([cols, new.astype(cols.dtype)])
+    union_active = jnp.concatenate([active | jnp.take(live, cols), jnp.isfinite(best)])
+    union_coef = jnp.concatenate([coef, jnp.zeros((n_add,) + coef.shape[1:], coef.dtype)])
+    order = jnp.argsort(union)  # sorted columns compact to an operator without an alias
+    return union[order], union_active[order], union_coef[order]
+
+
+@functools.partial(jax.jit, static_argnames="width")
+def _prune(union_coef, union_active, k, width: int):
+    """``(positions (W,) increasing, active (W,))``: the ``k`` largest ``|c|`` of U active, padded
+    with the next largest (inactive)."""
+    size = jnp.where(union_active, jnp.abs(union_coef[:, 0]), -jnp.inf)
+    top = jax.lax.top_k(size, width)[1]
+    chosen = jnp.zeros(size.shape, bool).at[top].set(jnp.arange(width) < k) & union_active
+    positions = jnp.sort(top)
+    return positions, jnp.take(chosen, positions)
+
+
+@jax.jit
+def _sorted_support(cols, active, coef, union):
+    """S in increasing column order and its positions in the (sorted) union."""
+    order = jnp.argsort(cols)
+    cols = cols[order]
+    return cols, active[order], coef[order], jnp.searchsorted(union, cols).astype(jnp.int32)
+
+
+@functools.partial(jax.jit, static_argnames="n_features")
+def _same_support(cols, active, new_cols, new_active, n_features: int):
+    """Whether two supports hold the same set of columns."""
+    old = jnp.zeros((n_features,), bool).at[cols].max(active)
+    new = jnp.zeros((n_features,), bool).at[new_cols].max(new_active)
+    return jnp.all(old == new)
+
+
+def _sub_problem(problem: FSAProblem, compacted: bool, positions, size: int | None = None):
+    """The problem on the columns ``positions`` of a (compacted) problem, compacted again when the
+    parent is: ``(problem, compacted)``; ``size``: the entry count to pad to when it fits (the
+    support's polish program then serves S' too)."""
+    if compacted:
+        design = problem.design.compact(positions, pad=True, size=size)  # padded as it is copied
+        return problem._replace(design=design), True
+    return problem, False
+
+
+def _entries(problem: FSAProblem, compacted: bool):
+    return int(problem.design.data.shape[0]) if compacted else None
+
+
+def _column_scales(design):
+    return design.mean, design.factor
+
+
+def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int, rounds: int, tol,
+                   max_iter, l1=None) -> Refined:
+    """``rounds`` rounds of gradient support pursuit from the support ``cols[active]`` (see the
+    module docstring); linear learners only.
+
+    Args:
+      problem: the :class:`~jaxselect.anneal.FSAProblem` at full width M.
+      cols, coef, intercept, active: the schedule's last state at width W (the k-bucket).
+      k: the support size; rounds: ≥ 1.
+      tol, max_iter: the polish's tolerance and iteration cap (every solve of a round).
+      l1: None, or the L1 polish's λ: the fits of S and S' are then L1 polishes and the
+        comparison is on ``F + λ‖c‖₁`` (the union's fit stays the ridge one).
+
+    Memory: a caller that passes the only reference to ``problem`` has X's full entries freed
+    before the last round's union fit when the union is compacted (a concrete sparse X); the
+    support's own entries are not held beside the union's (S ⊂ U is rebuilt from U if kept).
+
+    Returns:
+      :class:`Refined`.
+    """
+    width = int(cols.shape[0])
+    n_features = int(problem.design.shape[1])
+    n_add = union_width(width, n_features)
+    mean_all, factor_all = _column_scales(problem.design)
+    live = jnp.asarray(problem.live).astype(bool)
+    traced = is_traced((problem, cols, coef))
+
+    current, compacted = polish_problem(problem, cols)
+    fit = polish_prepared(current, cols, coef, intercept, active, tol, max_iter, compacted, l1)
+    accepted = jnp.zeros((), jnp.int32)
+    full = problem
+    for r in range(rounds):
+        score = _full_gradient(full, cols, fit.coef, fit.intercept, active)
+        union, union_active, union_coef = _candidates(score, live, cols, active, fit.coef, n_add)
+        del score
+        size = _entries(current, compacted)
+        current = None  # S ⊂ U: rebuilt from the union's entries if S is kept
+        if compacted:
+            jax.block_until_ready(union)
+            release_free_memory()
+        union_problem, union_compacted = polish_problem(full, union)
+        if r == rounds - 1 and union_compacted:  # X's full entries are no longer needed
+            full = problem = None
+            release_free_memory()
+        union_fit = polish_prepared(union_problem, union, union_coef, fit.intercept, union_active,
+                                    tol, jnp.minimum(max_iter, UNION_MAX_ITER), union_compacted)
+        order, new_active = _prune(union_fit.coef, union_active, k, width)
+        if union_compacted:  # the union fit's transients are gone once its result is read
+            jax.block_until_ready(order)
+            release_free_memory()
+        new_cols = jnp.take(union, order)
+        new_problem, new_compacted = _sub_problem(union_problem, union_compacted, order, size)
+        if union_compacted:
+            release_free_memory()
+        new_fit = polish_prepared(new_problem, new_cols, jnp.take(union_fit.coef, order, axis=0), union_fit.intercept,
+                                  new_active, tol, max_iter, new_compacted, l1)
+        better = jnp.isfinite(new_fit.objective) & (new_fit.objective < fit.objective)
+        better = better & ~_same_support(cols, active, new_cols, new_active, n_features)
+        if union_compacted:  # concrete: the supports hold different entries
+            if bool(better):  # one host read per round
+                cols, active, fit, current, compacted = new_cols, new_active, new_fit, new_problem, new_compacted
+                accepted = accepted + 1
+                union_problem = new_problem = None
+                continue
+            cols, active, coef_s, positions = _sorted_support(cols, active, fit.coef, union)
+            fit = fit._replace(coef=coef_s)
+            current, compacted = _sub_problem(union_problem, True, positions, size)  # S ⊂ U
+            union_problem = new_problem = None
+            break
+        # the same storage (the full problem): chosen elementwise, so it also runs traced
+        current = full
+        cols, active = jnp.where(better, new_cols, cols), jnp.where(better, new_active, active)
+        fit = jax.tree.map(lambda a, b: jnp.where(better, a, b), new_fit, fit)
+        accepted = accepted + better.astype(jnp.int32)
+        if not traced and not bool(better):
+            break
+    return Refined(current, compacted, cols, fit.coef, fit.intercept, active, jnp.take(mean_all, cols),
+                   jnp.take(factor_all, cols), fit, accepted)
