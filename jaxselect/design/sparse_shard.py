@@ -144,11 +144,11 @@ class ShardedSparseDesign(SparseDesign):
         return self._per_device(body, extra, specs, PartitionSpec())
 
     # -- host-side methods ------------------------------------------------------------------------
-    def compact(self, cols, block: int = 0, *, pad: bool = False) -> "ShardedSparseDesign":
+    def compact(self, cols, block: int = 0, *, pad: bool = False, size: int | None = None) -> "ShardedSparseDesign":
         """The kept columns ``cols``: under a trace :meth:`take` (static nnz); with concrete arrays each
         device's block keeps only the kept columns' entries, padded to the widest block (over every
-        process), so the blocks stay on their devices (``pad`` has nothing to add)."""
-        del block, pad
+        process), so the blocks stay on their devices (``pad`` and ``size`` have nothing to add)."""
+        del block, pad, size
         kept = self.take(cols)
         if is_traced((kept.data, kept.rows, kept.cols)):
             return kept
