@@ -60,7 +60,7 @@ def _grasp_round(A, y, support, k):
     union = support + [int(j) for j in np.argsort(-g, kind="stable")[:n_add] if np.isfinite(g[j])]
     cu, _, _ = _fit(A, y, union)
     new = [union[i] for i in np.argsort(-np.abs(cu), kind="stable")[:k]]
-    c_new, b_new, F_new = _fit(A, y, new)
+    c_new, _, F_new = _fit(A, y, new)
     if set(new) != set(support) and F_new < F:
         return new, c_new, F_new, F
     return support, c, F, F

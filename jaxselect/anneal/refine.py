@@ -34,11 +34,10 @@ import jax.numpy as jnp
 
 from .._memory import release_free_memory
 from .._validation import is_traced
-from ..design import SparseDesign
 from .polish import PolishResult, polish_prepared, polish_problem
 from .step import FSAProblem
 
-__all__ = ["Refined", "refine_support", "union_width", "UNION_MAX_ITER"]
+__all__ = ["UNION_MAX_ITER", "Refined", "refine_support", "union_width"]
 
 #: The union's fit only ranks its coefficients: its iterations are capped at this many (fewer
 #: with the polish's own ``max_iter``), at the polish's tolerance.
@@ -133,6 +132,10 @@ def _same_support(cols, active, new_cols, new_active, n_features: int):
     return jnp.all(old == new)
 
 
+def _select(take_first, a, b):
+    return jnp.where(take_first, a, b)
+
+
 def _sub_problem(problem: FSAProblem, compacted: bool, positions, size: int | None = None):
     """The problem on the columns ``positions`` of a (compacted) problem, compacted again when the
     parent is: ``(problem, compacted)``; ``size``: the entry count to pad to when it fits (the
@@ -223,7 +226,7 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
         # the same storage (the full problem): chosen elementwise, so it also runs traced
         current = full
         cols, active = jnp.where(better, new_cols, cols), jnp.where(better, new_active, active)
-        fit = jax.tree.map(lambda a, b: jnp.where(better, a, b), new_fit, fit)
+        fit = jax.tree.map(functools.partial(_select, better), new_fit, fit)
         accepted = accepted + better.astype(jnp.int32)
         if not traced and not bool(better):
             break
