@@ -48,9 +48,6 @@ class Refined(NamedTuple):
     """The support after :func:`refine_support` and its polished fit.
 
     Attributes:
-      problem: the problem of the support's polish (the full problem, or the support's compacted
-        one: then ``compacted`` is True).
-      compacted: whether ``problem.design`` holds only the support's W columns.
       cols: (W,) int32 original index of each coefficient (``active`` marks the k of the support).
       coef: (W, P) the polished coefficients on the support (standardized), 0 off ``active``.
       intercept: () intercept.
@@ -59,11 +56,8 @@ class Refined(NamedTuple):
         ``coef · inv_scale``, see :func:`~jaxselect.anneal.run.finish`).
       fit: the :class:`~jaxselect.anneal.polish.PolishResult` of the accepted support's polish
         (the result's coefficients; its status joins the result's).
-      rounds: () int32 rounds whose support was accepted.
     """
 
-    problem: FSAProblem
-    compacted: bool
     cols: jax.Array
     coef: jax.Array
     intercept: jax.Array
@@ -71,7 +65,6 @@ class Refined(NamedTuple):
     mean: jax.Array
     inv_scale: jax.Array
     fit: PolishResult
-    rounds: jax.Array
 
 
 def union_width(width: int, n_features: int) -> int:
@@ -114,14 +107,6 @@ def _prune(union_coef, union_active, k, width: int):
     chosen = jnp.zeros(size.shape, bool).at[top].set(jnp.arange(width) < k) & union_active
     positions = jnp.sort(top)
     return positions, jnp.take(chosen, positions)
-
-
-@jax.jit
-def _sorted_support(cols, active, coef, union):
-    """S in increasing column order and its positions in the (sorted) union."""
-    order = jnp.argsort(cols)
-    cols = cols[order]
-    return cols, active[order], coef[order], jnp.searchsorted(union, cols).astype(jnp.int32)
 
 
 @functools.partial(jax.jit, static_argnames="n_features")
@@ -169,7 +154,7 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
 
     Memory: a caller that passes the only reference to ``problem`` has X's full entries freed
     before the last round's union fit when the union is compacted (a concrete sparse X); the
-    support's own entries are not held beside the union's (S ⊂ U is rebuilt from U if kept).
+    support's own entries are not held beside the union's, nor the union's during S′'s polish.
 
     Returns:
       :class:`Refined`.
@@ -183,14 +168,13 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
 
     current, compacted = polish_problem(problem, cols)
     fit = polish_prepared(current, cols, coef, intercept, active, tol, max_iter, compacted, l1)
-    accepted = jnp.zeros((), jnp.int32)
     full = problem
     for r in range(rounds):
         score = _full_gradient(full, cols, fit.coef, fit.intercept, active)
         union, union_active, union_coef = _candidates(score, live, cols, active, fit.coef, n_add)
         del score
         size = _entries(current, compacted)
-        current = None  # S ⊂ U: rebuilt from the union's entries if S is kept
+        current = None  # S's entries are not needed beside U's: the round keeps S's fit only
         if compacted:
             jax.block_until_ready(union)
             release_free_memory()
@@ -206,6 +190,7 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
             release_free_memory()
         new_cols = jnp.take(union, order)
         new_problem, new_compacted = _sub_problem(union_problem, union_compacted, order, size)
+        union_problem = None  # S' is all a round needs of U from here
         if union_compacted:
             release_free_memory()
         new_fit = polish_prepared(new_problem, new_cols, jnp.take(union_fit.coef, order, axis=0), union_fit.intercept,
@@ -213,22 +198,15 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
         better = jnp.isfinite(new_fit.objective) & (new_fit.objective < fit.objective)
         better = better & ~_same_support(cols, active, new_cols, new_active, n_features)
         if union_compacted:  # concrete: the supports hold different entries
-            if bool(better):  # one host read per round
-                cols, active, fit, current, compacted = new_cols, new_active, new_fit, new_problem, new_compacted
-                accepted = accepted + 1
-                union_problem = new_problem = None
-                continue
-            cols, active, coef_s, positions = _sorted_support(cols, active, fit.coef, union)
-            fit = fit._replace(coef=coef_s)
-            current, compacted = _sub_problem(union_problem, True, positions, size)  # S ⊂ U
-            union_problem = new_problem = None
-            break
+            if not bool(better):  # one host read per round
+                break
+            cols, active, fit, current, compacted = new_cols, new_active, new_fit, new_problem, new_compacted
+            new_problem = None
+            continue
         # the same storage (the full problem): chosen elementwise, so it also runs traced
         current = full
         cols, active = jnp.where(better, new_cols, cols), jnp.where(better, new_active, active)
         fit = jax.tree.map(functools.partial(_select, better), new_fit, fit)
-        accepted = accepted + better.astype(jnp.int32)
         if not traced and not bool(better):
             break
-    return Refined(current, compacted, cols, fit.coef, fit.intercept, active, jnp.take(mean_all, cols),
-                   jnp.take(factor_all, cols), fit, accepted)
+    return Refined(cols, fit.coef, fit.intercept, active, jnp.take(mean_all, cols), jnp.take(factor_all, cols), fit)
