@@ -47,10 +47,10 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 
 import jaxselect as js  # noqa: E402
-from jaxselect.anytime import train_curve  # noqa: E402
-from jaxselect.baselines import group_lasso_path  # noqa: E402
-from jaxselect.glm_eval import glm_accuracy  # noqa: E402
-from jaxselect.greedy.glm import glm_omp  # noqa: E402
+from jaxselect.sequencing.anytime import train_curve  # noqa: E402
+from jaxselect.sequencing.group_lasso import group_lasso_path  # noqa: E402
+from jaxselect.sequencing.glm_eval import glm_accuracy  # noqa: E402
+from jaxselect.sequencing.glm import glm_omp  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 METHODS = ("CS-G-OMP", "Single", "No-Whiten", "G-OMP", "CS-G-FR", "Doubling", "FR Oracle", "OMP Oracle", "Sparse")

@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import l1_logistic  # noqa: E402
 from jaxselect.datasets import load_binary_uci  # noqa: E402
-from jaxselect.sequential import dwsm_evaluate, dwsm_fit, dwsm_predict  # noqa: E402
+from jaxselect.dwsm import dwsm_evaluate, dwsm_fit, dwsm_predict  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 

@@ -31,7 +31,7 @@ jax.config.update("jax_enable_x64", True)  # float64 case exists; float32 inputs
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from jaxselect.greedy.rls import greedy_rls  # noqa: E402
+from jaxselect.rls.selection import greedy_rls  # noqa: E402
 
 
 def rlscore_greedy_rls(X, Y, k, regparam=1.0, bias=0.0):

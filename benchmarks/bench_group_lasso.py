@@ -27,7 +27,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 
 import jaxselect as js  # noqa: E402
-from jaxselect.baselines import group_lasso, group_lasso_lambda_max  # noqa: E402
+from jaxselect.sequencing.group_lasso import group_lasso, group_lasso_lambda_max  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 

@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 
 from jaxselect.datasets import load_mulan
-from jaxselect.greedy.rls import greedy_rls, rls_predict_path
+from jaxselect.rls.selection import greedy_rls, rls_predict_path
 
 BUDGETS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200)
 REGPARAM_GRID = (0.1, 1.0, 10.0, 100.0)  # RLScore's scale; greedy_rls gets l2 = regparam / n_train

@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import l1_logistic  # noqa: E402
 from jaxselect.datasets import BINARY_UCI_SETS, MULTICLASS_SETS, load_adult, load_binary_uci, load_multiclass, load_pima  # noqa: E402
 from jaxselect import Groups  # noqa: E402
-from jaxselect.sequential import dwsm_evaluate, dwsm_fit  # noqa: E402
+from jaxselect.dwsm import dwsm_evaluate, dwsm_fit  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "results", "dwsm")
 LAMBDAS = (0.0, 0.001, 0.01, 0.1, 0.15, 0.2, 0.3)
@@ -568,8 +568,8 @@ def part_diagnose(args, summary, lam=0.03, n_iter=10, alpha=0.7):
     import jax.numpy as jnp
     from sklearn.model_selection import train_test_split
 
-    from jaxselect.sequential import make_spec, rcpi_evaluate, rcpi_init, rcpi_problem, rcpi_step
-    from jaxselect.sequential.rcpi import mixture_weights, state_action_values
+    from jaxselect.dwsm import make_spec, rcpi_evaluate, rcpi_init, rcpi_problem, rcpi_step
+    from jaxselect.dwsm.rcpi import mixture_weights, state_action_values
 
     X, y = load_wdbc()
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, stratify=y, random_state=1)

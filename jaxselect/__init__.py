@@ -12,7 +12,7 @@ Data model → solvers → evaluation:
 
 from jaxselect import datasets, design, losses
 from jaxselect.anneal import FSAResult, annealing_schedule, fsa
-from jaxselect.anytime import (
+from jaxselect.sequencing.anytime import (
     Curve,
     alpha_stopping_cost,
     as_path,
@@ -23,27 +23,18 @@ from jaxselect.anytime import (
     train_curve,
 )
 from jaxselect.design import ColumnSummary, Data, as_data
-from jaxselect.baselines import (
+from jaxselect.sequencing.group_lasso import (
     GroupLassoFit,
     group_lasso,
     group_lasso_lambda_max,
     group_lasso_path,
 )
-from jaxselect.greedy import (
-    GLMInfo,
-    RLSResult,
-    cs_fr,
-    cs_omp,
-    doubling,
-    fixed_order_path,
-    glm_omp,
-    greedy_rls,
-    rls_to_path,
-)
-from jaxselect.glm_eval import glm_accuracy
+from jaxselect.rls import RLSResult, greedy_rls, rls_to_path
+from jaxselect.sequencing import GLMInfo, cs_fr, cs_omp, doubling, fixed_order_path, glm_omp
+from jaxselect.sequencing.glm_eval import glm_accuracy
 from jaxselect.groups import Groups
 from jaxselect.model_selection import CVResult, cross_validate_fsa, cross_validate_path
-from jaxselect.moments import Moments
+from jaxselect.design.moments import Moments
 from jaxselect.path import SelectionPath
 from jaxselect.prediction import (  # predict dispatches on the result; the others are deprecated aliases
     dwsm_predict,
@@ -53,7 +44,7 @@ from jaxselect.prediction import (  # predict dispatches on the result; the othe
     rls_predict,
     rls_predict_path,
 )
-from jaxselect.prepare import (
+from jaxselect.sequencing.prepare import (
     Design,
     Problem,
     Transform,
@@ -62,7 +53,7 @@ from jaxselect.prepare import (
     whiten_design,
 )
 from jaxselect.refit import GLMRefitResult, glm_refit, ridge_refit, rls_refit
-from jaxselect.sequential import (
+from jaxselect.dwsm import (
     DWSMPolicy,
     DWSMReport,
     DWSMTrace,
@@ -81,7 +72,7 @@ from jaxselect.status import (
     raise_for_status,
     status_message,
 )
-from jaxselect.streaming import prepare_from_batches, row_batches
+from jaxselect.sequencing.streaming import prepare_from_batches, row_batches
 
 __version__ = "0.4.0.dev0"
 

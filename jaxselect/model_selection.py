@@ -63,7 +63,7 @@ from jaxselect.anneal.fsa import LOSSES, fsa, fsa_predict, fsa_prepare, fsa_stag
 from jaxselect.anneal.run import RunPlan, iteration_cap, run as run_schedule
 from jaxselect.anneal.schedule import annealing_schedule
 from jaxselect.design import HostSparseDesign, as_sample_weight, as_sparse_csr, column_summary, is_sparse
-from jaxselect.greedy.criteria import OMP_CRITERIA
+from jaxselect.sequencing.criteria import OMP_CRITERIA
 from jaxselect.groups import as_groups
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, OK
@@ -270,7 +270,7 @@ def _accuracy(y, s, w):
 
 
 def _solve(problem, c_min, *, method: str, k: int, criterion: str, cost_sensitive: bool):
-    from jaxselect.greedy import cs_fr, cs_omp, doubling
+    from jaxselect.sequencing import cs_fr, cs_omp, doubling
 
     if method == "omp":
         return cs_omp(problem, criterion=criterion, cost_sensitive=cost_sensitive, k=k)
@@ -295,7 +295,7 @@ def _path_scores(path, X, Y, test_w, *, score: str):
 
 @partial(jax.jit, static_argnames=("method", "k", "criterion", "cost_sensitive", "whiten", "score"))
 def _cv_weighted(X, Y, groups, train_w, test_w, l2, c_min, *, method, k, criterion, cost_sensitive, whiten, score):
-    from jaxselect.prepare import prepare
+    from jaxselect.sequencing.prepare import prepare
 
     def fold(tw, vw):
         problem = prepare(X, Y, groups, l2=l2, whiten=whiten, sample_weight=tw)
@@ -307,7 +307,7 @@ def _cv_weighted(X, Y, groups, train_w, test_w, l2, c_min, *, method, k, criteri
 
 def _cv_sparse(X, Y, groups, train_w, test_w, l2, c_min, *, method, k, criterion, cost_sensitive, whiten, score):
     """:func:`_cv_weighted` for a sparse (canonical CSR) X: one fold after the other."""
-    from jaxselect.prepare import prepare
+    from jaxselect.sequencing.prepare import prepare
 
     outs = []
     for tw, vw in zip(train_w, test_w):

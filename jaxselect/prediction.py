@@ -46,20 +46,20 @@ import jax.numpy as jnp
 
 import numpy as np
 
-from jaxselect import anytime
+from jaxselect.sequencing import anytime
 from jaxselect._validation import as_float_matrix, check_finite_output, host_array, is_traced
 from jaxselect.anneal.fsa import FSAResult
 from jaxselect.anneal.fsa import fsa_predict as _fsa_predict
-from jaxselect.baselines import GroupLassoFit
+from jaxselect.sequencing.group_lasso import GroupLassoFit
 from jaxselect.design import as_sparse_csr, is_sparse
-from jaxselect.glm_eval import glm_predict as _glm_predict
-from jaxselect.greedy.rls import RLSResult
-from jaxselect.greedy.rls import rls_predict as _rls_predict
-from jaxselect.greedy.rls import rls_predict_path as _rls_predict_path
+from jaxselect.sequencing.glm_eval import glm_predict as _glm_predict
+from jaxselect.rls.selection import RLSResult
+from jaxselect.rls.selection import rls_predict as _rls_predict
+from jaxselect.rls.selection import rls_predict_path as _rls_predict_path
 from jaxselect.model_selection import CVResult
 from jaxselect.path import LINKS, SelectionPath
-from jaxselect.sequential.policy import DWSMPolicy
-from jaxselect.sequential.policy import dwsm_predict as _dwsm_predict
+from jaxselect.dwsm.policy import DWSMPolicy
+from jaxselect.dwsm.policy import dwsm_predict as _dwsm_predict
 from jaxselect.sharding import any_mesh
 
 __all__ = [

@@ -110,13 +110,14 @@ from jaxselect.design import HostDesign, HostSparseDesign, as_sparse_csr, is_spa
 from jaxselect.design.stream import is_stream_input
 from jaxselect._validation import check_float, check_int
 from jaxselect.anneal import fsa, fsa_predict
-from jaxselect.greedy import cs_fr, cs_omp, doubling, glm_omp, greedy_rls
+from jaxselect.rls import greedy_rls
+from jaxselect.sequencing import cs_fr, cs_omp, doubling, glm_omp
 from jaxselect.groups import Groups
 from jaxselect.model_selection import cross_validate_fsa, cross_validate_path
 from jaxselect.prediction import predict as _predict
-from jaxselect.prepare import prepare
-from jaxselect.sequential import dwsm_fit as _dwsm_fit
-from jaxselect.sequential import dwsm_predict
+from jaxselect.sequencing.prepare import prepare
+from jaxselect.dwsm import dwsm_fit as _dwsm_fit
+from jaxselect.dwsm import dwsm_predict
 from jaxselect.status import NOT_CONVERGED, status_message
 
 __all__ = [
@@ -615,7 +616,7 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
     (2, 2)
 
     Sparse X is densified when n·D is at most
-    :data:`jaxselect.greedy.rls.SPARSE_DENSIFY_LIMIT` (:func:`jaxselect.glm_omp` holds the whitened
+    :data:`jaxselect.design.sparse.SPARSE_DENSIFY_LIMIT` (:func:`jaxselect.glm_omp` holds the whitened
     design dense) and refused above, naming :class:`FSAClassifier` as the sparse alternative.
     """
 
@@ -1071,7 +1072,7 @@ class GreedyRLSRegressor(_Selector, RegressorMixin, _Base):
     ([3, 7], (4, 2))
 
     Sparse X is densified when n·n_features is at most
-    :data:`jaxselect.greedy.rls.SPARSE_DENSIFY_LIMIT` (greedy RLS's dual state ``C = G X`` is
+    :data:`jaxselect.design.sparse.SPARSE_DENSIFY_LIMIT` (greedy RLS's dual state ``C = G X`` is
     (n, n_features) dense anyway) and refused above, naming :class:`FSARegressor` and
     :class:`GroupSequencingRegressor` as the sparse alternatives.
     """

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import jaxselect as js
-from jaxselect.greedy.rls import rls_predict
+from jaxselect.rls.selection import rls_predict
 
 N = 104  # rows; keep in sync with test_sharding.N_ROWS
 N_DEV = 4

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import jaxselect as js
-from jaxselect.greedy.rls import rls_predict
+from jaxselect.rls.selection import rls_predict
 from compile_count import count_compiles
 
 

@@ -80,7 +80,7 @@ def test_integer_weights_equal_repeated_rows():
 
 
 def test_summary_from_moments_matches_column_summary():
-    from jaxselect.moments import moments_host
+    from jaxselect.design.moments import moments_host
 
     X, w = _data()
     m = moments_host(X, np.zeros((N, 1), np.float32), w, np.float32)

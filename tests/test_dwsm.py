@@ -1,4 +1,4 @@
-"""Tests of the datum-wise sparse model (jaxselect.sequential) against slow numpy oracles.
+"""Tests of the datum-wise sparse model (jaxselect.dwsm) against slow numpy oracles.
 
 Oracles (numpy, obviously correct, slow): ``np_episode`` simulates the greedy linear policy on
 the MDP of paper §3.1/Table 2 step by step (full score recomputation, no incremental updates,
@@ -24,7 +24,7 @@ import pytest
 import jaxselect as js
 from compile_count import count_compiles
 from jaxselect import Groups
-from jaxselect.sequential import (
+from jaxselect.dwsm import (
     DWSMPolicy,
     initial_policy,
     trajectory_states,
@@ -44,11 +44,11 @@ from jaxselect.sequential import (
     rcpi_run,
     rcpi_step,
 )
-from jaxselect.sequential.mdp import budget_rtol
+from jaxselect.dwsm.mdp import budget_rtol
 from jaxselect.status import NONFINITE
-from jaxselect.sequential.policy_fit import mixture_weights, ridge_fit
-from jaxselect.sequential.rollouts import rollout_capacity, row_state_action_values, state_action_values
-from jaxselect.sequential.states import sample_states
+from jaxselect.dwsm.policy_fit import mixture_weights, ridge_fit
+from jaxselect.dwsm.rollouts import rollout_capacity, row_state_action_values, state_action_values
+from jaxselect.dwsm.states import sample_states
 
 DTYPES = [np.float32, np.float64]
 
@@ -357,7 +357,7 @@ def test_ridge_fit_matches_numpy_per_action(dtype, request):
 
 def test_ridge_statistics_of_row_blocks_add_up():
     # the row-sharded fit sums these statistics across devices before solving
-    from jaxselect.sequential.policy_fit import ridge_solve, ridge_stats
+    from jaxselect.dwsm.policy_fit import ridge_solve, ridge_stats
 
     rng = np.random.default_rng(1)
     N, p, A = 40, 5, 3
@@ -375,7 +375,7 @@ def test_row_sharded_code_path_equals_plain_fit(monkeypatch):
     # the shard_map path (each device's rows, padded per block, statistics psum-ed) on a one-device
     # mesh must give the plain fit; tests/sharded_cases.py checks 4 devices
     from jaxselect import data_mesh
-    from jaxselect.sequential import fit
+    from jaxselect.dwsm import fit
 
     assert fit._row_axes(np.zeros((8, 2)), 8) is None
     rng = np.random.default_rng(2)

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaxselect as js
-from jaxselect.greedy.rls import rls_predict
+from jaxselect.rls.selection import rls_predict
 
 EXAMPLES = int(os.environ.get("JAXSELECT_FUZZ_EXAMPLES", "50"))
 FUZZ = settings(

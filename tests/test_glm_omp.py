@@ -10,12 +10,12 @@ import pytest
 
 import jaxselect as js
 from compile_count import count_compiles
-from jaxselect.greedy import glm_omp_init, glm_omp_run, glm_omp_step, glm_problem
-from jaxselect.glm_eval import glm_accuracy, glm_predict
-from jaxselect.greedy.glm import glm_omp
+from jaxselect.sequencing import glm_omp_init, glm_omp_run, glm_omp_step, glm_problem
+from jaxselect.sequencing.glm_eval import glm_accuracy, glm_predict
+from jaxselect.sequencing.glm import glm_omp
 from jaxselect.losses import glm_loss
 from jaxselect.newton import glm_risk, glm_risk_grad
-from jaxselect.prepare import whiten_design
+from jaxselect.sequencing.prepare import whiten_design
 
 # many small programs, each compiled once or twice: XLA's cheapest settings (conftest.cheap_compiles)
 pytestmark = pytest.mark.usefixtures("cheap_compiles")
@@ -537,7 +537,7 @@ def test_cost_blind_and_accuracy_curve_on_pima():
 def test_progress_bar_gives_the_same_path(monkeypatch):
     pytest.importorskip("tqdm")
     from jaxselect import _progress
-    from jaxselect.greedy import glm
+    from jaxselect.sequencing import glm
 
     monkeypatch.setattr(_progress, "N_UPDATES", 2)
     X, y, ids, costs = grouped_data(13)

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 import jaxselect as js
 import reference_rls as ref
 from compile_count import count_compiles
-from jaxselect.greedy import RLSInfo, RLSState, rls_init, rls_problem, rls_step
-from jaxselect.greedy.rls import (
+from jaxselect.rls import RLSInfo, RLSState, rls_init, rls_problem, rls_step
+from jaxselect.rls.selection import (
     RLSResult,
     _greedy_rls_run,
     greedy_rls,
@@ -593,7 +593,7 @@ def test_property_greedy_and_loo_nonnegative(seed, T, regparam, bias):
 def test_progress_bar_gives_the_same_result(monkeypatch):
     pytest.importorskip("tqdm")
     from jaxselect import _progress
-    from jaxselect.greedy import rls
+    from jaxselect.rls import selection as rls
 
     monkeypatch.setattr(_progress, "N_UPDATES", 2)
     X, Y = _problem(T=2, seed=23, dtype=np.float32)

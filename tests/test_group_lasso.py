@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jaxselect as js
-from jaxselect.baselines import group_lasso, group_lasso_lambda_max, group_lasso_path
+from jaxselect.sequencing.group_lasso import group_lasso, group_lasso_lambda_max, group_lasso_path
 
 import reference as ref
 
@@ -236,7 +236,7 @@ def test_iteration_cap_sets_status():
 
 def test_advanced_api_steps_equal_the_driver(x64):
     """group_lasso_init / group_lasso_step driven by hand reach the driver's solution at one λ."""
-    from jaxselect.baselines import group_lasso_init, group_lasso_step
+    from jaxselect.sequencing.group_lasso import group_lasso_init, group_lasso_step
 
     X, Y, ids, costs = grouped_problem(7)
     problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=1e-3)

@@ -19,17 +19,17 @@ LAYERS = {
     "_repr": 0, "_static": 0, "_budget": 0, "_compat": 0, "_progress": 0, "_memory": 0, "status": 0, "_validation": 0, "linalg": 0,
     "losses": 0, "groups": 0, "newton": 0, "sharding": 0, "datasets": 0, "sources": 0,
     # 1 — data layer: the front door, the design operators, the moments engine
-    "design": 1, "moments": 1,
-    # 2 — problems and the shared result of the sequencing family
-    "prepare": 2, "streaming": 2, "path": 2, "fixed_order": 2,
-    # 3 — solver families (each imports no other family)
-    "greedy": 3, "anneal": 3, "sequential": 3, "baselines": 3, "refit": 3,
+    "design": 1,
+    # 2 — the results several families share (the anytime predictor SelectionPath, RLSResult)
+    "path": 2,
+    # 3 — one package per method (each imports no other family)
+    "sequencing": 3, "anneal": 3, "dwsm": 3, "rls": 3, "refit": 3,
     # 4 — evaluation across families
-    "anytime": 4, "prediction": 4, "glm_eval": 4, "model_selection": 4,
+    "prediction": 4, "model_selection": 4,
     # 5 — front ends
     "sklearn": 5, "": 5,
 }
-SOLVER_FAMILIES = ("greedy", "anneal", "sequential", "baselines", "refit")
+SOLVER_FAMILIES = ("sequencing", "anneal", "dwsm", "rls", "refit")
 #: private modules whose names are the package's internal API (their own ``_`` marks the module)
 INTERNAL_MODULES = ("_repr", "_static", "_budget", "_compat", "_validation")
 
@@ -118,17 +118,17 @@ def test_no_module_imports_a_layer_above_its_own():
 @pytest.mark.parametrize(
     "source, expected",
     [
-        ("from jaxselect.anytime import predict", "(layer 4)"),
-        ("from jaxselect import anytime", "(layer 4)"),
+        ("from jaxselect.prediction import predict", "(layer 4)"),
+        ("from jaxselect import prediction", "(layer 4)"),
         ("def f():\n    from jaxselect.model_selection import cross_validate_path", "(layer 4)"),
-        ("from jaxselect.anneal import fsa", "solver family greedy imports solver family anneal"),
-        ("from ..refit import ridge_refit", "solver family greedy imports solver family refit"),
-        ("from jaxselect.moments import _chunk", "private"),
+        ("from jaxselect.anneal import fsa", "solver family rls imports solver family anneal"),
+        ("from ..refit import ridge_refit", "solver family rls imports solver family refit"),
+        ("from jaxselect.design.moments import _chunk", "private"),
         ("import jaxselect", "import the module itself"),
     ],
 )
 def test_the_checker_catches_each_kind_of_violation(source, expected):
-    """The rules fire: a fake module of the greedy family with one bad import."""
-    found = _violations([("greedy.probe", False, "jaxselect/greedy/probe.py", source)])
+    """The rules fire: a fake module of the rls family with one bad import."""
+    found = _violations([("rls.probe", False, "jaxselect/rls/probe.py", source)])
     assert any(expected in v for v in found), found
-    assert _violations([("greedy.probe", False, "jaxselect/greedy/probe.py", "from jaxselect.path import x")]) == []
+    assert _violations([("rls.probe", False, "jaxselect/rls/probe.py", "from jaxselect.path import x")]) == []

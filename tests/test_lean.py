@@ -14,14 +14,14 @@ import pytest
 import reference as ref
 
 import jaxselect as js
-from jaxselect import fixed_order as engine
-from jaxselect.greedy import sequencing as seq
-from jaxselect.greedy.criteria import lean_steps, raw_slot_capacity, slot_capacity
+from jaxselect.sequencing import engine
+from jaxselect.sequencing import rules as seq
+from jaxselect.sequencing.criteria import lean_steps, raw_slot_capacity, slot_capacity
 
 # many small programs, each compiled once or twice: XLA's cheapest settings (conftest.cheap_compiles)
 pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
-prepare_mod = importlib.import_module("jaxselect.prepare")  # the module (js.prepare is the function)
+prepare_mod = importlib.import_module("jaxselect.sequencing.prepare")  # the module (js.prepare is the function)
 
 
 def grouped(n=48, T=2, seed=0):

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import jaxselect as js
-from jaxselect import moments as moments_mod
+from jaxselect.design import moments as moments_mod
 from jaxselect.design import column_summary as _column_summary
-from jaxselect.moments import xla_moments as _xla_moments
+from jaxselect.design.moments import xla_moments as _xla_moments
 
 
 def reference_moments(X, Y, w=None):

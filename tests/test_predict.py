@@ -102,7 +102,7 @@ def test_group_lasso_fit_predicts_each_lambda(fitted):
 
 
 def test_dwsm_policy_gives_labels_and_acquired_features(fitted):
-    from jaxselect.sequential import dwsm_predict  # the implementation (not the deprecated alias)
+    from jaxselect.dwsm import dwsm_predict  # the implementation (not the deprecated alias)
 
     X, pol = fitted["X"], fitted["dwsm"]
     labels, acquired = js.predict(pol, X)

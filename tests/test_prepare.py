@@ -7,7 +7,7 @@ import pytest
 
 import jaxselect as js
 import reference as ref
-from jaxselect.prepare import problem_design
+from jaxselect.sequencing.prepare import problem_design
 
 
 def data(seed=0, n=60, d=5, T=1):
@@ -115,7 +115,7 @@ def test_prepare_rejects_overflowing_moments():
 @pytest.mark.parametrize("offset", [0.0, 8.0, 1e4], ids=["centred", "moderate-offset", "large-offset"])
 def test_float32_moments_accurate_with_and_without_centring_copy(offset, x64):
     """float32 C and b0 match float64 whichever Gram branch the offset picks (raw XᵀX − nμμᵀ or centred)."""
-    prepare_mod = __import__("jaxselect.prepare", fromlist=["_moderate_offsets"])
+    prepare_mod = __import__("jaxselect.sequencing.prepare", fromlist=["_moderate_offsets"])
     rng = np.random.default_rng(7)
     n, d = 4000, 12
     X = rng.normal(size=(n, d)) * rng.uniform(1.0, 2.0, d) + offset * rng.uniform(0.5, 1.0, d)
@@ -195,7 +195,7 @@ def test_budget_prediction_equals_raw_least_squares_refit(x64):
 def test_dtype_follows_the_input_through_problem_from_moments():
     """float32 X with float64 targets fed to the accumulator: every field of the Problem and the
     path is float32 (no float64 accumulator leaks into b0 or the coefficients)."""
-    from jaxselect.moments import MomentAccumulator
+    from jaxselect.design.moments import MomentAccumulator
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(200, 5)).astype(np.float32)

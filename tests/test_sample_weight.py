@@ -260,7 +260,7 @@ def test_dwsm_integer_weights_equal_repeated_rows(x64):
     close((a.thetas, a.mean, a.scale, a.train_loss), (b.thetas, b.mean, b.scale, b.train_loss))
     assert np.abs(np.asarray(a.thetas[1]) - np.asarray(plain.thetas[1])).max() > 1e-3  # the weights matter
 
-    from jaxselect.sequential import rcpi_evaluate, rcpi_problem
+    from jaxselect.dwsm import rcpi_evaluate, rcpi_problem
 
     # a random policy acquires features and errs: its weighted greedy evaluation vs repeated rows
     theta = np.random.default_rng(4).normal(size=a.theta.shape)

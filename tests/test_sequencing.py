@@ -296,7 +296,7 @@ def test_floored_pivot_sets_status(x64):
 
 def test_custom_rule_through_the_advanced_api():
     """sequencing_init/step/run with a user rule: 'cheapest remaining group first' is a valid sequencer."""
-    from jaxselect.greedy import fixed_order_rule, rule_params, sequencing_run
+    from jaxselect.sequencing import fixed_order_rule, rule_params, sequencing_run
 
     X, Y, ids, costs = grouped_problem(21)
     problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)
@@ -310,8 +310,8 @@ def test_init_step_protocol_reproduces_the_driver():
     """sequencing_init(problem, rule, params) fixes the rule; sequencing_step(problem, state) takes
     nothing else and returns the state only (its info field holds the step's StepInfo): k jitted
     steps by hand give the driver's order, costs, objective and models."""
-    from jaxselect.greedy import SequencingState, StepInfo, fr_rule, rule_params, sequencing_init, sequencing_step
-    from jaxselect.prepare import to_raw_coef
+    from jaxselect.sequencing import SequencingState, StepInfo, fr_rule, rule_params, sequencing_init, sequencing_step
+    from jaxselect.sequencing.prepare import to_raw_coef
 
     X, Y, ids, costs = grouped_problem(23)
     problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)

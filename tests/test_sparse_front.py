@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from jax.experimental import sparse as jsparse
 
 import jaxselect as js
-from jaxselect.greedy import rls as rls_module
+from jaxselect.rls import selection as rls_module
 
 # many small programs, each run once or twice: XLA's cheapest compile settings (same results)
 pytestmark = pytest.mark.usefixtures("cheap_compiles")
@@ -93,7 +93,7 @@ def test_predict_sparse_bcoo_and_errors(fitted):
 
 
 def test_predict_dwsm_refuses_sparse():
-    from jaxselect.sequential.policy import DWSMPolicy
+    from jaxselect.dwsm.policy import DWSMPolicy
 
     policy = DWSMPolicy(*[None] * len(DWSMPolicy._fields))  # refused on X's type before anything is read
     with pytest.raises(TypeError, match="DWSM policy does not predict on sparse X.*toarray"):
@@ -168,8 +168,8 @@ def test_dense_state_families_refuse_large_sparse(monkeypatch):
 def test_dwsm_refuses_sparse():
     with pytest.raises(TypeError, match="dwsm_fit does not run on sparse X.*toarray"):
         js.dwsm_fit(jax.random.key(0), sp.csr_matrix(X), LABELS)
-    from jaxselect.sequential.mdp import make_spec
-    from jaxselect.sequential.problem import rcpi_problem
+    from jaxselect.dwsm.mdp import make_spec
+    from jaxselect.dwsm.problem import rcpi_problem
 
     with pytest.raises(TypeError, match="rcpi_problem does not run on sparse X"):
         rcpi_problem(make_spec(D, 2), sp.csr_matrix(X), LABELS)

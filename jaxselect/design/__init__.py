@@ -17,7 +17,7 @@ Layer 1 of the package (above the core helpers, below every problem builder and 
 
 from jaxselect.design.boundary import TARGET_KINDS, Data, as_data, check_constant_columns, check_moments
 from jaxselect.design.operators import HOST_BLOCK_BYTES, DenseDesign, DesignOperator, HostDesign, TransposedDesign
-from jaxselect.design.sparse import HostSparseDesign, SparseDesign, as_sparse_csr, is_sparse
+from jaxselect.design.sparse import HostSparseDesign, SparseDesign, as_sparse_csr, densify_sparse, is_sparse
 from jaxselect.design.sparse_shard import ShardedSparseDesign
 from jaxselect.design.summary import ColumnSummary, column_summary, standardize, summary_from_moments
 from jaxselect.design.weights import as_sample_weight
@@ -40,6 +40,7 @@ __all__ = [
     "check_constant_columns",
     "check_moments",
     "column_summary",
+    "densify_sparse",
     "is_sparse",
     "standardize",
     "summary_from_moments",

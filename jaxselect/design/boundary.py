@@ -41,7 +41,7 @@ from jaxselect.design.sparse_shard import as_raw_design
 from jaxselect.design.summary import ColumnSummary, summary_from_moments
 from jaxselect.design.weights import as_sample_weight
 from jaxselect.groups import Groups, as_groups
-from jaxselect.moments import check_scales, moments_host
+from jaxselect.design.moments import check_scales, moments_host
 
 __all__ = [
     "Data",

@@ -43,7 +43,7 @@ from jaxselect._validation import check_matrix, float_dtype_for, is_traced
 from jaxselect.design.operators import DenseDesign, host_gram_columns
 from jaxselect.design.summary import standardize
 
-__all__ = ["HostSparseDesign", "SparseDesign", "as_sparse_csr", "is_sparse", "nnz_bucket"]
+__all__ = ["SPARSE_DENSIFY_LIMIT", "HostSparseDesign", "SparseDesign", "as_sparse_csr", "densify_sparse", "is_sparse", "nnz_bucket"]
 
 _INT32_MAX = np.iinfo(np.int32).max
 #: Stored entries per row block of :meth:`SparseDesign.row_blocks` (default block size).
@@ -736,3 +736,28 @@ class HostSparseDesign:
     def to_device(self) -> SparseDesign:
         """The same standardised design as a :class:`SparseDesign` (one device copy of the entries)."""
         return SparseDesign.from_csr(self.X, self.mean, self.factor, self.dtype)
+
+
+#: Largest ``n·d`` up to which :func:`greedy_rls` and :func:`~jaxselect.glm_omp` densify a sparse X
+#: (their own state is an (n, d) dense matrix, so sparse storage would save nothing there).
+SPARSE_DENSIFY_LIMIT = 1 << 26
+
+
+def densify_sparse(X, who: str, state: str, alternative: str):
+    """X itself when dense; a sparse X (``scipy.sparse``, BCOO/BCSR) as a dense array when ``n·d`` is
+    at most :data:`SPARSE_DENSIFY_LIMIT`, else a ValueError naming ``alternative``.
+
+    For solvers whose ``state`` is an (n, d) dense matrix anyway: densifying X at most doubles
+    their memory. The entries follow :func:`~jaxselect.design.as_sparse_csr`'s rules (duplicates
+    summed; NaN/Inf an error naming the rows).
+    """
+    if not is_sparse(X):
+        return X
+    n, d = X.shape
+    if n * d > SPARSE_DENSIFY_LIMIT:
+        raise ValueError(
+            f"{who} keeps {state}, an (n, d) dense matrix, so it densifies sparse X only up to n·d = "
+            f"{SPARSE_DENSIFY_LIMIT:,} entries; this X is {n} x {d} = {n * d:,}: use {alternative}, which run on "
+            "sparse X without densifying it, or pass X.toarray() if it fits in memory"
+        )
+    return as_sparse_csr(X, "X").toarray()

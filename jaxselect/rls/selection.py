@@ -90,7 +90,7 @@ from jaxselect._validation import (
     host_value,
 )
 from jaxselect.path import RLSResult, check_rls_result, safe_index, rls_to_path
-from jaxselect.design import as_data, as_sample_weight, as_sparse_csr, column_summary, is_sparse
+from jaxselect.design import as_data, as_sample_weight, as_sparse_csr, column_summary, densify_sparse, is_sparse
 from jaxselect.sharding import any_mesh
 from jaxselect.status import ILL_CONDITIONED, NONFINITE
 
@@ -510,31 +510,6 @@ def _resolve_chunk(chunk_size, n: int, d: int, dtype) -> int:
     return min(check_int(chunk_size, "chunk_size", low=1), d)
 
 
-#: Largest ``n·d`` up to which :func:`greedy_rls` and :func:`~jaxselect.glm_omp` densify a sparse X
-#: (their own state is an (n, d) dense matrix, so sparse storage would save nothing there).
-SPARSE_DENSIFY_LIMIT = 1 << 26
-
-
-def densify_sparse(X, who: str, state: str, alternative: str):
-    """X itself when dense; a sparse X (``scipy.sparse``, BCOO/BCSR) as a dense array when ``n·d`` is
-    at most :data:`SPARSE_DENSIFY_LIMIT`, else a ValueError naming ``alternative``.
-
-    For solvers whose ``state`` is an (n, d) dense matrix anyway: densifying X at most doubles
-    their memory. The entries follow :func:`~jaxselect.design.as_sparse_csr`'s rules (duplicates
-    summed; NaN/Inf an error naming the rows).
-    """
-    if not is_sparse(X):
-        return X
-    n, d = X.shape
-    if n * d > SPARSE_DENSIFY_LIMIT:
-        raise ValueError(
-            f"{who} keeps {state}, an (n, d) dense matrix, so it densifies sparse X only up to n·d = "
-            f"{SPARSE_DENSIFY_LIMIT:,} entries; this X is {n} x {d} = {n * d:,}: use {alternative}, which run on "
-            "sparse X without densifying it, or pass X.toarray() if it fits in memory"
-        )
-    return as_sparse_csr(X, "X").toarray()
-
-
 @any_mesh
 def greedy_rls(
     X,
@@ -571,7 +546,7 @@ def greedy_rls(
     Args:
       X: (n, d) features, ``n >= 2`` (numpy or jax.Array; a row-sharded jax.Array keeps its
         sharding). A sparse X (``scipy.sparse``, BCOO/BCSR) is densified when ``n·d`` is at most
-        :data:`SPARSE_DENSIFY_LIMIT` (the dual state ``C = G X`` is (n, d) dense anyway), and refused
+        :data:`~jaxselect.design.sparse.SPARSE_DENSIFY_LIMIT` (the dual state ``C = G X`` is (n, d) dense anyway), and refused
         above, with :func:`~jaxselect.fsa` and :func:`~jaxselect.cs_omp` named as the sparse
         alternatives. The solver computes in X's floating dtype (float32 by default, float64 under
         x64 for float64 input); ``Y`` is cast to it.

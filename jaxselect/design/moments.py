@@ -72,12 +72,12 @@ class Moments(NamedTuple):
       cross: (D, T) centred cross moments B.
       x_spread: (D,) column max − min where the kernel tracked extremes, else None.
 
-    Produced by the moments engine (``jaxselect.moments.MomentAccumulator`` for row chunks on the
+    Produced by the moments engine (``jaxselect.design.moments.MomentAccumulator`` for row chunks on the
     host, the XLA kernel for device arrays) and turned into a :class:`~jaxselect.Problem` by
     :func:`~jaxselect.problem_from_moments`.
 
     >>> import numpy as np
-    >>> from jaxselect.moments import MomentAccumulator
+    >>> from jaxselect.design.moments import MomentAccumulator
     >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
     >>> acc = MomentAccumulator(np.float32)
     >>> acc.add(X[:50], y[:50, None]); acc.add(X[50:], y[50:, None])
@@ -400,7 +400,7 @@ def xla_moments(X, Y, w, summary, *, centre: bool) -> Moments:
 
 @jax.jit
 def scale_vectors(m: Moments):
-    """The small vectors :func:`~jaxselect.moments.check_scales` needs (no D×D transfer)."""
+    """The small vectors :func:`~jaxselect.design.moments.check_scales` needs (no D×D transfer)."""
     return m.n_samples, m.constant, jnp.diagonal(m.gram), m.y_constant, m.y_var, m.x_spread
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxselect.fixed_order import lean_steps, raw_slot_capacity, selectable_groups, slot_capacity
+from jaxselect.sequencing.engine import lean_steps, raw_slot_capacity, selectable_groups, slot_capacity
 from jaxselect.linalg import gather_groups
 
 __all__ = ["OMP_CRITERIA", "lean_steps", "omp_scores", "raw_slot_capacity", "selectable_groups", "slot_capacity"]

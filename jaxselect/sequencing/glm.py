@@ -13,7 +13,7 @@ and its gradient w.r.t. W (eq. 22, with ``G_i = ∂ℓ/∂s`` at the scores s_i 
 Algorithm 3: starting from the intercept-only model, step j computes ∇_W r at the current model
 (unselected groups have W_g = 0), picks ``argmax_g ‖(∇_W r)_g‖_F² / c(g)`` among the remaining
 groups with at least one live coordinate — on whitened groups the whitened gradient norm of
-Algorithm 1, scored by the shared :func:`~jaxselect.greedy.criteria.omp_scores` — and refits the GLM
+Algorithm 1, scored by the shared :func:`~jaxselect.sequencing.criteria.omp_scores` — and refits the GLM
 on the features of the selected groups with the library's damped Newton solver
 (:func:`jaxselect.newton.glm_newton`, warm-started). The losses (``ℓ(s, y)`` for one example, s and
 y in R^T) are those of :func:`jaxselect.losses.glm_loss`: ``"logistic"`` (T independent binary
@@ -21,7 +21,7 @@ outputs), ``"softmax"`` (multinomial over T = C classes), ``"squared"`` (then Al
 Algorithm 1 up to the scaling of Y), or a smooth, convex, separable callable.
 
 Implementation: the selected features occupy a fixed number P of "slots" (the features of the k
-largest groups, :func:`~jaxselect.greedy.criteria.slot_capacity`); empty slots are zero columns that
+largest groups, :func:`~jaxselect.sequencing.criteria.slot_capacity`); empty slots are zero columns that
 the solver does not move, so shapes stay static. One jitted ``lax.scan`` of k + 1 iterations runs
 the path: iteration 0 fits the intercept-only model, iteration j ≥ 1 is one :func:`glm_omp_step`
 (select, add, refit), so a single traced Newton solver serves every step.
@@ -59,14 +59,13 @@ from jaxselect._validation import (
     host_array,
     is_traced,
 )
-from jaxselect.design import DenseDesign
-from jaxselect.greedy.rls import densify_sparse
-from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores, selectable_groups, slot_capacity
+from jaxselect.design import DenseDesign, densify_sparse
+from jaxselect.sequencing.criteria import OMP_CRITERIA, omp_scores, selectable_groups, slot_capacity
 from jaxselect.groups import Groups
 from jaxselect.losses import GLM_LOSSES, GLMLoss, glm_loss
 from jaxselect.newton import NEWTON_SOLVERS, choose_solver, default_tol, glm_newton
 from jaxselect.path import SelectionPath, link_code
-from jaxselect.prepare import Transform, design_columns, to_raw_coef, whiten_design
+from jaxselect.sequencing.prepare import Transform, design_columns, to_raw_coef, whiten_design
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, NOT_CONVERGED
 
@@ -499,7 +498,7 @@ def glm_omp_init(problem: GLMProblem, capacity: int | None = None) -> GLMOMPStat
       problem: from :func:`glm_problem` (its static config holds the loss and the Newton solver).
       capacity: static number of feature slots P (at least the features of the groups you will add
         plus the largest group size; default: room for every group,
-        :func:`~jaxselect.greedy.criteria.slot_capacity`).
+        :func:`~jaxselect.sequencing.criteria.slot_capacity`).
     """
     if capacity is None:
         capacity = slot_capacity(problem.groups.mask, problem.groups.n_groups, problem.Z.shape[1])
@@ -628,7 +627,7 @@ def glm_omp(
     Args:
       X: (n, D) raw features (a row-sharded jax.Array stays sharded). A sparse X (``scipy.sparse``,
         BCOO/BCSR) is densified when ``n·D`` is at most
-        :data:`jaxselect.greedy.rls.SPARSE_DENSIFY_LIMIT` (the problem holds the whitened design
+        :data:`jaxselect.design.sparse.SPARSE_DENSIFY_LIMIT` (the problem holds the whitened design
         dense), and refused above, with :func:`~jaxselect.fsa` (``loss="logistic"``) named.
       Y: ``"logistic"``: (n,) or (n, 1) binary labels, or (n, T) with T binary label columns sharing
         the groups — each column {0, 1}, {−1, +1} or bool; ``"softmax"``: (n,) or (n, 1) classes

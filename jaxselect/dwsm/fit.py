@@ -228,7 +228,7 @@ def dwsm_fit(
         rows as it is, to rounding.
 
     Returns:
-      A :class:`~jaxselect.sequential.DWSMPolicy`: ``theta = thetas[best]``; ``status`` 0, or
+      A :class:`~jaxselect.dwsm.DWSMPolicy`: ``theta = thetas[best]``; ``status`` 0, or
       ``NONFINITE`` when θ or the rollouts' returns are not finite
       (:func:`jaxselect.raise_for_status` raises on it).
 
@@ -243,7 +243,7 @@ def dwsm_fit(
       TypeError: ``key`` is not a JAX PRNG key.
 
     >>> import jax, numpy as np
-    >>> from jaxselect.sequential import dwsm_fit, dwsm_predict
+    >>> from jaxselect.dwsm import dwsm_fit, dwsm_predict
     >>> X = np.random.default_rng(0).normal(size=(40, 3)); y = (X[:, 0] > 0).astype(int)
     >>> pol = dwsm_fit(jax.random.key(0), X, y, lam=0.05, n_iter=3)
     >>> labels, acquired = dwsm_predict(pol, X)

@@ -420,7 +420,7 @@ def rcpi_run(problem: RCPIProblem, state: RCPIState, *, patience: int | None = N
     """Run RCPI to the end of ``state``'s slots: a compiled ``lax.scan`` of :func:`rcpi_step`.
 
     Every iterate's greedy policy is evaluated on the training rows (:func:`rcpi_evaluate`) and the
-    best one is returned (θ_0 included). This is :func:`~jaxselect.sequential.dwsm_fit` without
+    best one is returned (θ_0 included). This is :func:`~jaxselect.dwsm.dwsm_fit` without
     the input validation and the progress reports: ``rcpi_run(rcpi_problem(spec, X, y, ...),
     rcpi_init(problem, key, n_iter))`` gives the same policy as ``dwsm_fit(key, X, y, ...)`` with
     the same options.
@@ -434,7 +434,7 @@ def rcpi_run(problem: RCPIProblem, state: RCPIState, *, patience: int | None = N
       select: ``"best"`` (lowest training datum-wise loss) or ``"last"`` (θ_T).
 
     Returns:
-      A :class:`~jaxselect.sequential.DWSMPolicy` (``status``: ``NONFINITE`` when θ or the
+      A :class:`~jaxselect.dwsm.DWSMPolicy` (``status``: ``NONFINITE`` when θ or the
       rollouts' returns are not finite).
     """
     if not isinstance(select, str) or select not in ("best", "last"):

@@ -20,13 +20,13 @@ the row block ``C_{h,:}`` is computed from the design, O(n·D·s) per step. A fi
 ``lax.scan`` runs the steps; candidates are scored for all groups at once over the padded table.
 
 Memory: P (the slot capacity) follows the number of steps and the live coordinates of the groups
-that can be reached (:func:`~jaxselect.greedy.criteria.slot_capacity`), so the state is O(P·D + P²)
+that can be reached (:func:`~jaxselect.sequencing.criteria.slot_capacity`), so the state is O(P·D + P²)
 besides the problem. On a ``gram=False`` problem (very large D) the default number of steps is
-:func:`~jaxselect.greedy.criteria.lean_steps` (the most steps whose slots fit in min(n, D)) and the
+:func:`~jaxselect.sequencing.criteria.lean_steps` (the most steps whose slots fit in min(n, D)) and the
 path is stored in slot space (``SelectionPath.features``; ``path.dense()`` gives the (m, D, T)
 form), so nothing D×D or m×D×T is ever formed.
 
-Advanced API (the library's solver protocol; the engine lives in :mod:`jaxselect.fixed_order`):
+Advanced API (the library's solver protocol; the engine lives in :mod:`jaxselect.sequencing.engine`):
 ``state = sequencing_init(problem, rule, params)`` fixes a *selection rule* — :func:`omp_rule`,
 :func:`fr_rule`, :func:`doubling_rule` or :func:`fixed_order_rule`, or a function of your own with
 the signature ``rule(problem, state, params) -> (group, take)`` — and its :class:`RuleParams`;
@@ -45,7 +45,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
 from jaxselect._validation import as_hyper, check_choice
-from jaxselect.fixed_order import (
+from jaxselect.sequencing.engine import (
     RuleParams,
     SequencingConfig,
     SequencingState,
@@ -60,10 +60,10 @@ from jaxselect.fixed_order import (
     sequencing_run,
     sequencing_step,
 )
-from jaxselect.greedy.criteria import OMP_CRITERIA, omp_scores
+from jaxselect.sequencing.criteria import OMP_CRITERIA, omp_scores
 from jaxselect.linalg import gather_groups
 from jaxselect.path import SelectionPath
-from jaxselect.prepare import Problem, check_problem
+from jaxselect.sequencing.prepare import Problem, check_problem
 from jaxselect.sharding import any_mesh
 
 __all__ = [
@@ -99,7 +99,7 @@ def rule_params(
 
 def _remaining(problem: Problem, state: SequencingState) -> jax.Array:
     """(J,) bool: unselected groups that are not inert; none when b0 = 0 (a constant target: there is
-    nothing to explain, so the path stays the intercept-only model, :func:`~jaxselect.fixed_order.degenerate`)."""
+    nothing to explain, so the path stays the intercept-only model, :func:`~jaxselect.sequencing.engine.degenerate`)."""
     groups = problem.groups
     return ~state.selected & selectable_groups(groups.index, groups.mask, problem.live) & ~degenerate(problem)
 

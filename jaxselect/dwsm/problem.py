@@ -7,7 +7,7 @@ can be acquired and fixes every option of RCPI: traced hyper-parameters (``alpha
 solver protocol then never re-passes an option: ``rcpi_init(problem, key, n_iter)``,
 ``rcpi_step(problem, state)``, ``rcpi_run(problem, state)``.
 
-The checks of :func:`~jaxselect.sequential.dwsm_fit`'s arguments that are not shapes (key type,
+The checks of :func:`~jaxselect.dwsm.dwsm_fit`'s arguments that are not shapes (key type,
 option names, value ranges, reward magnitudes) live here too, and run on the host before any
 ``jit`` (:func:`check_fit_options`, :func:`check_reward_magnitudes`, :func:`check_key`).
 """
@@ -152,13 +152,13 @@ def rcpi_problem(
     ``states_per_example``, ``policy_states``, ``mixture``, ``rollout_batch``, ``cap``,
     ``gram_batch``, ``mesh``, ``row_axes``) go to the static :class:`RCPIConfig`; ``alpha``,
     ``l2``, ``explore`` and ``terminal_weight`` may be traced (concrete values are range-checked
-    here). Its defaults are :func:`~jaxselect.sequential.dwsm_fit`'s. Columns are standardised
+    here). Its defaults are :func:`~jaxselect.dwsm.dwsm_fit`'s. Columns are standardised
     with the library's rule (:func:`jaxselect.design.column_summary`): constant
     columns (max == min) are inert — their standardised values are 0, and a unit whose features
     are all constant is never acquirable.
 
     Args:
-      spec: the MDP from :func:`~jaxselect.sequential.make_spec`.
+      spec: the MDP from :func:`~jaxselect.dwsm.make_spec`.
       X: (n, d) float raw features; y: (n,) int labels 0..C-1.
       standardize: centre and scale the columns (the paper's choice); False keeps X as it is
         (constant columns are still inert).
@@ -183,10 +183,10 @@ def rcpi_problem(
         more lanes runs them in groups).
       cap: rollout lanes per row; default ``S·J`` (always enough). Without a budget
         ``rollout_capacity(J, S − P, J, exact_sizes=True) + P·J`` (what
-        :func:`~jaxselect.sequential.dwsm_fit` uses, P the policy states) is enough too.
+        :func:`~jaxselect.dwsm.dwsm_fit` uses, P the policy states) is enough too.
       gram_batch: Gram matrices built at a time.
       mesh, row_axes: run each device's rollouts on its rows of a row-sharded X (set by
-        :func:`~jaxselect.sequential.dwsm_fit`; both None otherwise).
+        :func:`~jaxselect.dwsm.dwsm_fit`; both None otherwise).
       summary: the :class:`~jaxselect.ColumnSummary` of X under ``sample_weight`` when the caller
         has it (:func:`~jaxselect.as_data` computed it at the boundary); default: computed here.
 

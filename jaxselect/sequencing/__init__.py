@@ -1,11 +1,17 @@
-"""Greedy feature(-group) selection.
+"""Anytime linear prediction by feature-group sequencing (Hu, Grubb, Bagnell et al.).
 
-* :mod:`jaxselect.greedy.sequencing` — CS-G-OMP (and variants), CS-G-FR, Doubling (Hu et al.);
-* :mod:`jaxselect.greedy.glm` — GLM / multi-output cost-sensitive group OMP (Hu et al., Alg. 3);
-* :mod:`jaxselect.greedy.rls` — multi-target greedy RLS by leave-one-out error (Airola, Pahikkala et al.).
+* :mod:`~jaxselect.sequencing.prepare` — standardised, group-whitened :class:`Problem` from data;
+* :mod:`~jaxselect.sequencing.streaming` — the same problem from row batches;
+* :mod:`~jaxselect.sequencing.engine` — the shared engine that appends groups to a whitened fit;
+* :mod:`~jaxselect.sequencing.criteria`, :mod:`~jaxselect.sequencing.rules` — CS-G-OMP (and its
+  variants), CS-G-FR, Doubling;
+* :mod:`~jaxselect.sequencing.glm` — GLM / multi-output cost-sensitive group OMP (Alg. 3);
+* :mod:`~jaxselect.sequencing.group_lasso` — the cost-weighted group lasso baseline;
+* :mod:`~jaxselect.sequencing.anytime`, :mod:`~jaxselect.sequencing.glm_eval` — anytime
+  evaluation: predictions at a budget, objective-vs-cost curves, timeliness, the oracle curve.
 """
 
-from jaxselect.greedy.glm import (
+from jaxselect.sequencing.glm import (
     GLM_LOSSES,
     GLMConfig,
     GLMInfo,
@@ -18,21 +24,7 @@ from jaxselect.greedy.glm import (
     glm_omp_step,
     glm_problem,
 )
-from jaxselect.greedy.rls import (
-    RLSConfig,
-    RLSInfo,
-    RLSProblem,
-    RLSResult,
-    RLSState,
-    greedy_rls,
-    rls_init,
-    rls_problem,
-    rls_predict,
-    rls_predict_path,
-    rls_step,
-    rls_to_path,
-)
-from jaxselect.greedy.sequencing import (
+from jaxselect.sequencing.rules import (
     RuleParams,
     SequencingConfig,
     SequencingState,
@@ -79,16 +71,4 @@ __all__ = [
     "glm_omp_init",
     "glm_omp_step",
     "glm_omp_run",
-    "greedy_rls",
-    "RLSResult",
-    "rls_predict",
-    "rls_predict_path",
-    "rls_to_path",
-    "RLSState",
-    "RLSInfo",
-    "RLSProblem",
-    "RLSConfig",
-    "rls_problem",
-    "rls_init",
-    "rls_step",
 ]

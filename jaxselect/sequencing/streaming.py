@@ -18,8 +18,8 @@ import numpy as np
 
 from jaxselect._progress import check_progress, progress_bar
 from jaxselect._validation import check_int, float_dtype_for
-from jaxselect.moments import MomentAccumulator, chunk_rows
-from jaxselect.prepare import Problem, problem_from_moments
+from jaxselect.design.moments import MomentAccumulator, chunk_rows
+from jaxselect.sequencing.prepare import Problem, problem_from_moments
 
 __all__ = ["RowBatches", "prepare_from_batches", "row_batches"]
 

@@ -1,7 +1,7 @@
 """Anytime predictions and accuracy of GLM paths (:func:`~jaxselect.glm_omp`) through their inverse link.
 
-Evaluation layer: built on :mod:`jaxselect.anytime` (the budget rule of :func:`jaxselect.predict`
-and :func:`jaxselect.objective_curve`); the solver (:mod:`jaxselect.greedy.glm`) does not import it.
+Evaluation layer: built on :mod:`jaxselect.sequencing.anytime` (the budget rule of :func:`jaxselect.predict`
+and :func:`jaxselect.objective_curve`); the solver (:mod:`jaxselect.sequencing.glm`) does not import it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxselect import anytime
+from jaxselect.sequencing import anytime
 from jaxselect._validation import as_labels, host_array, host_value
 from jaxselect.path import LINKS, SelectionPath
 from jaxselect.sharding import any_mesh

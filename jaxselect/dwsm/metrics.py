@@ -161,7 +161,7 @@ def dwsm_evaluate(policy: DWSMPolicy, X, y) -> DWSMReport:
     """Run the policy on (X, y) and compute every evaluation measure.
 
     >>> import jax, numpy as np
-    >>> from jaxselect.sequential import dwsm_fit, dwsm_evaluate
+    >>> from jaxselect.dwsm import dwsm_fit, dwsm_evaluate
     >>> X = np.random.default_rng(0).normal(size=(40, 3)); y = (X[:, 0] > 0).astype(int)
     >>> rep = dwsm_evaluate(dwsm_fit(jax.random.key(0), X, y, lam=0.05, n_iter=3), X, y)
     >>> float(rep.accuracy) > 0.8

@@ -49,7 +49,7 @@ class DWSMPolicy(NamedTuple):
         The columns of constant features' values ``x⊙z_f`` are 0 (constant columns are inert).
       mean, scale: (d,) standardisation of the raw features (fitted on the training set; constant
         columns get scale 1).
-      spec: the :class:`~jaxselect.sequential.mdp.DWSMSpec` (rewards, budget, units and their
+      spec: the :class:`~jaxselect.dwsm.mdp.DWSMSpec` (rewards, budget, units and their
         costs, relation; ``spec.live`` marks the units that have a non-constant feature).
       thetas: (n_iter+1, A, p) the policy iterates θ_0 (classify at once as the cheapest class),
         θ_1, …, θ_T (after an early stop the remaining slots repeat the last iterate).
@@ -308,7 +308,7 @@ def dwsm_predict(policy: DWSMPolicy, X) -> tuple[jax.Array, jax.Array]:
     incrementally as units are acquired (§5.1). The hard budget is enforced by the action set.
 
     Args:
-      policy: a :class:`DWSMPolicy` from :func:`~jaxselect.sequential.dwsm_fit`.
+      policy: a :class:`DWSMPolicy` from :func:`~jaxselect.dwsm.dwsm_fit`.
       X: (n, d) raw features (standardised inside with the training statistics).
 
     Returns:
@@ -319,7 +319,7 @@ def dwsm_predict(policy: DWSMPolicy, X) -> tuple[jax.Array, jax.Array]:
       ValueError: X with the wrong number of columns or NaN/Inf.
 
     >>> import jax, numpy as np
-    >>> from jaxselect.sequential import dwsm_fit, dwsm_predict
+    >>> from jaxselect.dwsm import dwsm_fit, dwsm_predict
     >>> X = np.random.default_rng(0).normal(size=(40, 3)); y = (X[:, 0] > 0).astype(int)
     >>> pol = dwsm_fit(jax.random.key(0), X, y, lam=0.05, n_iter=3)
     >>> labels, acquired = dwsm_predict(pol, X)

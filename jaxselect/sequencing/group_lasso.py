@@ -44,10 +44,10 @@ import numpy as np
 
 from jaxselect._repr import short_repr
 from jaxselect._validation import check_float, check_int, host_value, is_traced
-from jaxselect.fixed_order import c_matvec, c_rows, fixed_order
+from jaxselect.sequencing.engine import c_matvec, c_rows, fixed_order
 from jaxselect.linalg import gather_groups
 from jaxselect.path import SelectionPath
-from jaxselect.prepare import Problem, check_problem, to_raw_coef
+from jaxselect.sequencing.prepare import Problem, check_problem, to_raw_coef
 from jaxselect.status import NONFINITE, NOT_CONVERGED
 from jaxselect.sharding import any_mesh
 

@@ -38,7 +38,7 @@ from jaxselect.design.sparse import is_sparse
 from jaxselect.design.operators import DenseDesign
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
-from jaxselect.moments import Moments, check_scales, host_kernel_applies, scale_vectors, xla_moments
+from jaxselect.design.moments import Moments, check_scales, host_kernel_applies, scale_vectors, xla_moments
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, OK
 
@@ -89,8 +89,8 @@ class Problem(NamedTuple):
         :class:`~jaxselect.design.DesignOperator` (a :class:`~jaxselect.design.DenseDesign` for
         dense X) of the *standardised* features ``X̃`` (n, D); the problem coordinates are
         ``X̃ B`` with ``B`` the block-diagonal whitening basis (``transform.basis``). Solvers touch
-        it only through the operator (:func:`~jaxselect.fixed_order.c_rows`,
-        :func:`~jaxselect.fixed_order.c_matvec`): X itself is kept, never centred, scaled or copied
+        it only through the operator (:func:`~jaxselect.sequencing.engine.c_rows`,
+        :func:`~jaxselect.sequencing.engine.c_matvec`): X itself is kept, never centred, scaled or copied
         (except a centred copy when column offsets are large against their spread, mean² > 100 ×
         variance, where implicit centring would lose precision).
       b0: (D, T) cross moments ``XᵀY/n`` in problem coordinates.
@@ -177,7 +177,7 @@ def prepare(
 ) -> Problem:
     """Standardise (and group-whiten) X, standardise Y and form the moments C and b0.
 
-    The moments come from :mod:`jaxselect.moments`: for a numpy X on a CPU backend, host BLAS
+    The moments come from :mod:`jaxselect.design.moments`: for a numpy X on a CPU backend, host BLAS
     (``syrk``) over row chunks of X with no device copy of X; for a ``jax.Array`` (row-sharded or
     not), on an accelerator or inside a user's ``jit``, XLA. Both give the same result to rounding.
 
@@ -313,14 +313,14 @@ def problem_from_moments(
     constant_columns: str = "inert",
     rank_tol: float | None = None,
 ) -> Problem:
-    """The :class:`Problem` of data given only by its :class:`~jaxselect.moments.Moments` (with the Gram).
+    """The :class:`Problem` of data given only by its :class:`~jaxselect.design.moments.Moments` (with the Gram).
 
     :func:`prepare` and :func:`prepare_from_batches` end here: the constant-column rule and the
     scale checks run on the moments, then standardising and whitening happen in D×D space.
 
     Args:
       moments: a :class:`~jaxselect.Moments` with its Gram (e.g. from
-        ``jaxselect.moments.MomentAccumulator``).
+        ``jaxselect.design.moments.MomentAccumulator``).
       groups, l2, whiten, constant_columns, rank_tol: as in :func:`prepare`.
 
     Returns:
@@ -332,7 +332,7 @@ def problem_from_moments(
 
     >>> import numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
-    >>> from jaxselect.moments import MomentAccumulator
+    >>> from jaxselect.design.moments import MomentAccumulator
     >>> acc = MomentAccumulator(np.float32)
     >>> acc.add(X[:50], y[:50, None]); acc.add(X[50:], y[50:, None])   # two row chunks
     >>> js.cs_fr(js.problem_from_moments(acc.finish())).order.tolist()

@@ -23,8 +23,8 @@ The solver protocol (shared by every family of the library):
 
 :func:`fixed_order_path` is this engine with :func:`fixed_order_rule`: ridge refits on every prefix
 of a given order (group-lasso entry order, a user's sequence). The greedy rules (CS-G-OMP, CS-G-FR,
-Doubling) live in :mod:`jaxselect.greedy.sequencing`, above this module; the evaluation layer
-(:mod:`jaxselect.anytime`) and the baselines (:mod:`jaxselect.baselines`) build on it too.
+Doubling) live in :mod:`jaxselect.sequencing.rules`, above this module; the evaluation layer
+(:mod:`jaxselect.sequencing.anytime`) and the baselines (:mod:`jaxselect.sequencing.group_lasso`) build on it too.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from jaxselect._repr import short_repr
 from jaxselect._validation import check_int, is_traced
 from jaxselect.linalg import apply_block_diag, floored_cholesky, gather_groups, pivot_rtol
 from jaxselect.path import SelectionPath, link_code
-from jaxselect.prepare import Problem, check_problem, design_columns, to_raw_coef
+from jaxselect.sequencing.prepare import Problem, check_problem, design_columns, to_raw_coef
 from jaxselect.sharding import any_mesh
 from jaxselect.status import DEGENERATE, ILL_CONDITIONED, NONFINITE
 
@@ -177,8 +177,8 @@ class StepInfo(NamedTuple):
 
 def default_params(problem: Problem, *, criterion: int = 0, cost_sensitive: bool = True, c_min=None, order=None):
     """:class:`RuleParams` from already-validated values (``criterion`` an index into
-    :data:`jaxselect.greedy.criteria.OMP_CRITERIA`; defaults: whitened, cost-sensitive, c_min =
-    the cheapest cost). :func:`jaxselect.greedy.rule_params` is the validated front door."""
+    :data:`jaxselect.sequencing.criteria.OMP_CRITERIA`; defaults: whitened, cost-sensitive, c_min =
+    the cheapest cost). :func:`jaxselect.sequencing.rule_params` is the validated front door."""
     dtype = problem.b0.dtype
     c_min = jnp.min(problem.groups.costs).astype(dtype) if c_min is None else jnp.asarray(c_min, dtype)
     order = jnp.zeros((1,), jnp.int32) if order is None else jnp.asarray(order, jnp.int32)
@@ -533,7 +533,7 @@ def _raw_slot_coef(problem: Problem, order, slot_feature, ws, raw_capacity: int)
     ``ws`` (m, P, T) are the models over the solver's slots (``slot_feature`` (P,), fixed once
     filled). Raw slots hold the features of the selected groups in selection order, each group a
     contiguous block; a group's raw coefficients are ``basis_g @ w_g · y_scale / x_scale`` as in
-    :func:`~jaxselect.prepare.to_raw_coef`. Returns ``(coef (m, R, T), intercept (m, T), features (R,))``.
+    :func:`~jaxselect.sequencing.prepare.to_raw_coef`. Returns ``(coef (m, R, T), intercept (m, T), features (R,))``.
     """
     tr = problem.transform
     d = problem.n_features
@@ -568,7 +568,7 @@ def _raw_slot_coef(problem: Problem, order, slot_feature, ws, raw_capacity: int)
 
 
 def _steps(problem: Problem, k) -> int:
-    """Steps of a path: ``k`` capped at J; by default J, or :func:`~jaxselect.greedy.criteria.lean_steps`
+    """Steps of a path: ``k`` capped at J; by default J, or :func:`~jaxselect.sequencing.criteria.lean_steps`
     (the most steps whose slots fit in min(n, D)) on a ``gram=False`` problem."""
     J = problem.n_groups
     if k is None:
@@ -601,7 +601,7 @@ def sequencing_run(
     compiled program.
 
     >>> import numpy as np, jaxselect as js
-    >>> from jaxselect.greedy import sequencing_run, omp_rule, rule_params
+    >>> from jaxselect.sequencing import sequencing_run, omp_rule, rule_params
     >>> X = np.random.default_rng(0).normal(size=(100, 4)); y = X @ np.array([1.0, 0.0, 2.0, 0.0])
     >>> problem = js.prepare(X, y)
     >>> sequencing_run(problem, omp_rule, rule_params(problem), k=2).order.tolist()

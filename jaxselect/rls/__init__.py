@@ -1,0 +1,32 @@
+"""Multi-target greedy RLS: forward selection by leave-one-out error in linear time (Pahikkala,
+Airola et al.; Naula et al.). :mod:`~jaxselect.rls.selection` holds the solver."""
+
+from jaxselect.rls.selection import (
+    RLSConfig,
+    RLSInfo,
+    RLSProblem,
+    RLSResult,
+    RLSState,
+    greedy_rls,
+    rls_init,
+    rls_predict,
+    rls_predict_path,
+    rls_problem,
+    rls_step,
+    rls_to_path,
+)
+
+__all__ = [
+    "greedy_rls",
+    "RLSResult",
+    "rls_predict",
+    "rls_predict_path",
+    "rls_to_path",
+    "RLSState",
+    "RLSInfo",
+    "RLSProblem",
+    "RLSConfig",
+    "rls_problem",
+    "rls_init",
+    "rls_step",
+]
