@@ -62,6 +62,7 @@ from jaxselect.dwsm import (
     dwsm_trace,
 )
 from jaxselect.sharding import data_mesh, row_sharding, shard_rows
+from jaxselect.solver import Solver, SolverTraits
 from jaxselect.status import (
     DEGENERATE,
     ILL_CONDITIONED,
@@ -98,7 +99,9 @@ __all__ = [
     "Problem",
     "RLSResult",
     "SelectionPath",
+    "Solver",
     "SolverError",
+    "SolverTraits",
     "Transform",
     "alpha_stopping_cost",
     "annealing_schedule",
