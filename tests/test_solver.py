@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from jaxselect.solver import Solver, SolverTraits, iterate, run
-from tests.compile_count import count_compiles
+from compile_count import count_compiles
 
 
 class GDState(NamedTuple):
