@@ -62,6 +62,7 @@ from jaxselect.dwsm import (
     dwsm_trace,
 )
 from jaxselect.sharding import data_mesh, row_sharding, shard_rows
+from jaxselect.programs import clear_compiled, enable_persistent_cache, max_programs, set_max_programs
 from jaxselect.solver import Solver, SolverTraits
 from jaxselect.status import (
     DEGENERATE,
@@ -107,6 +108,7 @@ __all__ = [
     "annealing_schedule",
     "as_data",
     "as_path",
+    "clear_compiled",
     "cross_validate_fsa",
     "cross_validate_path",
     "cs_fr",
@@ -115,6 +117,7 @@ __all__ = [
     "datasets",
     "design",
     "doubling",
+    "enable_persistent_cache",
     "dwsm_evaluate",
     "dwsm_fit",
     "dwsm_predict",
@@ -132,6 +135,7 @@ __all__ = [
     "group_lasso_lambda_max",
     "group_lasso_path",
     "losses",
+    "max_programs",
     "objective_curve",
     "oracle_curve",
     "plateau_alpha",
@@ -147,6 +151,7 @@ __all__ = [
     "rls_to_path",
     "row_batches",
     "row_sharding",
+    "set_max_programs",
     "shard_rows",
     "status_message",
     "timeliness",

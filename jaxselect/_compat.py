@@ -29,7 +29,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-__all__ = ["Tracer", "is_tracer", "no_mesh", "MESH_CONTEXT_PATH"]
+__all__ = ["Tracer", "is_tracer", "jit_cache_size", "no_mesh", "MESH_CONTEXT_PATH"]
 
 Tracer = jax.core.Tracer
 
@@ -86,3 +86,10 @@ def _public_no_mesh():
         lifted = contextlib.nullcontext()
     with lifted:
         yield
+
+
+def jit_cache_size(jitted) -> int:
+    """The number of compiled signatures a ``jax.jit`` function holds (JAX's private
+    ``_cache_size``; 0 where this JAX has none)."""
+    size = getattr(jitted, "_cache_size", None)
+    return int(size()) if callable(size) else 0

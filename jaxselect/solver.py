@@ -28,6 +28,7 @@ import jax.numpy as jnp
 
 from jaxselect._progress import check_progress, progress_bar, run_in_chunks
 from jaxselect._static import canonical
+from jaxselect.programs import jit
 
 __all__ = ["Solver", "SolverTraits", "iterate", "run"]
 
@@ -107,24 +108,24 @@ def iterate(solver: Solver, problem, state, n_steps: int):
     return state, infos
 
 
-@partial(jax.jit, static_argnames=("solver", "n_steps"))
+@partial(jit, static_argnames=("solver", "n_steps"))
 def _program(solver: Solver, problem, args, *, n_steps: int):
     state = solver.init(problem, *args)
     state, infos = iterate(solver, problem, state, n_steps)
     return solver.finish(problem, state, infos)
 
 
-@partial(jax.jit, static_argnames=("solver",))
+@partial(jit, static_argnames=("solver",))
 def _start(solver: Solver, problem, args):
     return solver.init(problem, *args)
 
 
-@partial(jax.jit, static_argnames=("solver", "n_steps"))
+@partial(jit, static_argnames=("solver", "n_steps"))
 def _advance(solver: Solver, problem, state, *, n_steps: int):
     return iterate(solver, problem, state, n_steps)
 
 
-@partial(jax.jit, static_argnames=("solver",))
+@partial(jit, static_argnames=("solver",))
 def _finish(solver: Solver, problem, state, infos):
     return solver.finish(problem, state, infos)
 

@@ -1,0 +1,191 @@
+"""The library's compiled programs: a bounded cache, a way to clear it, and JAX's persistent cache.
+
+Every XLA:CPU executable keeps hundreds of memory mappings and some resident memory for as long
+as it is cached, and ``jax.jit`` keeps one executable per input shape for the life of the process.
+A long-lived process that fits many data shapes (a notebook, a service, ``GridSearchCV``) would
+grow without bound and, past the kernel's ``vm.max_map_count``, crash inside LLVM. So the library
+compiles through :func:`jit`, a drop-in for ``jax.jit`` whose programs live in one process-wide
+least-recently-used cache of at most :func:`max_programs` entries: each entry is its own
+``jax.jit`` instance for one input signature (the tree structure, shapes, dtypes, shardings and
+static arguments), and evicting it clears that instance, which frees its executable.
+
+* :func:`clear_compiled` drops every compiled program of the library now;
+* :func:`set_max_programs` bounds the cache (default 32, or ``JAXSELECT_MAX_PROGRAMS``);
+* :func:`enable_persistent_cache` turns on JAX's persistent compilation cache, so a new process
+  loads the library's programs from disk instead of compiling them.
+
+Inside a traced program (a user's ``jax.jit``, ``vmap`` or ``grad``) the wrapped function traces
+into the caller's program and nothing is cached here.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import os
+import threading
+
+import jax
+import numpy as np
+
+from jaxselect._compat import is_tracer, jit_cache_size
+
+__all__ = ["clear_compiled", "enable_persistent_cache", "jit", "max_programs", "set_max_programs"]
+
+_DEFAULT_MAX = 32
+_LOCK = threading.RLock()
+_CACHE: collections.OrderedDict = collections.OrderedDict()  # (owner, signature) -> jax.jit instance
+_MAX = [int(os.environ.get("JAXSELECT_MAX_PROGRAMS", _DEFAULT_MAX))]
+
+
+def max_programs() -> int:
+    """The bound of the library's program cache (entries, one compiled signature each)."""
+    return _MAX[0]
+
+
+def set_max_programs(n: int) -> int:
+    """Bound the library's program cache to ``n`` ≥ 1 entries (least recently used dropped first);
+    returns the previous bound. Each XLA:CPU program keeps about 550 memory mappings: the default
+    32 stays far below Linux's 65 530 per process."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"max programs must be an integer >= 1; got {n!r}")
+    with _LOCK:
+        previous, _MAX[0] = _MAX[0], int(n)
+        _evict()
+    return previous
+
+
+def clear_compiled() -> int:
+    """Drop every compiled program of the library (their executables are freed); returns how many
+    cache entries were dropped. The next call of each function compiles again (or loads from the
+    persistent cache, :func:`enable_persistent_cache`)."""
+    with _LOCK:
+        n = len(_CACHE)
+        while _CACHE:
+            _, fn = _CACHE.popitem(last=False)
+            fn.clear_cache()
+    return n
+
+
+def _evict():
+    while len(_CACHE) > _MAX[0]:
+        _, fn = _CACHE.popitem(last=False)
+        fn.clear_cache()
+
+
+def enable_persistent_cache(directory: str | os.PathLike | None = None) -> str:
+    """Turn on JAX's persistent compilation cache for every program (the library's and the
+    caller's), stored in ``directory`` (default ``$JAXSELECT_CACHE_DIR`` or
+    ``~/.cache/jaxselect/xla``); returns the directory.
+
+    A new process then loads compiled programs from disk instead of compiling them: what is left of
+    a first call is tracing. Every program is cached, however quick its compile (JAX's defaults
+    cache only programs that took over a second). Call it once, before the first fit. The cache
+    directory holds executable code that JAX loads and runs without checking it: use a directory
+    only you can write to, as JAX's documentation warns.
+    """
+    if directory is None:
+        directory = os.environ.get("JAXSELECT_CACHE_DIR") or os.path.join("~", ".cache", "jaxselect", "xla")
+    directory = os.path.abspath(os.path.expanduser(os.fspath(directory)))
+    os.makedirs(directory, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return directory
+
+
+def _leaf_key(x):
+    if isinstance(x, jax.Array):
+        sharding = x.sharding if len(x.sharding.device_set) > 1 else None
+        return (x.shape, x.dtype, x.weak_type, sharding)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return (x.shape, x.dtype)
+    if isinstance(x, (bool, int, float, complex)):
+        return type(x)
+    if x is None:
+        return None
+    return (type(x), getattr(x, "shape", None), getattr(x, "dtype", None))
+
+
+class BoundedJit:
+    """``jax.jit(fun, **options)`` whose compiled signatures live in the library's bounded cache."""
+
+    def __init__(self, fun, **options):
+        functools.update_wrapper(self, fun)
+        self._fun = fun
+        self._options = options
+        static = options.get("static_argnames", ()) or ()
+        self._static = (static,) if isinstance(static, str) else tuple(static)
+        self._traced = jax.jit(fun, **options)  # for calls inside a traced program: nothing compiled
+        self._keys: set = set()
+
+    def _signature(self, args, kwargs):
+        dynamic = {k: v for k, v in kwargs.items() if k not in self._static}
+        static = tuple(sorted((k, v) for k, v in kwargs.items() if k in self._static))
+        leaves, tree = jax.tree.flatten((args, dynamic))
+        if any(is_tracer(leaf) for leaf in leaves):
+            return None
+        return (tree, tuple(_leaf_key(leaf) for leaf in leaves), static)
+
+    def _instance(self, args, kwargs):
+        signature = self._signature(args, kwargs)
+        if signature is None:
+            return self._traced
+        key = (self, signature)  # the owner itself: an id could be reused after it is freed
+        with _LOCK:
+            fn = _CACHE.get(key)
+            if fn is not None:
+                _CACHE.move_to_end(key)
+                return fn
+            fun = self._fun
+
+            def program(*a, **k):  # a new function object: its own jit caches, freed on eviction
+                return fun(*a, **k)
+
+            functools.update_wrapper(program, fun)
+            fn = _CACHE[key] = jax.jit(program, **self._options)
+            self._keys.add(key)
+            _evict()
+            return fn
+
+    def __call__(self, *args, **kwargs):
+        return self._instance(args, kwargs)(*args, **kwargs)
+
+    def lower(self, *args, **kwargs):
+        return self._instance(args, kwargs).lower(*args, **kwargs)
+
+    def trace(self, *args, **kwargs):
+        return self._instance(args, kwargs).trace(*args, **kwargs)
+
+    def eval_shape(self, *args, **kwargs):
+        return self._traced.eval_shape(*args, **kwargs)
+
+    def clear_cache(self):
+        """Drop this function's compiled programs."""
+        with _LOCK:
+            for key in list(self._keys):
+                fn = _CACHE.pop(key, None)
+                if fn is not None:
+                    fn.clear_cache()
+            self._keys.clear()
+        self._traced.clear_cache()
+
+    def _cache_size(self) -> int:
+        """The number of compiled signatures of this function now cached."""
+        with _LOCK:
+            self._keys &= set(_CACHE)
+            return sum(jit_cache_size(_CACHE[key]) for key in self._keys)
+
+    def __get__(self, obj, objtype=None):  # used as a method: bind like a function
+        return self if obj is None else functools.partial(self, obj)
+
+    def __repr__(self):
+        return f"<jaxselect.programs.jit of {getattr(self._fun, '__qualname__', self._fun)!r}>"
+
+
+def jit(fun=None, **options):
+    """``jax.jit`` with the library's bounded program cache; as a decorator with or without options
+    (``@jit``, ``@functools.partial(jit, static_argnames=...)``)."""
+    if fun is None:
+        return functools.partial(jit, **options)
+    return BoundedJit(fun, **options)

@@ -1,0 +1,114 @@
+"""The library's bounded program cache (jaxselect.programs): results equal jax.jit's, one entry per
+input signature, least recently used dropped and freed, memory mappings bounded over many shapes,
+the persistent-cache switch."""
+
+import gc
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxselect as js
+from jaxselect import programs
+from jaxselect.solver import run
+from compile_count import count_compiles
+from test_solver import gradient_descent
+
+
+def _maps() -> int:
+    with open("/proc/self/maps") as f:
+        return sum(1 for _ in f)
+
+
+@pytest.fixture
+def small_cache():
+    js.clear_compiled()
+    previous = js.set_max_programs(4)
+    yield
+    js.set_max_programs(previous)
+    js.clear_compiled()
+
+
+@programs.jit
+def _toy(x, y):
+    return jnp.tanh(x @ x.T).sum() + y
+
+
+def test_results_equal_jax_jit_and_a_signature_compiles_once(small_cache):
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
+    np.testing.assert_allclose(_toy(x, 1.0), jax.jit(_toy._fun)(x, 1.0), rtol=1e-6)
+    with count_compiles() as again:
+        _toy(x + 1, 2.0)  # same signature: no compile
+    assert again[0] == 0 and _toy._cache_size() == 1
+
+
+def test_static_arguments_are_part_of_the_signature(small_cache):
+    from functools import partial
+
+    @partial(programs.jit, static_argnames=("n",))
+    def powers(x, *, n):
+        return sum(x**i for i in range(n))
+
+    x = np.ones(3, np.float32)
+    assert float(powers(x, n=2)[0]) == 2.0 and float(powers(x, n=3)[0]) == 3.0
+    assert powers._cache_size() == 2
+
+
+def test_least_recently_used_is_dropped(small_cache):
+    xs = [np.ones((5 + i, 3), np.float32) for i in range(6)]
+    for x in xs[:4]:
+        _toy(x, 0.0)
+    _toy(xs[0], 0.0)  # refreshed: now the most recent
+    _toy(xs[4], 0.0)  # evicts xs[1]'s program
+    assert len(programs._CACHE) == 4
+    with count_compiles() as hit:
+        _toy(xs[0], 0.0)
+    assert hit[0] == 0
+    with count_compiles() as miss:
+        _toy(xs[1], 0.0)
+    assert miss[0] == 1
+
+
+def test_inside_a_traced_program_nothing_is_cached(small_cache):
+    out = jax.jit(lambda x: _toy(x, 1.0) * 2)(np.ones((3, 2), np.float32))
+    assert np.isfinite(out) and len(programs._CACHE) == 0
+    g = jax.grad(lambda x: _toy(x, 0.0))(np.ones((3, 2), np.float32))
+    assert g.shape == (3, 2)
+
+
+def test_many_shapes_keep_memory_mappings_bounded(small_cache):
+    """60 solves on new shapes through the driver: the mappings stop growing once the cache is full."""
+    rng = np.random.default_rng(0)
+    counts = []
+    for i in range(60):
+        n = 20 + i
+        problem = (rng.normal(size=(n, 5)).astype(np.float32), np.ones(n, np.float32))
+        run(gradient_descent(0.01), problem, jnp.zeros(5), n_steps=3)
+        if i in (15, 59):
+            gc.collect()
+            counts.append(_maps())
+    assert len(programs._CACHE) <= 4
+    assert counts[1] <= counts[0] + 150, counts
+
+
+def test_clear_compiled_and_bounds_are_validated(small_cache):
+    _toy(np.ones((2, 2), np.float32), 0.0)
+    assert js.clear_compiled() >= 1 and len(programs._CACHE) == 0
+    with pytest.raises(ValueError, match="integer >= 1"):
+        js.set_max_programs(0)
+
+
+def test_enable_persistent_cache_sets_the_directory(tmp_path):
+    saved = {k: jax.config.values[k] for k in (
+        "jax_compilation_cache_dir",
+        "jax_persistent_cache_min_compile_time_secs",
+        "jax_persistent_cache_min_entry_size_bytes",
+    )}
+    try:
+        where = js.enable_persistent_cache(tmp_path / "xla")
+        assert where == str(tmp_path / "xla") and jax.config.values["jax_compilation_cache_dir"] == where
+        assert jax.config.values["jax_persistent_cache_min_compile_time_secs"] == 0.0
+    finally:
+        for k, v in saved.items():
+            jax.config.update(k, v)
