@@ -20,7 +20,7 @@ from compile_count import count_compiles
 from jaxselect.rls import RLSInfo, RLSState, rls_init, rls_problem, rls_step
 from jaxselect.rls.selection import (
     RLSResult,
-    _greedy_rls_run,
+    _solve,
     greedy_rls,
     rls_predict,
     rls_predict_path,
@@ -530,7 +530,7 @@ def test_eval_shape_and_jax_array_input():
     assert shapes.coef_path.shape == (6, 6, 3) and shapes.selected.shape == (6,)
     one = jnp.ones((), Xj.dtype)
     core = jax.eval_shape(
-        lambda x, y: _greedy_rls_run(x, y, jnp.ones(15, bool), one, one, k=6, chunk=15, n_recheck=8), Xj, Yj
+        lambda x, y: _solve(x, y, jnp.ones(15, bool), one, one, k=6, chunk=15, n_recheck=8), Xj, Yj
     )
     assert core.null_intercept.shape == (3,) and core.status.dtype == jnp.int32
 
@@ -593,13 +593,12 @@ def test_property_greedy_and_loo_nonnegative(seed, T, regparam, bias):
 def test_progress_bar_gives_the_same_result(monkeypatch):
     pytest.importorskip("tqdm")
     from jaxselect import _progress
-    from jaxselect.rls import selection as rls
 
     monkeypatch.setattr(_progress, "N_UPDATES", 2)
     X, Y = _problem(T=2, seed=23, dtype=np.float32)
     res = greedy_rls(X, Y, 5, l2=0.02)
     updates = []
-    monkeypatch.setattr(rls, "progress_bar", lambda total, desc: _Bar(updates))
+    monkeypatch.setattr(_progress, "progress_bar", lambda total, desc: _Bar(updates))  # the driver's bar
     chunked = greedy_rls(X, Y, 5, l2=0.02, progress=True)
     assert updates == [3, 2]
     np.testing.assert_array_equal(chunked.selected, res.selected)

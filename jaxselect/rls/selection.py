@@ -41,9 +41,11 @@ traced data (inside a user's ``jit``) the steps past the last selectable column 
 Advanced API (the library's solver protocol): :func:`rls_problem` gives the :class:`RLSProblem`
 (the design, targets, penalties and the static :class:`RLSConfig` — chunk size, re-check count);
 ``state = rls_init(problem, k)`` the :class:`RLSState` at S = ∅; ``state = rls_step(problem,
-state)`` makes one greedy addition (``state.info``: its :class:`RLSInfo`); :func:`greedy_rls` is the
-validated driver (a fixed-length ``lax.scan`` of ``rls_step`` inside one ``jit``, emitting
-``state.info`` per step).
+state)`` makes one greedy addition (``state.info``: its :class:`RLSInfo`). :func:`rls_solver` is the
+same method as a :class:`~jaxselect.solver.Solver` (init, step, finish closing over ``k``, the chunk
+and the re-check count), run by the library's one driver (:func:`jaxselect.solver.run`: a
+fixed-length ``lax.scan`` of the step inside one ``jit``, stacking ``state.info`` per step; with
+``progress=True`` a few compiled chunks); :func:`greedy_rls` validates the data and runs it.
 
 Implementation (performance design):
 
@@ -59,7 +61,8 @@ Implementation (performance design):
   expansion ``Σ_h Ã_jh² = ‖A_j‖² − 2 C_ji z_i·A_j + C_ji² ‖z_i‖²`` (one small matrix product per
   block, no (n, d, T) temporaries), then the ``n_recheck`` best are re-scored term by term, so
   float32 cancellation in the expansion cannot decide the pick or the reported LOO error.
-* A fixed-length ``lax.scan`` runs the ``k`` steps inside one ``jit``; the per-step outputs give
+* The driver's fixed-length ``lax.scan`` runs the ``k`` steps inside one ``jit`` (the problem's
+  weighting, the steps and the finish are one compiled program); the per-step outputs give
   the model after every prefix (anytime use) without re-running. Reductions over samples are sums
   and matrix-vector products, so a row-sharded ``X`` works unchanged.
 * Numerical safety: ``g̃ > 0`` in exact arithmetic; a candidate with ``g̃ ≤ 0`` or a non-finite
@@ -79,19 +82,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxselect._progress import check_progress, progress_bar, run_in_chunks
+from jaxselect._progress import check_progress
 from jaxselect._repr import short_repr
 from jaxselect._validation import (
     as_float_matrix,
     as_hyper,
     check_finite_output,
     check_int,
-    check_scale,
     host_value,
+    scale_error,
 )
 from jaxselect.path import RLSResult, check_rls_result, safe_index, rls_to_path
-from jaxselect.design import as_data, as_sample_weight, as_sparse_csr, column_summary, densify_sparse, is_sparse
+from jaxselect.design import as_data, as_sample_weight, column_summary, densify_sparse
+from jaxselect.programs import jit
 from jaxselect.sharding import any_mesh
+from jaxselect.solver import Solver, SolverTraits, run
 from jaxselect.status import ILL_CONDITIONED, NONFINITE
 
 __all__ = [
@@ -101,6 +106,7 @@ __all__ = [
     "RLSProblem",
     "RLSConfig",
     "greedy_rls",
+    "rls_solver",
     "rls_problem",
     "rls_init",
     "rls_step",
@@ -252,11 +258,11 @@ def _make_problem(X, Y, live, l2, bias, w, chunk: int, n_recheck: int) -> RLSPro
     return RLSProblem(X, Y, live, l2, bias, root_w, n_eff, RLSConfig(int(chunk), int(n_recheck)))
 
 
-def _init(problem: RLSProblem, k: int) -> RLSState:
-    """The state at S = ∅ (``problem.X`` and ``Y`` already scaled by √w)."""
+def _init(problem: RLSProblem, k: int, chunk: int) -> RLSState:
+    """The state at S = ∅ (``problem.X`` and ``Y`` already scaled by √w), its width padded to a
+    multiple of ``chunk``."""
     X, Y, live, l2, bias = problem.X, problem.Y, problem.live, problem.l2, problem.bias
     root_w, n_eff = problem.root_w, problem.n_eff
-    chunk = problem.config.chunk
     n, d = X.shape
     d_pad = -(-d // chunk) * chunk
     dt = X.dtype
@@ -379,7 +385,7 @@ def _argmin_lowest(values, index):
     return jnp.argmin(jnp.where(values == best, index, big))
 
 
-def _rls_step(problem: RLSProblem, state: RLSState) -> RLSState:
+def _rls_step(problem: RLSProblem, state: RLSState, config: RLSConfig) -> RLSState:
     """One greedy addition: score all candidates, add the best; the new state's ``info`` is its
     :class:`RLSInfo`.
 
@@ -389,7 +395,7 @@ def _rls_step(problem: RLSProblem, state: RLSState) -> RLSState:
     (selected or constant) the step adds nothing: ``selected = −1`` and the model is unchanged.
     """
     X = problem.X
-    chunk, n_recheck = problem.config.chunk, problem.config.n_recheck
+    chunk, n_recheck = config.chunk, config.n_recheck
     n = state.n_eff
     d_pad = state.CT.shape[0]
     T = state.A.shape[1]
@@ -443,61 +449,82 @@ def _null_model(state: RLSState):
     return state.bias * jnp.sum(state.root_w[:, None] * state.A, axis=0), _current_loo(state)
 
 
-@partial(jax.jit, static_argnames=("k",))
-def _rls_start(problem: RLSProblem, *, k: int):
-    """``(state, null intercept, null LOO error)``: the state at S = ∅ and its null model."""
-    state = _init(problem, k)
-    return state, state.info.intercept, state.info.loo_error
+def rls_solver(k: int, *, chunk: int, n_recheck: int = 8) -> Solver:
+    """Greedy RLS as a :class:`~jaxselect.solver.Solver` of ``k`` additions (advanced API).
+
+    A factory closing over the static options: ``k`` (the room of the state: the model's slots),
+    ``chunk`` (candidates per block of ``C``; the state's width is padded to a multiple of it) and
+    ``n_recheck`` (T > 1: screened candidates re-scored term by term). ``init(problem)`` is the state
+    at S = ∅ (:func:`rls_init`), ``step`` one greedy addition (:func:`rls_step`, its
+    :class:`RLSInfo` in ``state.info``, stacked by the driver), ``finish`` the :class:`RLSResult`
+    with a 2-D target axis. Run it with :func:`jaxselect.solver.run` on an :class:`RLSProblem` for
+    ``n_steps=k`` steps (:func:`greedy_rls` does, after validating the data)::
+
+        problem = rls_problem(X, Y, l2=0.01)
+        res = run(rls_solver(k, chunk=problem.config.chunk), problem, n_steps=k)
+    """
+    # plain ints in the closures: a factory called twice with equal options gives equal solvers
+    # (jaxselect._static.canonical compares closures by value), so the driver compiles once
+    k = check_int(k, "k", low=1)
+    chunk = check_int(chunk, "chunk", low=1)
+    n_recheck = check_int(n_recheck, "n_recheck", low=0)
+
+    def init(problem: RLSProblem) -> RLSState:
+        return _init(problem, k, chunk)
+
+    def step(problem: RLSProblem, state: RLSState) -> RLSState:
+        return _rls_step(problem, state, RLSConfig(chunk, n_recheck))
+
+    def finish(problem: RLSProblem, state: RLSState, info: RLSInfo) -> RLSResult:
+        null = _init(problem, k, chunk).info  # the feature-less model (only A and g are kept)
+        X, Y = problem.X, problem.Y
+        d = X.shape[1]
+        coef = jnp.zeros((d, Y.shape[1]), dtype=X.dtype)
+        coef = coef.at[safe_index(info.selected, d)].set(info.coef[-1], mode="drop")
+        return RLSResult(
+            selected=info.selected,
+            loo_error=info.loo_error,
+            coef=coef,
+            intercept=info.intercept[-1],
+            coef_path=info.coef,
+            intercept_path=info.intercept,
+            null_intercept=null.intercept,
+            null_loo_error=null.loo_error,
+            status=state.status,
+        )
+
+    return Solver(init, step, finish, SolverTraits("greedy_rls", stacks_info=True))
 
 
-@partial(jax.jit, static_argnames=("length",))
-def _rls_advance(problem: RLSProblem, state: RLSState, *, length: int):
-    """``length`` steps in one ``lax.scan``: ``(state, stacked RLSInfo)`` (``state.info`` per step)."""
-
-    def body(st, _):
-        st = _rls_step(problem, st)
-        return st, st.info
-
-    return jax.lax.scan(body, state, length=length)
-
-
-@jax.jit
-def _rls_finish(problem: RLSProblem, state: RLSState, info: RLSInfo, null_intercept, null_loo) -> RLSResult:
-    X, Y = problem.X, problem.Y
-    d = X.shape[1]
-    coef = jnp.zeros((d, Y.shape[1]), dtype=X.dtype)
-    coef = coef.at[safe_index(info.selected, d)].set(info.coef[-1], mode="drop")
-    return RLSResult(
-        selected=info.selected,
-        loo_error=info.loo_error,
-        coef=coef,
-        intercept=info.intercept[-1],
-        coef_path=info.coef,
-        intercept_path=info.intercept,
-        null_intercept=null_intercept,
-        null_loo_error=null_loo,
-        status=state.status,
+def _drop_target_axis(res: RLSResult) -> RLSResult:
+    """The result of a 1-D ``y``: the trailing target axis (T = 1) dropped."""
+    return res._replace(
+        coef=res.coef[:, 0],
+        intercept=res.intercept[0],
+        coef_path=res.coef_path[..., 0],
+        intercept_path=res.intercept_path[:, 0],
+        null_intercept=res.null_intercept[0],
     )
 
 
-@partial(jax.jit, static_argnames=("k", "chunk", "n_recheck"))
-def _greedy_rls_run(X, Y, live, l2, bias, w=None, *, k, chunk, n_recheck):
+@partial(jit, static_argnames=("k", "chunk", "n_recheck", "y_1d"))
+def _solve(X, Y, live, l2, bias, w=None, *, k, chunk, n_recheck, y_1d=False):
+    """The one program of :func:`greedy_rls`: the problem (rows scaled by √w), the driver's ``k``
+    steps of :func:`rls_solver` and the finish."""
     problem = _make_problem(X, Y, live, l2, bias, w, chunk, n_recheck)
-    state, null_intercept, null_loo = _rls_start(problem, k=k)
-    state, info = _rls_advance(problem, state, length=k)
-    return _rls_finish(problem, state, info, null_intercept, null_loo)
+    res = run(rls_solver(k, chunk=chunk, n_recheck=n_recheck), problem, n_steps=k)
+    return _drop_target_axis(res) if y_1d else res
 
 
-_make_problem_jit = jax.jit(_make_problem, static_argnames=("chunk", "n_recheck"))
+_make_problem_jit = jit(_make_problem, static_argnames=("chunk", "n_recheck"))
+_drop_target_axis_jit = jit(_drop_target_axis)
 
 
-def _greedy_rls_chunked(X, Y, live, l2, bias, w, *, k, chunk, n_recheck):
-    """:func:`_greedy_rls_run` in a few compiled chunks with a progress bar between them."""
-    bar = progress_bar(total=k, desc="greedy_rls")
+def _solve_with_progress(X, Y, live, l2, bias, w, *, k, chunk, n_recheck, y_1d):
+    """:func:`_solve` with a progress bar: the driver runs the steps in a few compiled chunks."""
     problem = _make_problem_jit(X, Y, live, l2, bias, w, chunk=chunk, n_recheck=n_recheck)
-    state, null_intercept, null_loo = _rls_start(problem, k=k)
-    state, info = run_in_chunks(lambda st, n: _rls_advance(problem, st, length=n), state, k, "greedy_rls", bar)
-    return _rls_finish(problem, state, info, null_intercept, null_loo)
+    res = run(rls_solver(k, chunk=chunk, n_recheck=n_recheck), problem, n_steps=k, progress=True)
+    return _drop_target_axis_jit(res) if y_1d else res
 
 
 def _auto_chunk(n: int, d: int, itemsize: int) -> int:
@@ -626,24 +653,26 @@ def greedy_rls(
     bias = as_hyper(bias, "bias", dt, low=0.0)
     chunk = _resolve_chunk(chunk_size, n, d, dt)
     n_recheck = min(check_int(n_recheck, "n_recheck", low=0), d)
-    check_scale(Y2, "Y", squares=True)  # LOO errors are squares of Y's scale
-    n_live = host_value(lambda: jnp.sum(live))
-    if n_live is not None and k > int(n_live):
+    _check_target_scale(Y2)  # LOO errors are squares of Y's scale
+    n_live = host_value(lambda: live)
+    if n_live is not None and k > int(n_live.sum()):
         raise ValueError(
-            f"k={k} exceeds the number of non-constant columns of X ({int(n_live)} of {d}; constant "
-            f"columns are never selected); choose k <= {int(n_live)}"
+            f"k={k} exceeds the number of non-constant columns of X ({int(n_live.sum())} of {d}; constant "
+            f"columns are never selected); choose k <= {int(n_live.sum())}"
         )
-    run = _greedy_rls_chunked if check_progress(progress) else _greedy_rls_run
-    res = run(X, Y2, live, l2, bias, w, k=k, chunk=chunk, n_recheck=n_recheck)
-    if was_1d:
-        res = res._replace(
-            coef=res.coef[:, 0],
-            intercept=res.intercept[0],
-            coef_path=res.coef_path[..., 0],
-            intercept_path=res.intercept_path[:, 0],
-            null_intercept=res.null_intercept[0],
-        )
-    return res
+    solve = _solve_with_progress if check_progress(progress) else _solve
+    return solve(X, Y2, live, l2, bias, w, k=k, chunk=chunk, n_recheck=n_recheck, y_1d=was_1d)
+
+
+def _check_target_scale(Y) -> None:
+    """:func:`~jaxselect._validation.check_scale` of the (n, T) targets (squares), on the host: no
+    compiled program between the front door and the solve (a no-op on traced Y)."""
+    values = host_value(lambda: Y)
+    if values is None:
+        return
+    message = scale_error(values.min(axis=0), values.max(axis=0), values.shape[0], "Y", Y.dtype, squares=True)
+    if message is not None:
+        raise ValueError(message)
 
 
 def rls_problem(
@@ -700,7 +729,7 @@ def rls_init(problem: RLSProblem, k) -> RLSState:
     """
     if not isinstance(problem, RLSProblem):
         raise TypeError(f"expected an RLSProblem from rls_problem(X, Y, ...); got {type(problem).__name__}")
-    return _init(problem, check_int(k, "k", low=1))
+    return _init(problem, check_int(k, "k", low=1), problem.config.chunk)
 
 
 def rls_step(problem: RLSProblem, state: RLSState) -> RLSState:
@@ -719,7 +748,7 @@ def rls_step(problem: RLSProblem, state: RLSState) -> RLSState:
             f"the state's padded width {d_pad} is not a multiple of the problem's chunk {problem.config.chunk}: "
             "build the state with rls_init(problem, k) from the same problem"
         )
-    return _rls_step(problem, state)
+    return _rls_step(problem, state, problem.config)
 
 
 def _check_predict_X(result: RLSResult, X):
