@@ -15,6 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect.programs import jit
+
 __all__ = ["N_UPDATES", "check_progress", "progress_bar", "run_in_chunks"]
 
 #: How many times a solver's bar is updated over a run (the number of compiled chunks).
@@ -82,7 +84,7 @@ def run_in_chunks(advance, state, total: int, desc: str, bar=None):
     return state, jax.tree.map(_concat, *outputs)
 
 
-@partial(jax.jit)
+@partial(jit)
 def _concat_jit(*parts):
     return jnp.concatenate(parts, axis=0)
 

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect.programs import jit
 from jaxselect._compat import is_tracer
 
 __all__ = [
@@ -494,7 +495,7 @@ def scale_error(col_min, col_max, n: int, name: str, dtype, *, squares: bool = F
     return None
 
 
-@jax.jit
+@jit
 def _column_extremes(A):
     """Column minima and maxima, and ``Σ_i 0·A_ij`` (NaN exactly where a column holds NaN or Inf:
     XLA's max/min reductions of a large array may skip NaNs)."""

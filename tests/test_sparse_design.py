@@ -385,12 +385,12 @@ def test_products_in_entry_blocks_equal_one_pass(monkeypatch):
 
     one = products()
     monkeypatch.setattr(S, "PRODUCT_BLOCK", 1000)  # nnz 7 200 (bucket 8 192): 8 blocks and no tail
-    S._mv._clear_cache(), S._rmv._clear_cache()
+    S._mv.clear_cache(), S._rmv.clear_cache()
     assert op.nnz > 2 * S.PRODUCT_BLOCK
     for a, b in zip(one, products()):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     monkeypatch.setattr(S, "PRODUCT_BLOCK", 1 << 20)
-    S._mv._clear_cache(), S._rmv._clear_cache()
+    S._mv.clear_cache(), S._rmv.clear_cache()
     assert op.take(idx).data is op.data  # a concrete take does not copy the entries
     small, padded = op.compact(idx), op.compact(idx, pad=True)
     assert padded.nnz == S.nnz_bucket(small.nnz) >= small.nnz

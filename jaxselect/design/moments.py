@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect.programs import jit
 from jaxselect._compat import Tracer
 from jaxselect._progress import progress_bar
 from jaxselect._repr import short_repr
@@ -392,13 +393,13 @@ def moments_xla(X, Y, w, x_mean, constant, *, gram: bool, centre: bool) -> Momen
     return Moments(n, x_mean, constant, G, y_mean, y_var, y_constant, cross.astype(dtype))
 
 
-@partial(jax.jit, static_argnames=("centre",))
+@partial(jit, static_argnames=("centre",))
 def xla_moments(X, Y, w, summary, *, centre: bool) -> Moments:
     """:func:`moments_xla` with the Gram, from the boundary's :class:`~jaxselect.design.ColumnSummary`."""
     return moments_xla(X, Y, w, summary.mean, ~summary.live, gram=True, centre=centre)
 
 
-@jax.jit
+@jit
 def scale_vectors(m: Moments):
     """The small vectors :func:`~jaxselect.design.moments.check_scales` needs (no D×D transfer)."""
     return m.n_samples, m.constant, jnp.diagonal(m.gram), m.y_constant, m.y_var, m.x_spread

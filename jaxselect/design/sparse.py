@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect.programs import jit
 from jaxselect._validation import check_matrix, float_dtype_for, is_traced
 from jaxselect.design.operators import DenseDesign, host_gram_columns
 from jaxselect.design.summary import standardize
@@ -200,7 +201,7 @@ def _finish(col_min, col_max, mean_n, var_n, p, nf):
     return s._replace(scale=s.scale * jnp.where(s.live, p, jnp.ones_like(p)))
 
 
-@partial(jax.jit, static_argnames=("n", "d"))
+@partial(jit, static_argnames=("n", "d"))
 def _summary(data, rows, cols, w, n: int, d: int):
     """``(summary, col_min, col_max)`` of the stored entries (implicit zeros included); see the module docstring."""
     dtype = data.dtype
@@ -526,7 +527,7 @@ def _entries(x, lo, size):
 
 
 # -- the products, jitted once per shape (eager calls do not dispatch op by op) --------------------
-@jax.jit
+@jit
 def _mv(op: SparseDesign, v):
     n, d = op.shape
     fv = v * (op.factor if v.ndim == 1 else op.factor[:, None])
@@ -543,7 +544,7 @@ def _mv(op: SparseDesign, v):
     return out - (op.mean @ fv if v.ndim == 1 else (op.mean @ fv)[None, :])
 
 
-@jax.jit
+@jit
 def _rmv(op: SparseDesign, u):
     d = op.shape[1]
     if d == 0:
@@ -563,7 +564,7 @@ def _rmv(op: SparseDesign, u):
     return (acc.T - total[:, None] * op.mean[None, :]) * op.factor[None, :]
 
 
-@jax.jit
+@jit
 def square_sums(op: SparseDesign, u):
     """(D,) ``Σ_i u_i x_ij²`` of the stored (raw) entries, one :data:`PRODUCT_BLOCK` at a time
     (no entry-sized temporaries; the diagonal curvature of a polish through the operator)."""
@@ -579,7 +580,7 @@ def square_sums(op: SparseDesign, u):
     return acc if op.alias is None else _gather(acc, op.alias)
 
 
-@jax.jit
+@jit
 def _materialize(op: SparseDesign):
     n, d = op.shape
     if op.alias is None:
@@ -591,7 +592,7 @@ def _materialize(op: SparseDesign):
     return (dense - op.mean[None, :]) * op.factor[None, :]
 
 
-@jax.jit
+@jit
 def _gram(op: SparseDesign, w):
     return DenseDesign(_materialize(op), jnp.zeros_like(op.mean), jnp.ones_like(op.factor)).gram(w)
 
@@ -603,7 +604,7 @@ def _take(op: SparseDesign, idx) -> SparseDesign:
     return op._replace(mean=mean, factor=factor, alias=slot)
 
 
-@jax.jit
+@jit
 def _take_vectors(mean, factor, alias, idx):
     d = mean.shape[0]
     idx = jnp.where(idx < 0, idx + d, idx)
@@ -611,7 +612,7 @@ def _take_vectors(mean, factor, alias, idx):
     return mean[idx], factor[idx], slot
 
 
-@jax.jit
+@jit
 def _gram_columns(op: SparseDesign, idx, w):
     cols = _materialize(_take(op, idx))  # (n, s)
     if w is None:

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
+from jaxselect.programs import jit
 from jaxselect._validation import is_traced
 from jaxselect.design.sparse import SparseDesign, as_sparse_csr, is_sparse
 from jaxselect.sharding import data_mesh, register_row_handler, row_sharding
@@ -417,7 +418,7 @@ def as_raw_design(X: SparseDesign, *, dtype=None, min_rows: int = 1) -> SparseDe
     return X._replace(mean=zeros, factor=jnp.ones_like(zeros))
 
 
-@jax.jit
+@jit
 def _all_finite(data):
     return jnp.all(jnp.isfinite(data))
 

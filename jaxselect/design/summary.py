@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect.programs import jit
 from jaxselect._repr import short_repr
 
 __all__ = ["ColumnSummary", "column_summary", "standardize", "summary_and_extremes", "summary_from_moments"]
@@ -158,7 +159,7 @@ def _finish(col_min, col_max, mean_n, var_n, p, nf) -> ColumnSummary:
     return s._replace(scale=s.scale * jnp.where(s.live, p, jnp.ones_like(p)))
 
 
-@partial(jax.jit, static_argnames=("blocked",))
+@partial(jit, static_argnames=("blocked",))
 def summary_and_extremes(X, w=None, *, blocked: bool = False):
     """``(summary, col_min, col_max)``: the :class:`ColumnSummary` and the column extremes (over
     the rows of positive weight) from the same pass, for the boundary's NaN/Inf and scale checks
@@ -168,7 +169,7 @@ def summary_and_extremes(X, w=None, *, blocked: bool = False):
     return _finish(*parts), parts[0], parts[1]
 
 
-@jax.jit
+@jit
 def column_summary(X, w=None) -> ColumnSummary:
     """The :class:`ColumnSummary` of X (n, D), optionally with row weights ``w`` (n,).
 
