@@ -181,6 +181,16 @@ def check_targets(Y, n: int, name: str = "Y") -> None:
         raise ValueError(f"{name} must have at least one target column")
 
 
+def _host_cast(A: np.ndarray, target, name: str) -> np.ndarray:
+    """``np.asarray(A, target)`` on the host (a value beyond the dtype becomes Inf, which the
+    caller's finiteness check reports), with a clear error for values no float can hold."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(A, dtype=target)
+    except OverflowError:
+        raise ValueError(f"{name} has values too large for {np.dtype(target)}; rescale {name}") from None
+
+
 def _cast(A, target, name: str):
     """``jnp.asarray(A, target)``, with a clear error for values no float can hold (e.g. int > 2**1023)."""
     try:
@@ -231,6 +241,12 @@ def as_targets(Y, n: int, name: str = "Y", *, dtype=None):
     was_1d = Y.ndim == 1
     target = np.dtype(dtype) if dtype is not None else float_dtype_for(Y.dtype)
     original = Y
+    if isinstance(Y, np.ndarray):  # host values: cast, reshape and check on the host (no compiled op)
+        Y = _host_cast(Y, target, name)
+        Y = Y[:, None] if was_1d else Y
+        if not np.isfinite(Y).all():
+            raise_nonfinite(original, name, target, "remove those rows first")
+        return jax.device_put(Y), was_1d  # (jnp.asarray would compile a copy program per shape)
     Y = _cast(Y, target, name)
     if was_1d:
         Y = Y[:, None]
@@ -326,6 +342,9 @@ def as_binary_labels(y, n: int, name: str = "y", *, dtype=None):
             )
         if values.size < 2:
             raise ValueError(f"{name} has a single class {values.tolist()}; a binary solver needs both classes")
+    if isinstance(y, np.ndarray):  # host labels: mapped on the host (no compiled op)
+        positive = y if y.dtype == bool else y > 0
+        return jax.device_put(positive.astype(np.dtype(dtype)))
     yj = jnp.asarray(y)
     positive = yj if yj.dtype == bool else yj > jnp.zeros((), yj.dtype)
     return jnp.where(positive, jnp.ones((), dtype), jnp.zeros((), dtype))
@@ -373,6 +392,8 @@ def as_hyper(value, name: str, dtype, *, low: float | None = None, strict_low: b
     else:
         if jnp.shape(value) != ():
             raise TypeError(f"{name} must be a scalar; got shape {jnp.shape(value)}")
+    if not isinstance(value, jax.Array) and not is_traced(value):  # a host number: no compiled cast
+        return jax.device_put(np.asarray(value, np.dtype(dtype)))
     return jnp.asarray(value, dtype)
 
 

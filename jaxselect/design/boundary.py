@@ -237,7 +237,7 @@ def as_data(
     n, d = Xj.shape
     w = as_sample_weight(sample_weight, n)
     if w is not None:
-        w = jnp.asarray(w).astype(Xj.dtype)
+        w = jax.device_put(np.asarray(w, Xj.dtype)) if isinstance(w, np.ndarray) else jnp.asarray(w).astype(Xj.dtype)
     Y, C, y_1d = _targets(Y, n, targets, Xj.dtype, n_classes)
     groups = _groups(groups, d, Xj.dtype)
     raw = DenseDesign.raw(Xj)

@@ -146,8 +146,8 @@ class DenseDesign(NamedTuple):
     @classmethod
     def raw(cls, X) -> "DenseDesign":
         """X itself (no centring or scaling), before the boundary's summary pass."""
-        d = X.shape[1]
-        return cls(X, jnp.zeros((d,), X.dtype), jnp.ones((d,), X.dtype))
+        d = X.shape[1]  # host zeros and ones: the summary pass reads X only (no compiled op here)
+        return cls(X, np.zeros((d,), X.dtype), np.ones((d,), X.dtype))
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -27,8 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxselect.programs import jit
+from jaxselect._compat import is_tracer
 from jaxselect._repr import short_repr
+from jaxselect.programs import jit
 
 __all__ = ["ColumnSummary", "column_summary", "standardize", "summary_and_extremes", "summary_from_moments"]
 
@@ -59,8 +60,18 @@ class ColumnSummary(NamedTuple):
     @property
     def factor(self) -> jax.Array:
         """(D,) ``live / scale``: multiplies a centred column into its standardised one (0 if inert)."""
-        xp = np if isinstance(self.scale, np.ndarray) else jnp  # a host summary stays on the host
-        return xp.where(self.live, 1.0 / self.scale, xp.zeros_like(self.scale)).astype(self.scale.dtype)
+        if isinstance(self.scale, np.ndarray):  # a host summary stays on the host
+            return np.where(self.live, 1.0 / self.scale, np.zeros_like(self.scale)).astype(self.scale.dtype)
+        if not is_tracer(self.scale) and not is_tracer(self.live) and _fully_addressable(self.scale, self.live):
+            # concrete device values (the boundary's summary): D numbers through the host, no compiled op
+            scale, live = np.asarray(self.scale), np.asarray(self.live)
+            factor = np.where(live, 1.0 / scale, np.zeros_like(scale)).astype(scale.dtype)
+            return jax.device_put(factor, self.scale.sharding)
+        return jnp.where(self.live, 1.0 / self.scale, jnp.zeros_like(self.scale)).astype(self.scale.dtype)
+
+
+def _fully_addressable(*arrays) -> bool:
+    return all(getattr(a, "is_fully_addressable", True) for a in arrays)
 
 
 def standardize(mean, var, nonconstant, n_samples, *, xp=jnp) -> ColumnSummary:
