@@ -34,14 +34,17 @@ from jaxselect._validation import (
     check_choice,
     check_float,
     check_int,
-    check_scale,
+    host_array,
     host_value,
+    is_traced,
+    scale_error,
 )
 from jaxselect._repr import short_repr
 from jaxselect._static import canonical
 from jaxselect.losses import GLMLoss, glm_loss
 from jaxselect.newton import NewtonInfo, default_tol, glm_newton, glm_risk, gradient_scale
 from jaxselect.design import as_data, is_sparse
+from jaxselect.programs import jit
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, NOT_CONVERGED
 
@@ -123,13 +126,34 @@ def ridge_refit(X, Y, support=None, *, l2=1e-5, sample_weight=None):
     else:
         X, summary, idx = data.X, data.summary, None
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
-    check_scale(Y, "Y")
-    coef, intercept = _ridge_refit(X, Y, support, l2, w, summary)
-    coef = _scatter_columns(coef, idx, data.n_features)
+    _check_target_scale(Y)
+    coef, intercept = _ridge_program(X, Y, support, l2, w, summary, idx, d=data.n_features, y_1d=was_1d)
     _check_finite_fit(coef, intercept, "ridge_refit")
-    if was_1d:
-        return coef[:, 0], intercept[0]
     return coef, intercept
+
+
+@partial(jit, static_argnames=("d", "y_1d"))
+def _ridge_program(X, Y, support, l2, w, summary, idx, *, d: int, y_1d: bool):
+    """The one program of :func:`ridge_refit`: the fit, scattered back to (D,) (sparse X) and
+    without the target axis for a 1-D Y."""
+    coef, intercept = _ridge_refit(X, Y, support, l2, w, summary)
+    return _output(_scatter_columns(coef, idx, d), intercept, y_1d)
+
+
+def _output(coef, intercept, y_1d: bool):
+    """``(coef, intercept)``, the target axis dropped for a 1-D Y (inside the program)."""
+    return (coef[:, 0], intercept[0]) if y_1d else (coef, intercept)
+
+
+def _check_target_scale(Y) -> None:
+    """:func:`~jaxselect._validation.check_scale` of the (n, T) targets, on the host (no compiled
+    program between the front door and the fit; a no-op on traced Y)."""
+    values = host_value(lambda: Y)
+    if values is None:
+        return
+    message = scale_error(values.min(axis=0), values.max(axis=0), values.shape[0], "Y", Y.dtype)
+    if message is not None:
+        raise ValueError(message)
 
 
 def _support_columns(data, support, who: str):
@@ -148,19 +172,20 @@ def _support_columns(data, support, who: str):
         idx, mask = np.zeros(1, np.int64), np.zeros(1, bool)
     summary = data.summary
     summary = summary._replace(mean=summary.mean[idx], scale=summary.scale[idx], live=summary.live[idx])
-    return data.design.X[:, idx].toarray(), summary, idx, jnp.asarray(mask)
+    return data.design.X[:, idx].toarray(), summary, idx, mask
 
 
 def _scatter_columns(coef, idx, d: int):
-    """(D, T) coefficients from those of the columns ``idx`` (s, T) (``idx`` None: as they are)."""
+    """(D, T) coefficients from those of the columns ``idx`` (s, T) (``idx`` None: as they are);
+    traced (inside the refit's program)."""
     if idx is None:
         return coef
-    return jnp.zeros((d,) + coef.shape[1:], coef.dtype).at[jnp.asarray(idx)].add(coef)
+    return jnp.zeros((d,) + coef.shape[1:], coef.dtype).at[idx].add(coef)
 
 
 def _check_finite_fit(coef, intercept, what: str) -> None:
     """ValueError when a concrete fit overflowed (scales of X and Y too far apart for the dtype)."""
-    ok = host_value(lambda: jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(intercept)))
+    ok = host_value(lambda: np.isfinite(np.asarray(coef)).all() & np.isfinite(np.asarray(intercept)).all())  # on the host
     if ok is not None and not bool(ok):
         raise ValueError(
             f"{what}: the fitted coefficients overflow {coef.dtype} (the scales of X's columns and of Y are "
@@ -169,14 +194,14 @@ def _check_finite_fit(coef, intercept, what: str) -> None:
 
 
 def _check_support(support, d: int):
-    """A (D,) bool support mask (default all columns); may be traced."""
+    """A (D,) bool support mask (default all columns): a numpy array, or the ``jax.Array`` given
+    (may be traced)."""
     if support is None:
-        return jnp.ones((d,), bool)
+        return np.ones((d,), bool)
     if not isinstance(support, jax.Array):
         support = np.asarray(support)
         if support.dtype != bool:
             raise TypeError(f"support must be a boolean mask of shape ({d},); got dtype {support.dtype}")
-    support = jnp.asarray(support)
     if support.shape != (d,):
         raise ValueError(f"support must be a (D,) = ({d},) boolean mask; got shape {support.shape}")
     if support.dtype != bool:
@@ -197,7 +222,6 @@ def _standardize_support(X, support, summary):
     return x_mean, (X - x_mean[None, :]) * w_col[None, :], w_col, use
 
 
-@jax.jit
 def _ridge_refit(X, Y, support, l2, w, summary):
     n = X.shape[0]
     nf = jnp.asarray(n, X.dtype) if w is None else jnp.sum(w)
@@ -272,7 +296,6 @@ def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0, sample_weight=None):
         selected = np.asarray(selected)
         if selected.dtype.kind not in "iu":
             raise TypeError(f"selected must be a 1-D integer array of feature indices; got dtype {selected.dtype}")
-    selected = jnp.asarray(selected)
     if selected.ndim != 1 or not jnp.issubdtype(selected.dtype, jnp.integer):
         raise ValueError("selected must be a 1-D integer array of feature indices")
     values = host_value(lambda: selected)
@@ -286,23 +309,28 @@ def rls_refit(X, Y, selected, *, l2=1e-3, bias=0.0, sample_weight=None):
             )
         # the k selected columns, dense; each −1 entry stays −1 (a zero column)
         X = data.design.X[:, np.maximum(values, 0)].toarray()
-        local = np.where(values >= 0, np.arange(values.size), -1)
+        local = np.where(values >= 0, np.arange(values.size), -1).astype(np.int32)
+        index = np.where(values >= 0, values, d).astype(np.int32)
     else:
-        X, local = data.X, selected
+        X, local, index = data.X, selected, None
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
     bias = as_hyper(bias, "bias", X.dtype, low=0.0)
-    check_scale(Y, "Y")
-    coef, intercept = _rls_refit(X, Y, jnp.asarray(local).astype(jnp.int32), l2, bias, w)
-    if sparse:
-        index = np.where(values >= 0, values, d)
-        coef = jnp.zeros((d, coef.shape[1]), coef.dtype).at[jnp.asarray(index)].set(coef[: values.size], mode="drop")
+    _check_target_scale(Y)
+    coef, intercept = _rls_program(X, Y, local, l2, bias, w, index, d=d, y_1d=was_1d)
     _check_finite_fit(coef, intercept, "rls_refit")
-    if was_1d:
-        return coef[:, 0], intercept[0]
     return coef, intercept
 
 
-@jax.jit
+@partial(jit, static_argnames=("d", "y_1d"))
+def _rls_program(X, Y, selected, l2, bias, w, index, *, d: int, y_1d: bool):
+    """The one program of :func:`rls_refit`; sparse X: ``X`` holds the selected columns only and
+    ``index`` (k,) their raw features (``d`` where none), scattered back to (D,)."""
+    coef, intercept = _rls_refit(X, Y, selected.astype(jnp.int32), l2, bias, w)
+    if index is not None:
+        coef = jnp.zeros((d, coef.shape[1]), coef.dtype).at[index].set(coef[: index.shape[0]], mode="drop")
+    return _output(coef, intercept, y_1d)
+
+
 def _rls_refit(X, Y, selected, l2, bias, w=None):
     n, d = X.shape
     if w is not None:  # ridge on the rows scaled by √w, λ = Σw·l2
@@ -408,18 +436,19 @@ def glm_refit(
         labels, C = as_labels(y, n, "y", n_classes=n_classes)
         if C < 2:
             raise ValueError("softmax needs at least 2 classes; y has only class 0")
-        Yt = jax.nn.one_hot(jnp.asarray(labels), C, dtype=X.dtype)
+        Yt = (
+            jax.nn.one_hot(labels, C, dtype=X.dtype)
+            if is_traced(labels)
+            else np.eye(C, dtype=X.dtype)[host_array(labels)]  # on the host: nothing compiled
+        )
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
     max_iter = check_int(max_iter, "max_iter", low=1)
     tol = check_float(default_tol(X.dtype) if tol is None else tol, "tol", low=0.0, strict_low=True)
     solver = _check_solver(solver)
-    coef, intercept, info = _glm_refit(
-        X, Yt, support, l2, jnp.asarray(tol, X.dtype), jnp.asarray(max_iter, jnp.int32), w, summary,
-        loss=loss, solver=solver,
+    coef, intercept, info = _glm_program(
+        X, Yt, support, l2, np.asarray(tol, X.dtype), np.asarray(max_iter, np.int32), w, summary, idx,
+        loss=loss, solver=solver, d=d,
     )
-    coef = _scatter_columns(coef, idx, d)
-    if loss == "logistic":
-        coef, intercept = coef[:, 0], intercept[0]
     if return_info is not None:
         warnings.warn(
             "glm_refit(return_info=...) is deprecated: glm_refit returns a GLMRefitResult with coef, intercept, "
@@ -465,10 +494,19 @@ def _refit_binary_labels(y, n: int, dtype):
             )
         if v.size < 2:
             raise ValueError(f"y has a single value {v.tolist()}: the intercept would diverge")
-    return jnp.maximum(jnp.asarray(y).astype(dtype), jnp.zeros((), dtype))  # −1 → 0
+    if values is not None:  # on the host: nothing compiled
+        return np.maximum(values.astype(dtype), np.zeros((), dtype))  # −1 → 0
+    return jnp.maximum(jnp.asarray(y).astype(dtype), jnp.zeros((), dtype))
 
 
-@partial(jax.jit, static_argnames=("loss", "solver"))
+@partial(jit, static_argnames=("loss", "solver", "d"))
+def _glm_program(X, Yt, support, l2, tol, max_iter, w, summary, idx, *, loss: str, solver, d: int):
+    """The one program of :func:`glm_refit`: the fit, scattered back to (D,) (sparse X), logistic
+    outputs without the class axis."""
+    coef, intercept, info = _glm_refit(X, Yt, support, l2, tol, max_iter, w, summary, loss=loss, solver=solver)
+    return _output(_scatter_columns(coef, idx, d), intercept, loss == "logistic") + (info,)
+
+
 def _glm_refit(X, Yt, support, l2, tol, max_iter, w, summary, *, loss: str, solver="newton"):
     d = X.shape[1]
     T = Yt.shape[1]

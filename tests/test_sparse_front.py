@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from jax.experimental import sparse as jsparse
 
 import jaxselect as js
-from jaxselect.rls import selection as rls_module
+from jaxselect.design import sparse as sparse_module
 
 # many small programs, each run once or twice: XLA's cheapest compile settings (same results)
 pytestmark = pytest.mark.usefixtures("cheap_compiles")
@@ -157,7 +157,7 @@ def test_greedy_rls_and_glm_omp_sparse_equal_dense():
 
 
 def test_dense_state_families_refuse_large_sparse(monkeypatch):
-    monkeypatch.setattr(rls_module, "SPARSE_DENSIFY_LIMIT", N * D - 1)
+    monkeypatch.setattr(sparse_module, "SPARSE_DENSIFY_LIMIT", N * D - 1)  # read by densify_sparse
     Xs = sp.csr_matrix(X)
     with pytest.raises(ValueError, match=r"greedy_rls keeps the dual state C = G X.*use jaxselect.fsa"):
         js.greedy_rls(Xs, Y, 2)
