@@ -116,7 +116,9 @@ from jaxselect.groups import Groups
 from jaxselect.model_selection import cross_validate_fsa, cross_validate_path
 from jaxselect.prediction import predict as _predict
 from jaxselect.sequencing.prepare import prepare
-from jaxselect.dwsm import dwsm_fit as _dwsm_fit
+from jaxselect.dwsm import MDPOptions as _MDPOptions
+from jaxselect.dwsm import RCPIOptions as _RCPIOptions
+from jaxselect.dwsm.fit import fit_with_acquired as _dwsm_fit_with_acquired
 from jaxselect.dwsm import dwsm_predict
 from jaxselect.status import NOT_CONVERGED, status_message
 
@@ -138,6 +140,14 @@ _RULES = ("best", "1se")
 
 # ---------------------------------------------------------------------------------------------
 # Helpers.
+
+
+def _seed_key(seed: int):
+    """``jax.random.key(seed)``, as its raw data where the default implementation is threefry
+    (``[0, seed]``: the same random numbers, without compiling the seeding program)."""
+    if jax.config.jax_default_prng_impl == "threefry2x32" and 0 <= seed < 2**32:
+        return np.asarray([0, seed], np.uint32)
+    return jax.random.key(seed)
 
 
 def _host(tree):
@@ -1210,24 +1220,23 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
         )
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         with _precision(X.dtype):
-            policy = _dwsm_fit(
-                jax.random.key(seed),
+            # one compiled program: the policy and the features it acquires on the training rows
+            policy, acquired = _dwsm_fit_with_acquired(
+                # jax.random.key(seed)'s raw data (threefry: [0, seed]): the same random numbers,
+                # without compiling the seeding program
+                _seed_key(seed),
                 X,
                 labels,
                 lam=self.lam,
                 budget=budget,
                 groups=groups,
                 n_iter=self.n_iter,
-                states_per_example=self.states_per_example,
-                alpha=self.alpha,
-                l2=self.l2,
-                gamma=self.gamma,
-                cost_matrix=self.cost_matrix,
+                mdp=_MDPOptions(gamma=self.gamma, cost_matrix=self.cost_matrix),
+                rcpi=_RCPIOptions(states_per_example=self.states_per_example, alpha=self.alpha, l2=self.l2),
                 n_classes=len(self.classes_),
                 sample_weight=w,
             )
             self.policy_ = _host(policy)
-            _, acquired = dwsm_predict(self.policy_, X)
         self.status_ = int(self.policy_.status)
         _report_status(self.status_, type(self).__name__)
         acquired = np.asarray(acquired)

@@ -26,6 +26,8 @@ from compile_count import count_compiles
 from jaxselect import Groups
 from jaxselect.dwsm import (
     DWSMPolicy,
+    MDPOptions,
+    RCPIOptions,
     initial_policy,
     trajectory_states,
     accuracy,
@@ -51,6 +53,11 @@ from jaxselect.dwsm.rollouts import rollout_capacity, row_state_action_values, s
 from jaxselect.dwsm.states import sample_states
 
 DTYPES = [np.float32, np.float64]
+
+
+def with_rcpi(fit_kw, **changes):
+    """``fit_kw`` with some fields of its ``rcpi=RCPIOptions(...)`` changed."""
+    return {**fit_kw, "rcpi": fit_kw["rcpi"].replace(**changes)}
 
 # many small fits of distinct programs, each compiled once or twice: compiling dominates, so this
 # module compiles with XLA's cheapest settings (conftest.cheap_compiles; the DWSM cases of
@@ -371,28 +378,29 @@ def test_ridge_statistics_of_row_blocks_add_up():
     np.testing.assert_allclose(np.asarray(th), np.asarray(ref), rtol=1e-4, atol=1e-5)
 
 
-def test_row_sharded_code_path_equals_plain_fit(monkeypatch):
-    # the shard_map path (each device's rows, padded per block, statistics psum-ed) on a one-device
-    # mesh must give the plain fit; tests/sharded_cases.py checks 4 devices
-    from jaxselect import data_mesh
-    from jaxselect.dwsm import fit
+def test_row_sharded_X_equals_plain_fit():
+    # a row-sharded X (here on a one-device mesh) is partitioned by XLA inside the one compiled
+    # fit; tests/sharded_cases.py checks 4 devices
+    from jax.sharding import NamedSharding, PartitionSpec
 
-    assert fit._row_axes(np.zeros((8, 2)), 8) is None
+    from jaxselect import data_mesh
+
     rng = np.random.default_rng(2)
-    X = rng.normal(size=(30, 4))
+    X = rng.normal(size=(30, 4)).astype(np.float32)
     y = (X[:, 0] > 0).astype(int)
-    kw = dict(lam=0.05, n_iter=2, states_per_example=2, rollout_batch=24)  # 4 rows a chunk: 2 padded
+    kw = dict(lam=0.05, n_iter=2, rcpi=RCPIOptions(states_per_example=2, rollout_batch=24))
     a = dwsm_fit(jax.random.key(3), X, y, **kw)
-    monkeypatch.setattr(fit, "_row_axes", lambda X, n: (data_mesh(jax.devices()[:1]), ("data",)))
-    b = dwsm_fit(jax.random.key(3), X, y, **kw)
-    np.testing.assert_allclose(np.asarray(b.theta), np.asarray(a.theta), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(b.train_return), np.asarray(a.train_return), rtol=1e-5, atol=1e-6)
+    mesh = data_mesh(jax.devices()[:1])
+    Xd = jax.device_put(X, NamedSharding(mesh, PartitionSpec("data")))
+    b = dwsm_fit(jax.random.key(3), Xd, y, **kw)
+    np.testing.assert_allclose(np.asarray(b.theta), np.asarray(a.theta), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(b.train_return), np.asarray(a.train_return), rtol=1e-4, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------- exact optimal policy
 
 
-FIT_TINY = dict(n_iter=6, states_per_example=10)  # one compiled fit shared by the tiny problems
+FIT_TINY = dict(n_iter=6, rcpi=RCPIOptions(states_per_example=10))  # one compiled fit shared by the tiny problems
 
 
 @pytest.fixture(scope="module")
@@ -538,7 +546,7 @@ def test_budget_validation_huge_and_inf():
 # ----------------------------------------------------------------------------- fitted variants
 
 
-FIT_SMALL = dict(n_iter=4, states_per_example=4, alpha=0.3)  # shared compiled config (90 x 6)
+FIT_SMALL = dict(n_iter=4, rcpi=RCPIOptions(states_per_example=4, alpha=0.3))  # shared compiled config (90 x 6)
 
 
 @pytest.fixture(scope="module")
@@ -611,7 +619,7 @@ def test_cost_sensitive_prefers_cheap_equivalent_feature(blobs):
     costs = np.array([20.0, 1.0, 1.0, 1.0, 1.0, 1.0])
     cm = np.array([[0.0, 2.0, 3.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
     units = Groups.singletons(6, costs=costs)
-    pol = dwsm_fit(jax.random.key(0), X, y, lam=0.01, groups=units, cost_matrix=cm, **FIT_SMALL)
+    pol = dwsm_fit(jax.random.key(0), X, y, lam=0.01, groups=units, mdp=MDPOptions(cost_matrix=cm), **FIT_SMALL)
     np.testing.assert_allclose(np.asarray(pol.spec.groups.costs), costs)
     rep = dwsm_evaluate(pol, X, y)
     usage = np.asarray(rep.feature_usage)
@@ -681,7 +689,7 @@ def test_jit_and_nojit_agree():
 @jax.jit
 def _user_jit_fit(key, X, y, lam, l2):
     """dwsm_fit inside a user's jit (one compiled program shared by the tests below)."""
-    return dwsm_fit(key, X, y, n_classes=2, lam=lam, l2=l2, **FIT_TINY)
+    return dwsm_fit(key, X, y, n_classes=2, lam=lam, **with_rcpi(FIT_TINY, l2=l2))
 
 
 def test_fit_inside_user_jit_matches_eager(x0_fit):
@@ -756,9 +764,9 @@ def test_constant_columns_are_inert(blobs, lam0_fit):
     grouped = dwsm_fit(jax.random.key(0), X, y, lam=0.0, groups=BLOB_IDS, **FIT_SMALL)
     assert np.asarray(grouped.spec.live).all()
     with pytest.raises(ValueError, match=r"constant column\(s\) \[4\]"):
-        dwsm_fit(jax.random.key(0), X, y, constant_columns="raise", **FIT_SMALL)
+        dwsm_fit(jax.random.key(0), X, y, mdp=MDPOptions(constant_columns="raise"), **FIT_SMALL)
     with pytest.raises(ValueError, match="constant_columns"):
-        dwsm_fit(jax.random.key(0), X, y, constant_columns="drop", **FIT_SMALL)
+        dwsm_fit(jax.random.key(0), X, y, mdp=MDPOptions(constant_columns="drop"), **FIT_SMALL)
 
 
 def test_float32_fit_and_progress_callback(capsys):
@@ -786,7 +794,10 @@ def test_float32_fit_and_progress_callback(capsys):
     assert capsys.readouterr().out == ""
     dwsm_fit(jax.random.key(0), X, y, lam=0.1, **FIT_TINY, verbose=True)
     out = capsys.readouterr().out
-    assert out.count("[dwsm] iteration") == FIT_TINY["n_iter"]
+    # one line per iterate, numbered as the iterates: 0 (θ_0, classify at once), 1..n_iter
+    n = FIT_TINY["n_iter"]
+    assert out.count("[dwsm] iteration") == n + 1
+    assert [line.split()[2] for line in out.strip().splitlines()] == [f"{t}/{n}" for t in range(n + 1)]
     # the log's last line names the iterate that is returned and its training datum-wise loss
     last = out.strip().splitlines()[-1]
     assert f"best so far: iteration {int(pol.best)}, loss {float(pol.train_loss[pol.best]):.4f}" in last
@@ -857,9 +868,9 @@ def test_advanced_api_steps_equal_fit(x0_fit):
     """rcpi_problem / rcpi_init / rcpi_step(problem, state) driven by hand, and rcpi_run, give
     dwsm_fit's iterates; the key lives in the state and the options in the problem."""
     X, y, pol = x0_fit
-    n_iter, S = FIT_TINY["n_iter"], FIT_TINY["states_per_example"]
+    n_iter, S = FIT_TINY["n_iter"], FIT_TINY["rcpi"].states_per_example
     spec = make_spec(3, 2, lam=0.1)
-    problem = rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), states_per_example=S, alpha=0.7)
+    problem = rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), options=RCPIOptions(states_per_example=S, alpha=0.7))
     assert problem.config.states_per_example == S and problem.config.cap == S * 3
     state = rcpi_init(problem, jax.random.key(0), n_iter)
     assert state.thetas.shape == (n_iter + 1, 5, 7) and int(state.t) == 0
@@ -883,13 +894,13 @@ def test_advanced_api_steps_equal_fit(x0_fit):
     assert int(run.best) == int(pol.best) and int(run.status) == 0 and int(run.iterations) == n_iter
     # a problem with other static options is another compiled program, an equal one is not
     with count_compiles() as n_comp:
-        again = rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), states_per_example=S, alpha=0.7)
+        again = rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), options=RCPIOptions(states_per_example=S, alpha=0.7))
         step(again, rcpi_init(again, jax.random.key(0), n_iter))
     assert n_comp[0] == 0
     with pytest.raises(ValueError, match="policy_states"):
-        rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), states_per_example=2, policy_states=3)
+        rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), options=RCPIOptions(states_per_example=2, policy_states=3))
     with pytest.raises(ValueError, match="alpha"):
-        rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), alpha=-0.5)
+        rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), options=RCPIOptions(alpha=-0.5))
     with pytest.raises(TypeError, match="key"):
         rcpi_init(problem, 0, n_iter)
 
@@ -900,7 +911,7 @@ def test_relational_prefers_related_features(blobs):
     related = np.eye(6, dtype=bool)
     for i, j in [(5, 1), (5, 2), (1, 2)]:
         related[i, j] = related[j, i] = True
-    pol = dwsm_fit(jax.random.key(0), X, y, lam=0.01, gamma=0.5, related=related, **FIT_SMALL)
+    pol = dwsm_fit(jax.random.key(0), X, y, lam=0.01, mdp=MDPOptions(gamma=0.5, related=related), **FIT_SMALL)
     rep = dwsm_evaluate(pol, X, y)
     u = np.asarray(rep.feature_usage)
     assert u[5] > u[0]
@@ -1129,7 +1140,7 @@ def collapse_problem(seed, n=200, d=8):
     return X.astype(np.float32), y
 
 
-FIT_Q = dict(n_iter=6, states_per_example=4)
+FIT_Q = dict(n_iter=6, rcpi=RCPIOptions(states_per_example=4))
 
 
 @pytest.fixture(scope="module")
@@ -1164,7 +1175,7 @@ def test_returned_policy_is_the_best_iterate_on_training_data(collapse_fit):
     np.testing.assert_allclose(np.asarray(pol.train_return), -oracle[1:], atol=1e-5)
     assert int(pol.iterations) == FIT_Q["n_iter"]
     # the paper's final policy θ_T (select="last") shares the compiled fit
-    last = dwsm_fit(jax.random.key(0), X, y, lam=0.1, select="last", **FIT_Q)
+    last = dwsm_fit(jax.random.key(0), X, y, lam=0.1, **with_rcpi(FIT_Q, select="last"))
     np.testing.assert_array_equal(np.asarray(last.theta), np.asarray(pol.thetas[-1]))
     assert int(last.best) == FIT_Q["n_iter"]
 
@@ -1186,7 +1197,7 @@ def test_patience_stops_early_and_keeps_the_iterates(x0_fit):
     iterates run equal the full fit's (patience is traced: no recompilation)."""
     X, y, full = x0_fit
     with count_compiles() as n_comp:
-        pol = dwsm_fit(jax.random.key(0), X, y, lam=0.1, patience=1, **FIT_TINY)
+        pol = dwsm_fit(jax.random.key(0), X, y, lam=0.1, **with_rcpi(FIT_TINY, patience=1))
     assert n_comp[0] == 0
     it = int(pol.iterations)
     losses = np.asarray(full.train_loss)
@@ -1204,7 +1215,62 @@ def test_patience_stops_early_and_keeps_the_iterates(x0_fit):
 def test_paper_uniform_states_option(x0_fit):
     """states="uniform": the paper's sampling (no terminal-state data); still returns the best iterate."""
     X, y, _ = x0_fit
-    pol = dwsm_fit(jax.random.key(0), X, y, lam=0.1, states="uniform", **FIT_TINY)
+    pol = dwsm_fit(jax.random.key(0), X, y, lam=0.1, **with_rcpi(FIT_TINY, states="uniform"))
     losses = np.asarray(pol.train_loss)
     assert losses[int(pol.best)] == losses.min()
     np.testing.assert_allclose(-float(np.mean(dwsm_trace(pol, X, y).reward)), optimal_loss(X, y, 0.1, 2), atol=1e-6)
+
+
+def test_old_keywords_warn_and_give_the_same_policy():
+    """The 0.3 keywords of dwsm_fit and rcpi_problem still work for one release, with a
+    DeprecationWarning naming the new spelling, and give the same policy."""
+    X, y = grid_problem("x0")
+    new = dwsm_fit(
+        jax.random.key(0), X, y, lam=0.1, n_iter=2, scale=None,
+        mdp=MDPOptions(gamma=0.3, constant_columns="inert"),
+        rcpi=RCPIOptions(states_per_example=3, alpha=0.5, l2=0.02, explore=0.2, select="last", rollout_batch=8),
+    )
+    with pytest.warns(DeprecationWarning) as record:
+        old = dwsm_fit(
+            jax.random.key(0), X, y, lam=0.1, n_iter=2, standardize=False, gamma=0.3, constant_columns="inert",
+            states_per_example=3, alpha=0.5, l2=0.02, explore=0.2, select="last", rollout_batch=8,
+        )
+    messages = " ".join(str(w.message) for w in record)
+    for name, spelling in [
+        ("standardize", "scale=None"), ("gamma", "MDPOptions(gamma"), ("constant_columns", "MDPOptions(constant_columns"),
+        ("states_per_example", "RCPIOptions(states_per_example"), ("alpha", "RCPIOptions(alpha"),
+        ("l2", "RCPIOptions(l2"), ("explore", "RCPIOptions(explore"), ("select", "RCPIOptions(select"),
+        ("rollout_batch", "RCPIOptions(rollout_batch"),
+    ]:
+        assert f"dwsm_fit({name}=...) is deprecated" in messages and spelling in messages, name
+    assert all(w.filename == __file__ for w in record)  # the warning points at the caller
+    np.testing.assert_array_equal(np.asarray(old.theta), np.asarray(new.theta))
+    np.testing.assert_array_equal(np.asarray(old.train_loss), np.asarray(new.train_loss))
+    spec = make_spec(3, 2, lam=0.1)
+    with pytest.warns(DeprecationWarning, match=r"rcpi_problem\(states_per_example=...\) is deprecated"):
+        a = rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), states_per_example=3, standardize=False)
+    b = rcpi_problem(spec, jnp.asarray(X, jnp.float32), jnp.asarray(y), options=RCPIOptions(states_per_example=3), scale=None)
+    assert a.config == b.config
+    np.testing.assert_array_equal(np.asarray(a.X), np.asarray(b.X))
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        dwsm_fit(jax.random.key(0), X, y, n_iter=1, no_such_option=1)
+    with pytest.raises(TypeError, match="RCPIOptions"):
+        dwsm_fit(jax.random.key(0), X, y, n_iter=1, rcpi=dict(alpha=0.5))
+
+
+def test_public_signature_is_short():
+    import inspect
+
+    params = inspect.signature(js.dwsm_fit).parameters
+    assert len(params) <= 15 and list(params)[:3] == ["key", "X", "y"]
+    assert "scale" in params and "standardize" not in params and "progress" in params
+
+
+def test_progress_bar_gives_the_same_policy(capsys):
+    pytest.importorskip("tqdm")
+    X, y = grid_problem("x0")
+    a = dwsm_fit(jax.random.key(0), X, y, lam=0.1, n_iter=3, rcpi=RCPIOptions(states_per_example=3))
+    b = dwsm_fit(jax.random.key(0), X, y, lam=0.1, n_iter=3, rcpi=RCPIOptions(states_per_example=3), progress=True)
+    np.testing.assert_allclose(np.asarray(b.theta), np.asarray(a.theta), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(np.asarray(b.train_loss), np.asarray(a.train_loss))
+    assert "dwsm" in capsys.readouterr().err

@@ -31,8 +31,19 @@ from .metrics import (
 from .fit import dwsm_fit
 from .policy import DWSMPolicy, DWSMTrace, dwsm_predict, dwsm_trace
 from .policy_fit import AVERAGE_MIXTURE, STOCHASTIC_MIXTURE, MixtureRule
-from .problem import RCPIConfig, RCPIProblem, rcpi_problem
-from .rcpi import RCPIInfo, RCPIState, initial_policy, rcpi_evaluate, rcpi_init, rcpi_run, rcpi_step
+from .problem import MDPOptions, RCPIConfig, RCPIOptions, RCPIProblem, rcpi_config, rcpi_problem
+from .rcpi import (
+    RCPIInfo,
+    RCPIRun,
+    RCPIState,
+    RCPIStepInfo,
+    initial_policy,
+    rcpi_evaluate,
+    rcpi_init,
+    rcpi_run,
+    rcpi_solver,
+    rcpi_step,
+)
 from .states import trajectory_states
 
 __all__ = [
@@ -50,8 +61,14 @@ __all__ = [
     "average_cost",
     "feature_usage",
     "class_usage",
+    "RCPIOptions",
+    "MDPOptions",
     "RCPIProblem",
     "RCPIConfig",
+    "RCPIRun",
+    "RCPIStepInfo",
+    "rcpi_solver",
+    "rcpi_config",
     "RCPIState",
     "RCPIInfo",
     "rcpi_problem",

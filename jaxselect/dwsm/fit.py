@@ -1,117 +1,202 @@
 """dwsm_fit: the user's door to the datum-wise sparse model (validation, then one compiled RCPI run).
 
 Every check of the user's input runs here, on the host, before the compiled program: labels and
-classes, X (NaN/Inf and scale), the MDP (:func:`~.mdp.make_spec`), the RCPI options and the reward
-magnitudes (:mod:`~.problem`). Inside a user's ``jit`` only shapes can be checked; what goes wrong
-in values shows in the policy's ``status``. Then :func:`_fit` compiles :func:`~.problem.rcpi_problem`
-and the RCPI loop (:func:`~.rcpi.rcpi_loop`) into one program.
+classes, X (NaN/Inf and scale, :func:`~jaxselect.as_data`; a numpy X is summarised on the host),
+the MDP (:func:`~.mdp.make_spec`, numpy leaves), the RCPI options (:class:`~.problem.RCPIOptions`)
+and the reward magnitudes (:mod:`~.problem`) — in numpy, so that no small device program is
+compiled between the boundary and the solve. Inside a user's ``jit`` only shapes can be checked;
+what goes wrong in values shows in the policy's ``status``. Then :func:`_fit` compiles
+:func:`~.problem.rcpi_problem` and the RCPI solver (:func:`~.rcpi.rcpi_solver`) on the library's
+driver (:func:`jaxselect.solver.run`) into one program; ``progress=True`` runs the driver's chunks
+with a bar instead.
 """
 
 from __future__ import annotations
 
+import inspect
+import warnings
 from functools import partial
 from typing import Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxselect.sharding import any_mesh
+from jaxselect.solver import run
 
-from . import progress
-from .._validation import (
-    as_hyper,
-    check_int,
-    host_array,
-    is_traced,
-)
+from . import progress as _progress
+from .._progress import check_progress
+from .._validation import check_int, host_array, is_traced
 from ..design import as_data
-from .mdp import check_budget, make_spec
-from .policy import DWSMPolicy
-from .problem import check_dense, check_fit_options, check_key, check_reward_magnitudes, rcpi_problem, row_axes_of
-from .rcpi import rcpi_init, rcpi_loop
-from .rollouts import rollout_capacity
-
-__all__ = ["dwsm_fit"]
-
-# the row sharding of X, looked up here (tests replace it to run the sharded code on one device)
-_row_axes = row_axes_of
-
-
-@partial(
-    jax.jit,
-    static_argnames=(
-        "n_iter",
-        "states_per_example",
-        "mixture",
-        "rollout_batch",
-        "gram_batch",
-        "progress_on",
-        "standardize",
-        "cap",
-        "policy_states",
-        "terminal_weight",
-        "mesh",
-        "row_axes",
-    ),
+from .mdp import make_spec
+from .policy import DWSMPolicy, _predict
+from .problem import (
+    MDPOptions,
+    RCPIOptions,
+    check_dense,
+    check_hypers,
+    check_key,
+    check_options,
+    check_reward_magnitudes,
+    legacy_options,
+    rcpi_problem,
 )
-def _fit(
-    key,
-    X,
-    y,
-    sample_weight,
-    summary,
-    spec,
-    alpha,
-    l2,
-    explore,
-    call_id,
-    patience,
-    use_best,
-    *,
-    n_iter,
-    states_per_example,
-    mixture,
-    rollout_batch,
-    gram_batch,
-    progress_on,
-    standardize,
-    cap,
-    policy_states,
-    terminal_weight,
-    mesh=None,
-    row_axes=None,
+from .rcpi import driver_key, rcpi_solver
+
+__all__ = ["dwsm_fit", "fit_with_acquired"]
+
+
+def _problem(X, y, w, summary, spec, alpha, l2, explore, options, scale):
+    options = options.replace(alpha=alpha, l2=l2, explore=explore)
+    return rcpi_problem(spec, X, y, options=options, scale=scale, sample_weight=w, summary=summary)
+
+
+_problem_program = jax.jit(_problem, static_argnames=("options", "scale"))
+
+
+@partial(jax.jit, static_argnames=("options", "scale", "n_iter", "report", "with_acquired"))
+def _fit(X, y, w, summary, spec, alpha, l2, explore, key, patience, use_best, call_id, *, options, scale, n_iter,
+         report, with_acquired):
+    problem = _problem(X, y, w, summary, spec, alpha, l2, explore, options, scale)
+    policy = run(rcpi_solver(n_iter, report=report), problem, key, patience, use_best, call_id, n_steps=n_iter)
+    if not with_acquired:
+        return policy
+    return policy, _predict(policy, X)[1]
+
+
+@jax.jit
+def _acquired(policy, X):
+    return _predict(policy, X)[1]
+
+
+#: dwsm_fit's keywords of 0.3 that moved into mdp=MDPOptions(...)
+_LEGACY_MDP = ("cost_matrix", "related", "gamma", "constant_columns")
+
+
+def _fold_legacy(mdp, rcpi, scale, legacy: dict, stacklevel: int = 4):
+    legacy = dict(legacy)
+    if "standardize" in legacy:
+        warnings.warn(
+            "dwsm_fit(standardize=...) is deprecated: use scale='std' (standardize=True) or scale=None "
+            "(standardize=False); the keyword goes in the next release",
+            DeprecationWarning,
+            stacklevel=stacklevel,
+        )
+        scale = "std" if legacy.pop("standardize") else None
+    moved = {name: legacy.pop(name) for name in _LEGACY_MDP if name in legacy}
+    for name in moved:
+        warnings.warn(
+            f"dwsm_fit({name}=...) is deprecated: pass mdp=MDPOptions({name}=...) (jaxselect.dwsm.MDPOptions); "
+            "the keyword goes in the next release",
+            DeprecationWarning,
+            stacklevel=stacklevel,
+        )
+    if moved:
+        mdp = MDPOptions(**{**_mdp_fields(mdp), **moved})
+    rcpi = legacy_options(rcpi, legacy, "dwsm_fit", stacklevel=stacklevel + 1)
+    if legacy:
+        raise TypeError(f"dwsm_fit() got unexpected keyword argument(s) {sorted(legacy)}")
+    return mdp, rcpi, scale
+
+
+def _mdp_fields(mdp):
+    if mdp is None:
+        return {}
+    return {f: getattr(mdp, f) for f in ("cost_matrix", "related", "gamma", "constant_columns")}
+
+
+def _check_mdp(mdp) -> MDPOptions:
+    if mdp is None:
+        return MDPOptions()
+    if not isinstance(mdp, MDPOptions):
+        raise TypeError(f"mdp must be a jaxselect.dwsm.MDPOptions (or None); got {type(mdp).__name__}")
+    return mdp
+
+
+def fit_with_acquired(
+    key, X, y, *, lam=0.01, budget=None, groups=None, n_iter=10, scale="std", mdp=None, rcpi=None,
+    n_classes=None, sample_weight=None, progress=False, verbose=False, callback=None, with_acquired=True,
+    _legacy=None,
 ):
-    problem = rcpi_problem(
-        spec,
-        X,
-        y,
-        standardize=standardize,
-        sample_weight=sample_weight,
-        alpha=alpha,
-        l2=l2,
-        explore=explore,
-        terminal_weight=terminal_weight,
-        states_per_example=states_per_example,
-        policy_states=policy_states,
-        mixture=mixture,
-        rollout_batch=rollout_batch,
-        cap=cap,
-        gram_batch=gram_batch,
-        mesh=mesh,
-        row_axes=row_axes,
-        summary=summary,
+    """:func:`dwsm_fit`, and with ``with_acquired`` also the (n, d) bool mask of the features the
+    returned policy acquires on the training rows (computed in the same compiled program: what
+    :class:`~jaxselect.sklearn.DWSMClassifier` needs)."""
+    check_dense(X, "dwsm_fit")
+    key = check_key(key)
+    mdp, rcpi, scale = _fold_legacy(mdp, rcpi, scale, _legacy or {}, stacklevel=6)
+    mdp = _check_mdp(mdp)
+    rcpi = check_options(rcpi)
+    n_iter = check_int(n_iter, "n_iter", low=1)
+    if scale not in ("std", None):
+        raise ValueError(f"scale must be 'std' (standardise the columns on the training rows, the paper's) or None; got {scale!r}")
+    show_bar = check_progress(progress)
+    if n_classes is not None:
+        n_classes = check_int(n_classes, "n_classes", low=1)
+    # the front door: X (NaN/Inf, magnitudes), labels, weights, the constant-column mode, and the
+    # column summary that standardises the MDP's features (one pass; on the host for a host X, so
+    # that no device program runs before the solve)
+    host = not isinstance(X, jax.Array) and not is_traced(X)
+    data = as_data(
+        X, y, sample_weight=sample_weight, targets="labels", n_classes=n_classes,
+        constant_columns=mdp.constant_columns, scale="values", storage="host" if host else "device",
     )
-    report = None
-    if progress_on:
+    X, labels, C, w, summary = data.X, data.Y, data.n_classes, data.weights, data.summary
+    dtype = np.dtype(summary.mean.dtype)
+    if host:
+        X = np.asarray(X, dtype=dtype)
+    n, d = X.shape
+    if n_classes is None:
+        present = np.unique(host_array(labels))
+        if present.size != C:
+            seen = set(present.tolist())  # the first missing classes, without an arange of a huge label
+            missing = np.asarray([c for c in range(min(C, present.size + 10)) if c not in seen][:10])
+            raise ValueError(
+                f"y must use the labels 0..C-1 with every class present; classes {missing.tolist()[:10]} "
+                f"have no example (relabel y to 0..{present.size - 1}, or pass n_classes)"
+            )
+    alpha, l2, explore = check_hypers(rcpi, dtype)
+    if callback is not None and not callable(callback):
+        raise TypeError("callback must be callable(iteration, mean_return, accuracy) or None")
+    if verbose and callback is None:
+        callback = _progress.print_progress
+    spec = make_spec(
+        d, C, dtype=dtype, lam=lam, gamma=mdp.gamma, budget=budget, cost_matrix=mdp.cost_matrix, groups=groups,
+        related=mdp.related,
+    )
+    check_reward_magnitudes(spec, dtype)
+    patience = n_iter if rcpi.patience is None else rcpi.patience
+    # the static part of the options (the traced hyper-parameters go in as arrays)
+    static = rcpi.replace(alpha=None, l2=None, explore=None, patience=None, select="best")
+    # not a check: inside a user's jit the compiled function reports whenever it runs, so its
+    # callback stays registered and its exceptions reach JAX's runtime
+    eager = not is_traced((key, X, labels, spec, alpha, l2, explore))
+    call_id = _progress.register(callback, guard=eager)
+    err = None
+    try:
+        hypers = (alpha, l2, explore)
+        flags = (key, np.int32(patience), np.bool_(rcpi.select == "best"), np.int32(call_id))
+        if show_bar and eager:
+            problem = _problem_program(X, labels, w, summary, spec, *hypers, options=static, scale=scale)
+            solver = rcpi_solver(n_iter, report=callback is not None)
+            flags = (driver_key(key),) + flags[1:]
+            out = run(solver, problem, *flags, n_steps=n_iter, progress=True)
+            if with_acquired:
+                out = (out, _acquired(out, X))
+        else:
+            out = _fit(
+                X, labels, w, summary, spec, *hypers, *flags, options=static, scale=scale, n_iter=n_iter,
+                report=callback is not None, with_acquired=with_acquired,
+            )
+        if callback is not None and eager:
+            jax.effects_barrier()  # the fit has run: wait for its callbacks
+    finally:
+        if callback is not None and eager:
+            err = _progress.unregister(call_id)  # forget the callback, collect what it raised
+    if err is not None:
+        raise err
+    return out
 
-        def report(*args):
-            jax.debug.callback(progress.report, call_id, *args, ordered=True)
 
-    return rcpi_loop(problem, rcpi_init(problem, key, n_iter), patience, use_best, report)
-
-
-@any_mesh
 @any_mesh
 def dwsm_fit(
     key,
@@ -120,26 +205,17 @@ def dwsm_fit(
     *,
     lam=0.01,
     budget=None,
-    cost_matrix=None,
     groups=None,
-    related=None,
     n_iter: int = 10,
-    states_per_example: int = 10,
-    alpha=0.7,
-    l2=0.01,
-    gamma=None,
+    scale: str | None = "std",
+    mdp: MDPOptions | None = None,
+    rcpi: RCPIOptions | None = None,
     n_classes: int | None = None,
-    mixture: str = "stochastic",
-    states: str = "policy",
-    explore=0.1,
-    select: str = "best",
-    patience: int | None = None,
-    standardize: bool = True,
-    constant_columns: str = "inert",
-    rollout_batch: int = 16,
-    callback: Callable | None = None,
-    verbose: bool = False,
     sample_weight=None,
+    progress: bool = False,
+    verbose: bool = False,
+    callback: Callable | None = None,
+    **legacy,
 ) -> DWSMPolicy:
     """Learn a datum-wise sparse classifier by RCPI (Dulac-Arnold et al. 2012, §3–4).
 
@@ -172,42 +248,32 @@ def dwsm_fit(
         with groups and unit costs it counts groups — to count the features of groups, give each
         group the cost of its size (``Groups.from_ids(ids, costs=sizes)``; the rewards then charge
         λ per feature too). A budget beyond the float range means no budget.
-      cost_matrix: (C, C) ``C[predicted, true]``; default ``1 − I``.
       groups: None (every feature its own unit, cost 1), (d,) group ids (cost 1 per group), a
         :class:`~jaxselect.Groups` (costs from ``Groups.costs``), or a list of index lists (cost 1
         per group); an action acquires a whole group (§4.2.4).
-      related: (J, J) bool, ``related[j, k]``: unit j is related to unit k (§4.2.5).
-      n_iter: RCPI iterations (paper: 10; at most, see ``patience``). states_per_example: sampled
-        states per row (paper: 10).
-      alpha: α-mixture weight in [0, 1) (paper: 0.7).
-      l2: ridge weight > 0 of the per-action regression (default 0.01; 1e-3 before 0.3), with the
-        library's convention: θ_a minimises ``(1/m_a) Σ_s ½ (Q(s, a) − θ_a·φ_s)² + (l2/2) ‖θ_a‖²``
-        over the m_a sampled states where a is allowed (bias not penalised), i.e.
-        ``(Φ_aᵀΦ_a/m_a + l2·D) θ_a = Φ_aᵀQ_a/m_a`` (scikit-learn ``Ridge(alpha)`` on those states:
-        ``l2 = alpha / m_a``).
-      gamma: γ >= 0 for unrelated acquisitions (default 2λ).
+      n_iter: RCPI iterations (paper: 10; at most, see ``RCPIOptions.patience``): the driver's steps.
+      scale: ``"std"`` (default): standardise the features on the training rows (the paper's);
+        None: use X as it is (constant columns stay inert). (``standardize=True/False`` before 0.4.)
+      mdp: the :class:`~jaxselect.dwsm.MDPOptions` of the variant beyond ``lam``/``budget``/
+        ``groups``: ``cost_matrix`` ((C, C) ``C[predicted, true]``, default ``1 − I``),
+        ``related`` ((J, J) bool, ``related[j, k]``: unit j is related to unit k, §4.2.5),
+        ``gamma`` (γ >= 0 for unrelated acquisitions, default 2λ) and ``constant_columns``
+        (``"inert"``, default, or ``"raise"``: ValueError naming the constant columns).
+      rcpi: the :class:`~jaxselect.dwsm.RCPIOptions` of the solver: the state budget
+        ``n_states`` (N_s), ``states_per_example``, the action sample ``acquisitions``, ``alpha``
+        (α-mixture weight in [0, 1), paper 0.7), ``l2`` (ridge weight > 0 of the per-action
+        regression, default 0.01, with the library's convention: θ_a minimises
+        ``(1/m_a) Σ_s ½ (Q(s, a) − θ_a·φ_s)² + (l2/2) ‖θ_a‖²`` over the m_a sampled states where a
+        is allowed, bias not penalised), ``mixture`` (``"stochastic"``, the paper's footnote 11,
+        or ``"average"``), ``states`` (``"policy"``: states visited by the rollout policy, with a
+        one-step deviation of probability ``explore``; ``"uniform"``: the paper's uniform binomial
+        states), ``select`` (``"best"``: the iterate of lowest training datum-wise loss;
+        ``"last"``: θ_T), ``patience`` (None, or stop once that many iterations in a row did not
+        lower the best; skipped entries are NaN, ``policy.iterations`` says how many ran; traced:
+        no recompilation) and ``rollout_batch`` (rollouts side by side in one ``while_loop``).
       n_classes: C; required when y is traced, else when some classes are absent from y.
-      mixture: ``"stochastic"`` (paper footnote 11) or ``"average"`` (parameter averaging).
-      states: which states RCPI samples. ``"policy"`` (default): states visited by the rollout
-        policy (prefixes of its episode from z = 0, see ``explore``), and the classification actions
-        are also fitted at the states where the rollouts classified. ``"uniform"``: the paper's
-        "uniform binomial" z (‖z‖ ~ U{0..J}, then a uniform subset), classification fitted at the
-        sampled states only (the paper's RCPI; it collapses on correlated features, issue 14).
-      explore: with ``states="policy"``, the probability in [0, 1] that a sampled state gets one
-        more, uniformly drawn, allowed unit (a one-step deviation from the policy; default 0.1).
-        These states teach the acquisitions only.
-      select: ``"best"`` (default): return the iterate with the lowest training datum-wise loss;
-        ``"last"``: θ_T (before 0.3; it can be much worse than the training run).
-      patience: None (run ``n_iter`` iterations) or p >= 1: stop once p iterations in a row did not
-        lower the best training datum-wise loss (the remaining iterations are skipped, their
-        entries NaN; ``policy.iterations`` says how many ran). Traced: no recompilation.
-      standardize: standardise features on the training set (paper).
-      constant_columns: ``"inert"`` (default) or ``"raise"`` (ValueError naming the constant columns).
-      rollout_batch: about how many rollouts run side by side in one ``while_loop`` (default 16:
-        rows are processed ``max(1, rollout_batch // lanes_per_row)`` at a time, and a row with
-        more lanes runs them in groups of at most ``rollout_batch``; small groups stop as soon as
-        their own rollouts end, which is what makes training fast on CPU; an accelerator may prefer
-        a larger value).
+      progress: a tqdm bar over the iterations (the library's driver runs the iterations in
+        compiled chunks and updates the bar between them; the result is the same).
       callback: ``callback(iteration, mean_return, accuracy)`` called on the host after each
         iteration with the *new iterate's* greedy policy on the training rows (mean return = minus
         its datum-wise loss, every episode from z = 0; before 0.3 these were the rollouts' figures
@@ -250,98 +316,17 @@ def dwsm_fit(
     >>> bool((np.asarray(labels) == y).mean() > 0.9), bool(acquired.sum(1).max() <= 3)
     (True, True)
     """
-    check_dense(X, "dwsm_fit")
-    key = check_key(key)
-    if n_classes is not None:
-        n_classes = check_int(n_classes, "n_classes", low=1)
-    # the front door: X (NaN/Inf, magnitudes), labels, weights, the constant-column mode, and the
-    # column summary that standardises the MDP's features (one pass)
-    data = as_data(
-        X, y, sample_weight=sample_weight, targets="labels", n_classes=n_classes,
-        constant_columns=constant_columns, scale="values",
+    return fit_with_acquired(
+        key, X, y, lam=lam, budget=budget, groups=groups, n_iter=n_iter, scale=scale, mdp=mdp, rcpi=rcpi,
+        n_classes=n_classes, sample_weight=sample_weight, progress=progress, verbose=verbose, callback=callback,
+        with_acquired=False, _legacy=legacy,
     )
-    X, labels, C, w = data.X, data.Y, data.n_classes, data.weights
-    n, d = X.shape
-    if n_classes is None:
-        present = np.unique(host_array(labels))
-        if present.size != C:
-            seen = set(present.tolist())  # the first missing classes, without an arange of a huge label
-            missing = np.asarray([c for c in range(min(C, present.size + 10)) if c not in seen][:10])
-            raise ValueError(
-                f"y must use the labels 0..C-1 with every class present; classes {missing.tolist()[:10]} "
-                f"have no example (relabel y to 0..{present.size - 1}, or pass n_classes)"
-            )
-    n_iter = check_int(n_iter, "n_iter", low=1)
-    states_per_example = check_int(states_per_example, "states_per_example", low=1)
-    l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
-    rollout_batch = check_int(rollout_batch, "rollout_batch", low=1)
-    policy_states, terminal_weight, patience, alpha, explore = check_fit_options(
-        states, select, patience, states_per_example, mixture, alpha, explore, X.dtype
-    )
-    if callback is not None and not callable(callback):
-        raise TypeError("callback must be callable(iteration, mean_return, accuracy) or None")
-    if verbose and callback is None:
-        callback = progress.print_progress
-    spec = make_spec(
-        d,
-        C,
-        dtype=X.dtype,
-        lam=lam,
-        gamma=gamma,
-        budget=budget,
-        cost_matrix=cost_matrix,
-        groups=groups,
-        related=related,
-    )
-    check_reward_magnitudes(spec, X.dtype)
-    J = spec.n_units
-    # lane packing of the uniform states only without a budget (then every state has exactly k
-    # units): budgets stay traced and share one compiled fit; budgeted rollouts are short anyway.
-    # A state visited by the policy may have any number of units: J lanes each. A budget given as
-    # a jax.Array counts as a budget (it may be traced).
-    no_budget = budget is None or (not isinstance(budget, jax.Array) and check_budget(budget, X.dtype) is None)
-    n_unif = states_per_example - policy_states
-    cap = (rollout_capacity(J, n_unif, J, exact_sizes=no_budget) if n_unif else 0) + policy_states * J
-    # a row-sharded X runs each device's rollouts on its own rows (chunks of its local block)
-    sharded = _row_axes(X, n)
-    mesh, row_axes = sharded if sharded is not None else (None, None)
-    # not a check: inside a user's jit the compiled function reports whenever it runs, so its
-    # callback stays registered and its exceptions reach JAX's runtime
-    eager = not is_traced((key, X, labels, spec, alpha, l2, explore))
-    call_id = progress.register(callback, guard=eager)
-    err = None
-    try:
-        policy = _fit(
-            key,
-            X,
-            jnp.asarray(labels),
-            w,
-            data.summary,
-            spec,
-            alpha,
-            l2,
-            explore,
-            jnp.asarray(call_id, jnp.int32),
-            jnp.asarray(n_iter if patience is None else patience, jnp.int32),
-            jnp.asarray(select == "best"),
-            n_iter=n_iter,
-            states_per_example=states_per_example,
-            mixture=mixture,
-            rollout_batch=rollout_batch,
-            gram_batch=8,
-            progress_on=callback is not None,
-            standardize=bool(standardize),
-            cap=cap,
-            policy_states=policy_states,
-            terminal_weight=terminal_weight,
-            mesh=mesh,
-            row_axes=row_axes,
-        )
-        if callback is not None and eager:
-            jax.effects_barrier()  # the fit has run: wait for its callbacks
-    finally:
-        if callback is not None and eager:
-            err = progress.unregister(call_id)  # forget the callback, collect what it raised
-    if err is not None:
-        raise err
-    return policy
+
+
+# the public signature lists the 15 parameters; the 0.3 keywords (``standardize``, ``cost_matrix``,
+# ``related``, ``gamma``, ``constant_columns``, ``states_per_example``, ``alpha``, ``l2``, ``mixture``,
+# ``states``, ``explore``, ``select``, ``patience``, ``rollout_batch``) still work for one release,
+# with a DeprecationWarning naming the new spelling
+dwsm_fit.__signature__ = inspect.signature(dwsm_fit).replace(
+    parameters=[p for p in inspect.signature(dwsm_fit).parameters.values() if p.kind is not p.VAR_KEYWORD]
+)

@@ -53,7 +53,7 @@ from jaxselect._budget import within_budget as _within_budget
 from jaxselect._repr import short_repr
 from jaxselect.groups import Groups, as_groups
 
-from .._validation import as_hyper, check_magnitudes, default_float
+from .._validation import _check_in_dtype, as_hyper, check_float, check_magnitudes, default_float, is_traced
 
 __all__ = [
     "DWSMSpec",
@@ -119,6 +119,26 @@ class DWSMSpec(NamedTuple):
         return self.n_classes + self.n_units
 
 
+def host_hyper(value, name: str, dtype, **bounds):
+    """:func:`~jaxselect._validation.as_hyper` on the host: a concrete value is checked and returned
+    as a numpy 0-d array of ``dtype`` (no device work: no program is compiled for it); a traced
+    value is checked for shape and cast inside the caller's trace."""
+    if is_traced(value):
+        return as_hyper(value, name, dtype, **bounds)
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a real number; got {value!r}")
+    arr = np.asarray(value)
+    if arr.shape != () or arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real scalar; got {value!r}")
+    try:
+        as_float = float(arr)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite; got {value!r}") from None
+    as_float = check_float(as_float, name, **bounds)
+    _check_in_dtype(as_float, name, dtype)
+    return np.asarray(as_float, dtype=np.dtype(dtype))
+
+
 def as_unit_groups(groups, d: int, *, dtype=None) -> Groups:
     """The units of a DWSM problem as a :class:`~jaxselect.Groups`.
 
@@ -137,6 +157,14 @@ def as_unit_groups(groups, d: int, *, dtype=None) -> Groups:
         is_nested = len(groups) > 0 and all(isinstance(g, (list, tuple, np.ndarray, range)) for g in groups)
         if is_nested:
             groups = _nested_to_ids(groups, d)
+    if groups is None:  # on the host: no device work (no program compiled) for the plain case
+        f = np.dtype(dtype or default_float())
+        return _device_leaves(Groups(
+            np.arange(d, dtype=np.int32),
+            np.ones(d, f),
+            np.arange(d, dtype=np.int32)[:, None],
+            np.ones((d, 1), bool),
+        ))
     if groups is not None and not isinstance(groups, Groups):
         ids = np.asarray(groups)
         if ids.ndim != 1 or ids.shape[0] != d:
@@ -206,7 +234,7 @@ def check_budget(budget, dtype):
             raise ValueError(f"budget must be >= 0; got {value}")
     if math.isinf(value) or value > float(np.finfo(np.dtype(dtype)).max):
         return None  # larger than any sum of costs in this dtype: no budget
-    return jnp.asarray(value, dtype)
+    return np.asarray(value, np.dtype(dtype))
 
 
 def make_spec(
@@ -242,11 +270,14 @@ def make_spec(
       A :class:`DWSMSpec`.
     """
     f = np.dtype(dtype or default_float())
-    lam = as_hyper(lam, "lam", f, low=0.0)
-    gamma = 2.0 * lam if gamma is None else as_hyper(gamma, "gamma", f, low=0.0)
+    lam = host_hyper(lam, "lam", f, low=0.0)
+    if gamma is None:
+        gamma = (2.0 * lam).astype(f) if isinstance(lam, np.ndarray) else 2.0 * lam
+    else:
+        gamma = host_hyper(gamma, "gamma", f, low=0.0)
     budget_val = check_budget(budget, f)
     if budget_val is None:
-        budget_val = jnp.asarray(np.inf, f)
+        budget_val = np.asarray(np.inf, f)
     units = as_unit_groups(groups, d, dtype=f)
     J = units.n_groups
 
@@ -280,15 +311,22 @@ def make_spec(
                 raise TypeError(f"related must be a boolean matrix (or hold only 0/1); got dtype {rel.dtype}")
             rel = rel.astype(bool)
 
-    return DWSMSpec(
+    # host values put on the device as they are (jax.device_put compiles no program, where
+    # jnp.asarray of a host array compiles a small conversion program per shape)
+    return _device_leaves(DWSMSpec(
         groups=units,
-        live=jnp.ones((J,), bool),
-        related=jnp.asarray(rel),
-        cost_matrix=jnp.asarray(cm, dtype=f),
+        live=np.ones((J,), bool),
+        related=np.asarray(rel),
+        cost_matrix=np.asarray(cm, dtype=f),
         lam=lam,
-        gamma=jnp.asarray(gamma, f),
+        gamma=gamma,
         budget=budget_val,
-    )
+    ))
+
+
+def _device_leaves(tree):
+    """The host (numpy) leaves of ``tree`` put on the default device (traced leaves as they are)."""
+    return jax.tree.map(lambda v: jax.device_put(v) if isinstance(v, np.ndarray) else v, tree)
 
 
 def within_budget(spent: jax.Array, cost: jax.Array, budget: jax.Array) -> jax.Array:

@@ -19,18 +19,17 @@ _CALLBACK_LOCK = threading.Lock()
 _CALL_IDS = itertools.count(1)
 
 
-def report(call_id, it, active, loss, accuracy, features, best_it, best_loss):
+def report(call_id, it, n_iter, loss, accuracy, features, best_it, best_loss, loss0=None, accuracy0=None, features0=None):
     """Host side of the progress callback: call the function registered under ``call_id``.
 
     A user's callback gets ``(iteration, mean_return, accuracy)`` of the new iterate's greedy policy
     on the training rows (mean return = minus its datum-wise loss); the ``verbose`` printer gets the
-    mean number of features and the best iterate so far too. Iterations skipped after an early stop
-    (``patience``) are not reported. In an eager fit (``guard``) an exception raised by the user's
-    function is stored and re-raised by :func:`dwsm_fit` once the fit has finished; the remaining
-    iterations skip the callback.
+    mean number of features, the best iterate so far and θ_0's figures too. Iterations are numbered
+    as the iterates: iteration t (1..n_iter) makes θ_t, and θ_0 (classify at once) is iteration 0.
+    Iterations skipped after an early stop (``patience``) are not reported. In an eager fit
+    (``guard``) an exception raised by the user's function is stored and re-raised by
+    :func:`dwsm_fit` once the fit has finished; the remaining iterations skip the callback.
     """
-    if not bool(active):
-        return
     cid = int(call_id)
     with _CALLBACK_LOCK:
         entry = _CALLBACKS.get(cid)
@@ -38,9 +37,9 @@ def report(call_id, it, active, loss, accuracy, features, best_it, best_loss):
     if entry is None or failed:
         return
     fn, guard = entry
-    args = (it, -loss, accuracy)
+    args = (int(it), -float(loss), float(accuracy))
     if fn is print_progress:
-        args = (it, loss, accuracy, features, best_it, best_loss)
+        args = (it, n_iter, loss, accuracy, features, best_it, best_loss, loss0, accuracy0, features0)
     if not guard:
         fn(*args)
         return
@@ -51,11 +50,21 @@ def report(call_id, it, active, loss, accuracy, features, best_it, best_loss):
             _CALLBACK_ERRORS[cid] = exc
 
 
-def print_progress(it, loss, acc, features, best_it, best_loss):
-    """The ``verbose`` printer: one line per iteration (its loss, accuracy, features; the best so far)."""
+def print_progress(it, n_iter, loss, acc, features, best_it, best_loss, loss0=None, acc0=None, features0=None):
+    """The ``verbose`` printer: one line per iteration t = 1..n_iter (θ_t's training figures and the
+    best iterate so far, numbered the same way: 0 is θ_0, classify at once); before the first, θ_0's line."""
+    it, n_iter, best_it = int(it), int(n_iter), int(best_it)
+    width = len(str(n_iter))
+    if it == 1 and loss0 is not None:
+        print(
+            f"[dwsm] iteration {0:>{width}d}/{n_iter}  training datum-wise loss {float(loss0):.4f}  "
+            f"accuracy {float(acc0):.4f}  features {float(features0):.2f}  (θ_0: classify at once)",
+            flush=True,
+        )
+    note = " (θ_0: classify at once)" if best_it == 0 else ""
     print(
-        f"[dwsm] iteration {int(it):3d}  training datum-wise loss {float(loss):.4f}  accuracy {float(acc):.4f}  "
-        f"features {float(features):.2f}  | best so far: iteration {int(best_it)}, loss {float(best_loss):.4f}",
+        f"[dwsm] iteration {it:>{width}d}/{n_iter}  training datum-wise loss {float(loss):.4f}  accuracy {float(acc):.4f}  "
+        f"features {float(features):.2f}  | best so far: iteration {best_it}, loss {float(best_loss):.4f}{note}",
         flush=True,
     )
 

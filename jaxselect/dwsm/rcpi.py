@@ -83,14 +83,18 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import PartitionSpec
 
+from jaxselect._compat import is_tracer
 from jaxselect._repr import short_repr
+from jaxselect.solver import Solver, SolverTraits, run
 from jaxselect.status import NONFINITE, OK
 
+from . import progress
 from .._validation import check_int
 from .mdp import feature_mask
-from .policy import DWSMPolicy, run_episode
+from .policy import DWSMPolicy, phi, run_episode
 from .policy_fit import (  # noqa: F401 - the names this module had before it was split by job
     AVERAGE_MIXTURE,
     STOCHASTIC_MIXTURE,
@@ -104,6 +108,7 @@ from .problem import RCPIConfig, RCPIProblem, check_key, rcpi_problem  # noqa: F
 from .rollouts import rollout_capacity, rollout_statistics, row_state_action_values, state_action_values  # noqa: F401
 from .states import (  # noqa: F401
     max_units_within_budget,
+    policy_episodes,
     sample_states,
     trajectory_draws,
     trajectory_states,
@@ -115,6 +120,9 @@ __all__ = [
     "RCPIConfig",
     "RCPIState",
     "RCPIInfo",
+    "RCPIRun",
+    "RCPIStepInfo",
+    "rcpi_solver",
     "rcpi_problem",
     "rcpi_init",
     "rcpi_step",
@@ -335,103 +343,176 @@ def rcpi_step(problem: RCPIProblem, state: RCPIState) -> RCPIState:
     return RCPIState(thetas, t + 1, state.key, info)
 
 
-# ----------------------------------------------------------------------------- the loop
+# ----------------------------------------------------------------------------- the solver
 
 
-def rcpi_loop(problem: RCPIProblem, state: RCPIState, patience, use_best, report=None) -> DWSMPolicy:
-    """The loop of :func:`rcpi_run` (pure, not jitted: :func:`~.fit.dwsm_fit` compiles it together
-    with :func:`rcpi_problem`).
+class RCPIStepInfo(NamedTuple):
+    """Diagnostics of one iteration of :func:`rcpi_solver` (stacked along the iterations by the driver).
+
+    Attributes:
+      loss, accuracy, features: () the new iterate's greedy policy on the training rows
+        (:func:`rcpi_evaluate`).
+      rollout: the :class:`RCPIInfo` of the iteration (the rollout policy).
+    """
+
+    loss: jax.Array
+    accuracy: jax.Array
+    features: jax.Array
+    rollout: RCPIInfo
+
+    __repr__ = short_repr
+
+
+class RCPIRun(NamedTuple):
+    """The state of :func:`rcpi_solver`: RCPI's own :class:`RCPIState` and the iterate selection.
+
+    Attributes:
+      rcpi: the :class:`RCPIState` (every iterate so far, the key).
+      best: () int32 index of the best iterate so far (0: θ_0, classify at once).
+      best_loss: () its training datum-wise loss.
+      since: () int32 iterations since the best improved (the run is done at ``patience``).
+      patience: () int32 (n_iter: never stop early).
+      use_best: () bool: return the best iterate (else the last one run).
+      call_id: () int32 of the progress callback (:mod:`~.progress`).
+      start: ``(loss, accuracy, features)`` of θ_0 on the training rows.
+      info: the :class:`RCPIStepInfo` of the last iteration.
+    """
+
+    rcpi: RCPIState
+    best: jax.Array
+    best_loss: jax.Array
+    since: jax.Array
+    patience: jax.Array
+    use_best: jax.Array
+    call_id: jax.Array
+    start: tuple
+    info: RCPIStepInfo
+
+    __repr__ = short_repr
+
+
+def rcpi_solver(n_iter: int, *, report: bool = False) -> Solver:
+    """RCPI as a :class:`~jaxselect.Solver` (run by :func:`jaxselect.solver.run` for ``n_iter`` steps).
+
+    ``init(problem, key, patience, use_best, call_id)`` gives an :class:`RCPIRun` (θ_0 evaluated on
+    the training rows); ``step`` is one policy iteration (:func:`rcpi_step`) followed by the new
+    iterate's training evaluation (:func:`rcpi_evaluate`) and the best-so-far bookkeeping; ``done``
+    once ``patience`` iterations in a row did not lower the best training loss (the driver then
+    carries the state unchanged); ``finish`` returns the :class:`~jaxselect.dwsm.DWSMPolicy`.
 
     Args:
-      problem, state: as in :func:`rcpi_run` (``state.t`` = 0).
-      patience: () int32; stop once this many iterations in a row did not lower the best training
-        loss (n_iter: never).
-      use_best: () bool; return the best iterate (else the last one run).
-      report: None, or ``report(t, active, loss, accuracy, features, best, best_loss)`` called
-        inside the loop after every iteration (a ``jax.debug.callback``).
+      n_iter: RCPI iterations (the room of the state: ``n_iter + 1`` iterates).
+      report: call the host progress hook (:func:`~.progress.report`, a ``jax.debug.callback``)
+        after each iteration.
     """
-    dt = problem.X.dtype
-    n_iter = state.thetas.shape[0] - 1
-    nan = jnp.asarray(jnp.nan, dt)
+    n_iter = check_int(n_iter, "n_iter", low=1)
 
-    def run(state):
-        new = rcpi_step(problem, state)
-        return new, rcpi_evaluate(new.thetas[new.t], problem)
-
-    def skip(state):
-        # stopped early: the remaining slots repeat the last iterate, diagnostics are NaN
-        thetas = jax.lax.dynamic_update_index_in_dim(
-            state.thetas,
-            jax.lax.dynamic_index_in_dim(state.thetas, state.t, axis=0, keepdims=False),
-            state.t + 1,
-            axis=0,
+    def init(problem: RCPIProblem, key, patience, use_best, call_id) -> RCPIRun:
+        st = rcpi_init(problem, key, n_iter)
+        ev0 = rcpi_evaluate(st.thetas[0], problem)
+        dt = problem.X.dtype
+        nan = jnp.asarray(jnp.nan, dt)
+        info = RCPIStepInfo(nan, nan, nan, RCPIInfo(nan, nan))
+        return RCPIRun(
+            st,
+            jnp.zeros((), jnp.int32),
+            ev0[0],
+            jnp.zeros((), jnp.int32),
+            jnp.asarray(patience, jnp.int32),
+            jnp.asarray(use_best, bool),
+            jnp.asarray(call_id, jnp.int32),
+            ev0,
+            info,
         )
-        return RCPIState(thetas, state.t + 1, state.key, RCPIInfo(nan, nan)), (nan, nan, nan)
 
-    def body(carry, _):
-        state, best, best_loss, since = carry
-        # early stop: no iteration runs once `patience` iterations in a row did not improve the best
-        # training loss (patience = n_iter: never); lax.cond skips the work of the skipped ones
-        active = since < patience
-        new, ev = jax.lax.cond(active, run, skip, state)
-        loss = ev[0]
-        better = active & (loss < best_loss)  # ties keep the earlier iterate
-        best = jnp.where(better, new.t, best)
-        best_loss = jnp.where(better, loss, best_loss)
-        since = jnp.where(better, jnp.zeros_like(since), since + 1)
-        if report is not None:
-            report(new.t, active, *ev, best, best_loss)
-        return (new, best, best_loss, since), (new.info, ev, active)
+    def step(problem: RCPIProblem, run: RCPIRun) -> RCPIRun:
+        new = rcpi_step(problem, run.rcpi)
+        loss, acc, feats = rcpi_evaluate(new.thetas[new.t], problem)
+        better = loss < run.best_loss  # ties keep the earlier iterate
+        best = jnp.where(better, new.t, run.best)
+        best_loss = jnp.where(better, loss, run.best_loss)
+        since = jnp.where(better, jnp.zeros_like(run.since), run.since + 1)
+        if report:
+            jax.debug.callback(
+                progress.report, run.call_id, new.t, n_iter, loss, acc, feats, best, best_loss, *run.start
+            )
+        info = RCPIStepInfo(loss, acc, feats, new.info)
+        return run._replace(rcpi=new, best=best, best_loss=best_loss, since=since, info=info)
 
-    ev0 = rcpi_evaluate(state.thetas[0], problem)
-    carry0 = (state, jnp.zeros((), jnp.int32), ev0[0], jnp.zeros((), jnp.int32))
-    (state, best, _, _), (infos, evs, active) = jax.lax.scan(body, carry0, length=n_iter)
-    n_run = jnp.sum(active, dtype=jnp.int32)
-    chosen = jnp.where(use_best, best, n_run)
+    def done(problem: RCPIProblem, run: RCPIRun):
+        return run.since >= run.patience
+
+    def finish(problem: RCPIProblem, run: RCPIRun, infos: RCPIStepInfo) -> DWSMPolicy:
+        return _policy(problem, run, infos, n_iter)
+
+    return Solver(init, step, finish, SolverTraits("dwsm", stacks_info=True), done)
+
+
+def _policy(problem: RCPIProblem, run: RCPIRun, infos: RCPIStepInfo, n_iter: int) -> DWSMPolicy:
+    """The :class:`DWSMPolicy` of a finished run (iterations after an early stop: NaN, last iterate)."""
+    st = run.rcpi
+    n_run = st.t
+    ran = jnp.arange(1, n_iter + 1, dtype=jnp.int32) <= n_run  # the driver carries a done state unchanged
+    nan = jnp.asarray(jnp.nan, problem.X.dtype)
+
+    def mask(v):
+        return jnp.where(ran, v, nan)
+
+    slots = jnp.arange(n_iter + 1, dtype=jnp.int32)
+    last = jax.lax.dynamic_index_in_dim(st.thetas, n_run, axis=0, keepdims=False)
+    thetas = jnp.where((slots > n_run)[:, None, None], last[None], st.thetas)
+    chosen = jnp.where(run.use_best, run.best, n_run)
     weights = problem.config.mixture.weights(n_run, n_iter + 1, problem.alpha)
-    finite = jnp.all(jnp.isfinite(state.thetas)) & jnp.all(jnp.isfinite(infos.mean_return) | ~active)
+    rollout_return, rollout_accuracy = mask(infos.rollout.mean_return), mask(infos.rollout.accuracy)
+    finite = jnp.all(jnp.isfinite(thetas)) & jnp.all(jnp.isfinite(rollout_return) | ~ran)
     status = jnp.where(finite, jnp.int32(OK), jnp.int32(NONFINITE))
-    loss, acc, feats = evs
+    loss, acc, feats = mask(infos.loss), mask(infos.accuracy), mask(infos.features)
     return DWSMPolicy(
-        theta=jax.lax.dynamic_index_in_dim(state.thetas, chosen, axis=0, keepdims=False),
+        theta=jax.lax.dynamic_index_in_dim(thetas, chosen, axis=0, keepdims=False),
         mean=problem.mean,
         scale=problem.scale,
         spec=problem.spec,
-        thetas=state.thetas,
+        thetas=thetas,
         mix_weights=weights,
         train_return=-loss,
         train_accuracy=acc,
         status=status,
-        train_loss=jnp.concatenate([ev0[0][None], loss]),
-        train_features=jnp.concatenate([ev0[2][None], feats]),
+        train_loss=jnp.concatenate([run.start[0][None], loss]),
+        train_features=jnp.concatenate([run.start[2][None], feats]),
         best=chosen.astype(jnp.int32),
         iterations=n_run,
-        rollout_return=infos.mean_return,
-        rollout_accuracy=infos.accuracy,
+        rollout_return=rollout_return,
+        rollout_accuracy=rollout_accuracy,
     )
 
 
-@jax.jit
-def _run(problem, state, patience, use_best):
-    return rcpi_loop(problem, state, patience, use_best)
+def driver_key(key):
+    """The key as the driver's program cache takes it: a typed key's raw data (the default
+    implementation's: the same random numbers); a raw key as it is."""
+    if isinstance(key, jax.Array) and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) and not is_tracer(key):
+        return jax.random.key_data(key)
+    return key
 
 
-def rcpi_run(problem: RCPIProblem, state: RCPIState, *, patience: int | None = None, select: str = "best") -> DWSMPolicy:
-    """Run RCPI to the end of ``state``'s slots: a compiled ``lax.scan`` of :func:`rcpi_step`.
+def rcpi_run(
+    problem: RCPIProblem, state: RCPIState, *, patience: int | None = None, select: str = "best", progress: bool = False
+) -> DWSMPolicy:
+    """Run RCPI to the end of ``state``'s slots: :func:`rcpi_solver` on the library's driver.
 
     Every iterate's greedy policy is evaluated on the training rows (:func:`rcpi_evaluate`) and the
     best one is returned (θ_0 included). This is :func:`~jaxselect.dwsm.dwsm_fit` without
-    the input validation and the progress reports: ``rcpi_run(rcpi_problem(spec, X, y, ...),
-    rcpi_init(problem, key, n_iter))`` gives the same policy as ``dwsm_fit(key, X, y, ...)`` with
-    the same options.
+    the input validation: ``rcpi_run(rcpi_problem(spec, X, y, options=o), rcpi_init(problem, key,
+    n_iter))`` gives the same policy as ``dwsm_fit(key, X, y, n_iter=n_iter, rcpi=o)`` with the
+    same MDP. One compiled program (:func:`jaxselect.solver.run`); ``progress=True``: a bar.
 
     Args:
       problem: :class:`RCPIProblem`.
       state: a fresh :class:`RCPIState` from :func:`rcpi_init` (``t = 0``); its slots fix the
-        number of iterations n_iter.
+        number of iterations n_iter and its key the random numbers.
       patience: None (run n_iter iterations) or p >= 1: stop once p iterations in a row did not
         lower the best training datum-wise loss (traced inside: no recompilation).
       select: ``"best"`` (lowest training datum-wise loss) or ``"last"`` (θ_T).
+      progress: a tqdm bar over the iterations (the driver's option).
 
     Returns:
       A :class:`~jaxselect.dwsm.DWSMPolicy` (``status``: ``NONFINITE`` when θ or the
@@ -441,4 +522,13 @@ def rcpi_run(problem: RCPIProblem, state: RCPIState, *, patience: int | None = N
         raise ValueError(f"select must be 'best' (lowest training datum-wise loss) or 'last' (θ_T); got {select!r}")
     n_iter = state.thetas.shape[0] - 1
     patience = n_iter if patience is None else check_int(patience, "patience", low=1)
-    return _run(problem, state, jnp.asarray(patience, jnp.int32), jnp.asarray(select == "best"))
+    return run(
+        rcpi_solver(n_iter),
+        problem,
+        driver_key(state.key),
+        np.int32(patience),
+        np.bool_(select == "best"),
+        np.int32(0),
+        n_steps=n_iter,
+        progress=progress,
+    )

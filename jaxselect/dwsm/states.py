@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from .mdp import DWSMSpec, acquire_allowed, within_budget
 from .policy import run_episode
 
-__all__ = ["max_units_within_budget", "sample_states", "trajectory_states"]
+__all__ = ["max_units_within_budget", "sample_states", "trajectory_states", "policy_episodes", "component_delta"]
 
 
 def max_units_within_budget(spec: DWSMSpec) -> jax.Array:
@@ -124,3 +124,58 @@ def trajectory_states_given_draws(thetas, comp, spec: DWSMSpec, Xs, u, e, pick, 
     # rows a few at a time (lax.map): each while loop stops when its own episodes end
     return jax.lax.map(row, (Xs, comp, u, e, pick), batch_size=max(1, min(n, int(batch) // m)))
 
+
+
+def component_delta(thetasT, c, spec: DWSMSpec, x, j):
+    """(A,) score change of acquiring unit j under the policy ``thetasT[c]`` (θ_cᵀ, (p, A)): only the
+    rows of unit j's features are read (no per-state copy of θ)."""
+    d = spec.groups.ids.shape[0]
+    valid = spec.groups.mask[j]
+    cols = jnp.where(valid, spec.groups.index[j], 0)  # padding → any real column, weight 0
+    v = valid.astype(thetasT.dtype)
+    tz = thetasT[c, cols]  # (s_max, A)
+    tx = thetasT[c, cols + d]
+    return v @ tz + (jnp.take(x, cols) * v) @ tx
+
+
+def policy_episodes(thetasT, comp, spec: DWSMSpec, X, y, u, e, pick, *, batch: int = 256):
+    """The rollout policy's episodes from z = 0 on N sampled rows, and the states they visit.
+
+    State s runs the greedy policy ``thetasT[comp[s]]`` (iterates transposed, (K, p, A)) on datum
+    ``X[s]`` (label ``y[s]``) from the empty state; its sampled state is the prefix of length
+    ``⌊u·(L+1)⌋`` of the L acquisitions, with probability ``e`` one more allowed unit (the one of
+    largest ``pick``) added — :func:`trajectory_states` for one state per datum.
+
+    Returns:
+      ``(ret, correct, Z, deviated)``: (N,) episode return and whether it ends in the right class,
+      (N, J) bool sampled states and (N,) whether the state was deviated.
+    """
+    N = comp.shape[0]
+    J = spec.groups.costs.shape[0]
+    costs = spec.groups.costs
+    units = jnp.arange(J, dtype=jnp.int32)
+    z0 = jnp.zeros((J,), bool)
+
+    def one(args):
+        x, yi, c, ui, ei, pi = args
+        ret, label, _, order = run_episode(
+            None,
+            spec,
+            x,
+            yi,
+            z0,
+            jnp.zeros((), costs.dtype),
+            thetasT[c, -1],
+            track_order=True,
+            delta_fn=lambda j: component_delta(thetasT, c, spec, x, j),
+        )
+        L = jnp.sum(order >= 0, dtype=jnp.int32)
+        kpos = jnp.minimum(jnp.floor(ui * (L + 1).astype(ui.dtype)).astype(jnp.int32), L)
+        z = z0.at[jnp.where(units < kpos, order, J)].set(True, mode="drop")
+        spent = jnp.sum(jnp.where(z, costs, jnp.zeros_like(costs)))
+        ok = acquire_allowed(spec, z, spent)
+        j = jnp.argmax(jnp.where(ok, pi, -1.0)).astype(jnp.int32)
+        dev = ok[j] & ei
+        return ret, label == yi, z | ((units == j) & dev), dev
+
+    return jax.lax.map(one, (X, y, comp, u, e, pick), batch_size=max(1, min(N, int(batch))))
