@@ -47,6 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect import _predict
 from jaxselect._budget import budget_rtol
 from jaxselect._repr import short_repr
 from jaxselect._validation import (
@@ -722,3 +723,11 @@ def _check_fsa_options(X, k_max: int, options: dict) -> None:
         raise ValueError(
             f"ks holds k={k_max} but X has only {int(live.sum())} non-constant columns; choose k <= {int(live.sum())}"
         )
+
+
+# js.predict refuses a CVResult (scores, not a model) and says what to do instead
+_predict.refuse(
+    CVResult,
+    "a CVResult holds cross-validated scores, not a model: refit at the chosen point (cv.best or "
+    "cv.best_1se) on all the data and predict with that result",
+)

@@ -1,66 +1,26 @@
-"""One prediction front door: :func:`predict` dispatches on the type of a fitted result.
+"""The prediction front door of :mod:`jaxselect`: :func:`predict`, a single-dispatch function on
+the type of a fitted result, and the per-family aliases it replaced (deprecated).
 
-============================  ========================================  ===================================
-result (from)                 ``budget``                                returns
-============================  ========================================  ===================================
-:class:`SelectionPath`        a cumulative cost B: the longest prefix   (m,) or (m, T); without a budget
-(``cs_omp``, ``cs_fr``,       with ``cum_cost ≤ B`` (intercept-only     (n_steps, m[, T]), row j the model
-``doubling``, ``glm_omp``,    below the cheapest); None: every prefix   after j + 1 groups. Linear scores;
-``group_lasso_path``, …)                                                ``link=True``: through the path's
-                                                                        inverse link (σ / softmax: what
-                                                                        ``glm_predict`` gave)
-:class:`RLSResult`            B features (unit costs: the model with    as for a path (its prefixes, via
-(``greedy_rls``)              ⌊B⌋ features); None: every prefix         :func:`~jaxselect.as_path`)
-:class:`FSAResult` (``fsa``)  must be None (one model of k features)    (m,) scores
-:class:`GroupLassoFit`        must be None (one model per λ)            (L, m[, T]): the model at each λ
-(``group_lasso``)
-:class:`DWSMPolicy`           must be None (the hard budget is set      ``(labels (m,), acquired (m, d))``
-(``dwsm_fit``)                at fit time: ``dwsm_fit(budget=B)``)
-============================  ========================================  ===================================
-
-``X`` may be a ``scipy.sparse`` matrix/array (any format) or a ``jax.experimental.sparse`` BCOO/BCSR
-for the linear results (paths, greedy RLS, FSA, group lasso): predictions are ``X @ coef +
-intercept`` by scipy's sparse product on the host, never densifying X (an FSA model with
-piecewise-linear learners reads only its k support columns, densified: (m, k)). A DWSM policy
-needs dense X (its episodes read single entries of X): pass ``X.toarray()``. With sparse X a budget
-must be concrete. The sparse entries follow :func:`~jaxselect.design.as_sparse_csr`'s rules
-(duplicates summed; NaN/Inf an error naming the rows).
-
-One rule for every result: ``X`` must have exactly the training width (a ``ValueError`` names the
-expected number of columns) and finite entries (NaN/Inf is a ``ValueError``; inside a user's
-``jax.jit`` only shapes are checked); a concrete budget must be a finite number ≥ 0. A
-:class:`~jaxselect.CVResult` holds scores, not a model: refit at ``cv.best`` and predict with that.
+:func:`predict` lives in :mod:`jaxselect._predict` (below the families, beside the shared results),
+so that each family registers its own result type with ``js.predict.register`` in its own package
+(:class:`~jaxselect.SelectionPath` there, :class:`~jaxselect.RLSResult` in ``jaxselect.rls``,
+:class:`~jaxselect.FSAResult` in ``jaxselect.anneal``, :class:`~jaxselect.GroupLassoFit` in
+``jaxselect.sequencing``, :class:`~jaxselect.DWSMPolicy` in ``jaxselect.dwsm``; a
+:class:`~jaxselect.CVResult` is refused with what to do instead). ``X`` — dense, or sparse
+(``scipy.sparse`` any format, BCOO/BCSR; never densified) — is validated once, before the dispatch.
+See :func:`predict` for the table of results, budgets and outputs.
 
 The per-family functions ``fsa_predict``, ``glm_predict``, ``rls_predict``, ``rls_predict_path``
 and ``dwsm_predict`` exported by :mod:`jaxselect` are deprecated aliases (a ``DeprecationWarning``
 names the replacement) kept for one release; their implementations stay in their families'
-modules.
+modules, imported when an alias is called.
 """
 
 from __future__ import annotations
 
 import warnings
 
-import jax
-import jax.numpy as jnp
-
-import numpy as np
-
-from jaxselect.sequencing import anytime
-from jaxselect._validation import as_float_matrix, check_finite_output, host_array, is_traced
-from jaxselect.anneal.fsa import FSAResult
-from jaxselect.anneal.fsa import fsa_predict as _fsa_predict
-from jaxselect.sequencing.group_lasso import GroupLassoFit
-from jaxselect.design import as_sparse_csr, is_sparse
-from jaxselect.sequencing.glm_eval import glm_predict as _glm_predict
-from jaxselect.rls.selection import RLSResult
-from jaxselect.rls.selection import rls_predict as _rls_predict
-from jaxselect.rls.selection import rls_predict_path as _rls_predict_path
-from jaxselect.model_selection import CVResult
-from jaxselect.path import LINKS, SelectionPath
-from jaxselect.dwsm.policy import DWSMPolicy
-from jaxselect.dwsm.policy import dwsm_predict as _dwsm_predict
-from jaxselect.sharding import any_mesh
+from jaxselect._predict import predict
 
 __all__ = [
     "predict",
@@ -70,212 +30,6 @@ __all__ = [
     "rls_predict_path",
     "dwsm_predict",
 ]
-
-_PREDICTABLE = "a SelectionPath, RLSResult, FSAResult, GroupLassoFit or DWSMPolicy"
-_CV_MESSAGE = (
-    "a CVResult holds cross-validated scores, not a model: refit at the chosen point (cv.best or "
-    "cv.best_1se) on all the data and predict with that result"
-)
-
-
-def predict(result, X, budget=None, *, link: bool = False):
-    """Predictions of any fitted result on raw features (see the module table).
-
-    Args:
-      result: a :class:`~jaxselect.SelectionPath`, :class:`~jaxselect.RLSResult`,
-        :class:`~jaxselect.FSAResult`, :class:`~jaxselect.GroupLassoFit` or
-        :class:`~jaxselect.DWSMPolicy`.
-      X: (m, D) raw features, exactly the D columns the result was trained on: an array, or
-        (linear results) a sparse matrix — ``scipy.sparse`` or BCOO/BCSR, kept sparse.
-      budget: anytime results (paths, greedy RLS): a cumulative cost B ≥ 0 (a scalar; may be
-        traced, then only its shape is checked) — the longest prefix with ``cum_cost ≤ B`` up to a
-        relative tolerance of 32 machine epsilons, the intercept-only model below the cheapest
-        prefix; None for every prefix. Other results have no budget at predict time: it must be
-        None.
-      link: paths only: pass the linear scores through the path's inverse link (``glm_omp``'s
-        sigmoid for ``loss="logistic"``, softmax for ``"softmax"``, identity otherwise). An
-        :class:`~jaxselect.RLSResult` or :class:`~jaxselect.GroupLassoFit` has the identity link.
-
-    Returns:
-      Paths and greedy RLS: with a budget (m,) or (m, T); without, (n_steps, m) or
-      (n_steps, m, T) (T = 1 is dropped). FSA: (m,) scores (regression values; classification:
-      class +1 where > 0; ranking scores). Group lasso: (L, m) or (L, m, T), the model at each λ.
-      DWSM: ``(labels, acquired)``, (m,) int32 classes and (m, d) bool features each datum used.
-
-    Raises:
-      TypeError: a result of another type (a :class:`~jaxselect.CVResult` says what to do);
-        sparse X for a DWSM policy.
-      ValueError: X of another width than the training data or with NaN/Inf; a budget that is
-        negative, NaN, infinite or not a scalar, or any budget for a result without one;
-        ``link=True`` for an FSA result or a DWSM policy; predictions that overflow.
-
-    >>> import numpy as np, jaxselect as js
-    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
-    >>> path = js.cs_omp(js.prepare(X, y))
-    >>> bool(np.allclose(js.predict(path, X, budget=1.0), y, atol=1e-3)), js.predict(path, X).shape
-    (True, (3, 100))
-    >>> res = js.fsa(X, y, 1, n_iter=50)
-    >>> bool(np.allclose(js.predict(res, X), y, atol=1e-2))
-    True
-    >>> import scipy.sparse as sp                       # sparse X: the same predictions, X never densified
-    >>> bool(np.allclose(js.predict(path, sp.csr_matrix(X), budget=1.0), js.predict(path, X, budget=1.0)))
-    True
-    """
-    if is_sparse(X):
-        return _sparse_predict(result, X, budget, link)
-    if isinstance(result, (SelectionPath, RLSResult)):
-        if link:
-            return _glm_predict(result, X, budget)
-        return anytime.predict(result, X, budget)
-    if isinstance(result, FSAResult):
-        _no_budget(result, budget, "an FSA result is one model of k features")
-        _no_link(result, link, "FSA scores: apply jax.nn.sigmoid yourself for loss='logistic'")
-        return _fsa_predict(result, X)
-    if isinstance(result, GroupLassoFit):
-        _no_budget(result, budget, "a group-lasso fit has one model per λ; group_lasso_path gives a budgeted path")
-        return _group_lasso_predict(result, X)
-    if isinstance(result, DWSMPolicy):
-        _no_budget(result, budget, "a DWSM policy's hard budget is set at fit time (dwsm_fit(budget=B))")
-        _no_link(result, link, "a DWSM policy predicts labels")
-        return _dwsm_predict(result, X)
-    if isinstance(result, CVResult):
-        raise TypeError(_CV_MESSAGE)
-    raise TypeError(f"predict takes {_PREDICTABLE}; got {type(result).__name__}")
-
-
-def _no_budget(result, budget, why: str) -> None:
-    if budget is not None:
-        raise ValueError(f"budget must be None for a {type(result).__name__} ({why}); got {budget!r}")
-
-
-def _no_link(result, link, why: str) -> None:
-    if link:
-        raise ValueError(f"link=True is not available for a {type(result).__name__} ({why})")
-
-
-# ---------------------------------------------------------------------------------------------
-# Sparse X: linear results by scipy's sparse product on the host.
-
-
-def _sparse_predict(result, X, budget, link: bool):
-    """:func:`predict` for sparse X (see the module docstring): O(nnz + m·outputs) memory."""
-    if isinstance(result, DWSMPolicy):
-        raise TypeError(
-            "a DWSM policy does not predict on sparse X (its episodes read single entries of each datum): "
-            "pass X.toarray(), or use a linear result (fsa, cs_omp, greedy_rls, ...) for sparse data"
-        )
-    if isinstance(result, CVResult):
-        raise TypeError(_CV_MESSAGE)
-    if budget is not None and is_traced(budget):
-        raise ValueError("with sparse X the budget must be concrete (sparse predictions run on the host)")
-    if isinstance(result, (SelectionPath, RLSResult)):
-        return _sparse_path_predict(anytime.as_path(result), X, budget, link)
-    if isinstance(result, FSAResult):
-        _no_budget(result, budget, "an FSA result is one model of k features")
-        _no_link(result, link, "FSA scores: apply jax.nn.sigmoid yourself for loss='logistic'")
-        return _sparse_fsa_predict(result, X)
-    if isinstance(result, GroupLassoFit):
-        _no_budget(result, budget, "a group-lasso fit has one model per λ; group_lasso_path gives a budgeted path")
-        coef = host_array(result.raw_coef)
-        if coef.ndim != 3:
-            raise ValueError(f"predict needs an unbatched GroupLassoFit (raw_coef (L, D, T)); got {coef.shape}")
-        L, d, T = coef.shape
-        csr = _sparse_rows(X, d, coef.dtype)
-        pred = (csr @ coef.transpose(1, 0, 2).reshape(d, L * T)).reshape(-1, L, T).transpose(1, 0, 2)
-        pred = _finite(pred + host_array(result.raw_intercept)[:, None, :], csr)
-        return pred[..., 0] if T == 1 else pred
-    raise TypeError(f"predict takes {_PREDICTABLE}; got {type(result).__name__}")
-
-
-def _sparse_rows(X, d: int, dtype):
-    """The canonical CSR of a sparse X in the model's dtype, checked against the training width ``d``."""
-    csr = as_sparse_csr(X, "X", dtype=np.dtype(dtype))
-    if csr.shape[1] != d:
-        raise ValueError(f"X has {csr.shape[1]} columns but the model was trained on {d}; pass X with {d}")
-    return csr
-
-
-def _finite(pred: np.ndarray, csr):
-    """Concrete predictions as a JAX array; a ValueError when they overflow (X's scale)."""
-    if not np.all(np.isfinite(pred)):
-        big = float(np.max(np.abs(csr.data))) if csr.nnz else 0.0
-        raise ValueError(
-            f"the predictions overflow {pred.dtype}: X has entries up to {big:.3g}, too large for this model's "
-            "coefficients (or the model is not finite); rescale X as the training data were scaled, or use float64"
-        )
-    return jnp.asarray(pred)
-
-
-def _sparse_path_predict(path: SelectionPath, X, budget, link: bool):
-    """Every prefix (budget None) or the prefix within ``budget`` of a path, on sparse X."""
-    coef = host_array(path.coef)  # (m, D or P, T)
-    intercept = host_array(path.intercept)  # (m, T)
-    d = path.n_features
-    csr = _sparse_rows(X, d, coef.dtype)
-    if path.features is None:
-        cols = csr
-    else:  # a slot path: the P slot columns (empty slots, index D, multiply zero coefficients)
-        features = host_array(path.features)
-        cols = csr[:, np.minimum(features, d - 1)]
-        coef = coef * (features < d).astype(coef.dtype)[None, :, None]
-    m, p, T = coef.shape
-    if budget is None:
-        pred = (cols @ coef.transpose(1, 0, 2).reshape(p, m * T)).reshape(-1, m, T).transpose(1, 0, 2)
-        pred = pred + intercept[:, None, :]
-    else:
-        j = int(host_array(anytime.budget_steps(path.cum_cost, anytime.check_budget(budget, coef.dtype))))
-        step_coef = coef[j - 1] if j > 0 else np.zeros_like(coef[0])
-        pred = np.asarray(cols @ step_coef) + (intercept[j - 1] if j > 0 else host_array(path.null_intercept))
-    pred = _finite(pred.astype(coef.dtype, copy=False), csr)
-    if link:
-        pred = _inverse_link(int(host_array(path.link)), pred)
-    return pred[..., 0] if pred.shape[-1] == 1 else pred
-
-
-def _inverse_link(code: int, scores):
-    """The path's inverse link (:data:`jaxselect.path.LINKS`) on (..., T) scores."""
-    name = LINKS[min(max(code, 0), len(LINKS) - 1)]
-    if name == "logistic":
-        return jax.nn.sigmoid(scores)
-    if name == "softmax":
-        return jax.nn.softmax(scores, axis=-1)
-    return scores
-
-
-def _sparse_fsa_predict(result: FSAResult, X):
-    """FSA scores on sparse X: the k support columns only (linear: one sparse product)."""
-    support = host_array(result.support)
-    coef = host_array(result.coef)
-    width = result.n_features
-    if width is None or np.ndim(width):
-        raise ValueError("predict on sparse X needs an FSA result with n_features (from jaxselect.fsa)")
-    csr = _sparse_rows(X, int(width), coef.dtype)
-    cols = csr[:, support]
-    if result.x_min is None:
-        pred = np.asarray(cols @ coef) + host_array(result.intercept)
-        return _finite(pred.astype(coef.dtype, copy=False), csr)
-    # piecewise-linear learners: the (m, k) support columns, dense, through the same encoding
-    k = int(support.shape[0])
-    local = result._replace(support=jnp.arange(k, dtype=jnp.int32), n_features=k)
-    return _fsa_predict(local, cols.toarray())
-
-
-@any_mesh
-def _group_lasso_predict(fit: GroupLassoFit, X) -> jax.Array:
-    X = as_float_matrix(X, "X", dtype=fit.raw_coef.dtype)
-    if fit.raw_coef.ndim != 3:
-        raise ValueError(f"predict needs an unbatched GroupLassoFit (raw_coef (L, D, T)); got {fit.raw_coef.shape}")
-    d = fit.raw_coef.shape[1]
-    if X.shape[1] != d:
-        raise ValueError(f"X has {X.shape[1]} columns but the fit was trained on {d}; pass X with {d}")
-    pred = _group_lasso_scores(fit.raw_coef, fit.raw_intercept, X)
-    pred = check_finite_output(pred, X, "predict")
-    return pred[..., 0] if pred.shape[-1] == 1 else pred
-
-
-@jax.jit
-def _group_lasso_scores(coef, intercept, X):
-    return jnp.einsum("md,ldt->lmt", X, coef) + intercept[:, None, :]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,8 +63,10 @@ def fsa_predict(result, X):
     >>> caught[0].category.__name__, bool(np.array_equal(old, js.predict(res, X)))
     ('DeprecationWarning', True)
     """
+    from jaxselect.anneal.fsa import fsa_predict as implementation  # noqa: PLC0415 - only for the alias
+
     _deprecated("fsa_predict", "jaxselect.predict(result, X)")
-    return _fsa_predict(result, X)
+    return implementation(result, X)
 
 
 def glm_predict(path, X, budget=None):
@@ -333,8 +89,10 @@ def glm_predict(path, X, budget=None):
     >>> caught[0].category.__name__, bool(np.array_equal(old, js.predict(path, X, 1.0, link=True)))
     ('DeprecationWarning', True)
     """
+    from jaxselect.sequencing.glm_eval import glm_predict as implementation  # noqa: PLC0415 - only for the alias
+
     _deprecated("glm_predict", "jaxselect.predict(path, X, budget, link=True)")
-    return _glm_predict(path, X, budget)
+    return implementation(path, X, budget)
 
 
 def rls_predict(result, X, *, step=None):
@@ -360,8 +118,10 @@ def rls_predict(result, X, *, step=None):
     >>> caught[0].category.__name__, bool(np.allclose(old, js.predict(res, X, budget=1), atol=1e-5))
     ('DeprecationWarning', True)
     """
+    from jaxselect.rls.selection import rls_predict as implementation  # noqa: PLC0415 - only for the alias
+
     _deprecated("rls_predict", "jaxselect.predict(result, X, budget=step)")
-    return _rls_predict(result, X, step=step)
+    return implementation(result, X, step=step)
 
 
 def rls_predict_path(result, X):
@@ -386,8 +146,10 @@ def rls_predict_path(result, X):
     >>> caught[0].category.__name__, bool(np.allclose(old, js.predict(res, X), atol=1e-5))
     ('DeprecationWarning', True)
     """
+    from jaxselect.rls.selection import rls_predict_path as implementation  # noqa: PLC0415 - only for the alias
+
     _deprecated("rls_predict_path", "jaxselect.predict(result, X)")
-    return _rls_predict_path(result, X)
+    return implementation(result, X)
 
 
 def dwsm_predict(policy, X):
@@ -409,5 +171,7 @@ def dwsm_predict(policy, X):
     >>> caught[0].category.__name__, bool(np.array_equal(labels, js.predict(policy, X)[0]))
     ('DeprecationWarning', True)
     """
+    from jaxselect.dwsm.policy import dwsm_predict as implementation  # noqa: PLC0415 - only for the alias
+
     _deprecated("dwsm_predict", "jaxselect.predict(policy, X)")
-    return _dwsm_predict(policy, X)
+    return implementation(policy, X)

@@ -20,8 +20,9 @@ LAYERS = {
     "losses": 0, "groups": 0, "newton": 0, "sharding": 0, "datasets": 0, "sources": 0,
     # 1 — data layer: the front door, the design operators, the moments engine
     "design": 1,
-    # 2 — the results several families share (the anytime predictor SelectionPath, RLSResult)
-    "path": 2,
+    # 2 — the results several families share (the anytime predictor SelectionPath, RLSResult) and
+    # js.predict, the single-dispatch function each family registers its result type with
+    "path": 2, "_predict": 2,
     # 3 — one package per method (each imports no other family)
     "sequencing": 3, "anneal": 3, "dwsm": 3, "rls": 3, "refit": 3,
     # 4 — evaluation across families

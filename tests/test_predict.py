@@ -230,3 +230,38 @@ def test_curve_status_is_the_paths_status_plus_nonfinite(fitted):
     assert hand.status == 0 and js.timeliness(hand) == pytest.approx(0.5)
     assert js.Curve(np.array([0.0, np.inf]), np.array([0.0, 0.5]), np.array([3])).status == NONFINITE
     assert js.Curve(np.array([0.0, 1.0]), np.array([0.0, np.nan]), np.array([3]), status=4).status == 4 | NONFINITE
+
+
+# ------------------------------------------------------------------------------ registration
+def test_a_new_result_type_registers_a_predictor(fitted):
+    """js.predict is a single-dispatch function: a new result type plugs in with predict.register,
+    and its predictor gets X validated once (a float jax.Array in the result's dtype, or scipy CSR)."""
+    from typing import NamedTuple
+
+    import scipy.sparse as sp
+
+    class Toy(NamedTuple):  # a linear model on every column
+        coef: jax.Array
+        intercept: jax.Array
+
+    seen = []
+
+    @js.predict.register(Toy)
+    def _(result, X, budget, link):
+        seen.append("csr" if sp.issparse(X) and X.format == "csr" else type(X))
+        if sp.issparse(X):
+            return jnp.asarray(X @ np.asarray(result.coef)) + result.intercept
+        return X @ result.coef + result.intercept
+
+    X = fitted["X"]  # (the toy stays registered: a local class, harmless to the other tests)
+    toy = Toy(jnp.arange(D, dtype=jnp.float32), jnp.float32(0.5))
+    assert js.predict.dispatch(Toy) is _ and Toy in js.predict.registry
+    ref = X.astype(np.float64) @ np.arange(D) + 0.5
+    np.testing.assert_allclose(js.predict(toy, X), ref, rtol=1e-5)
+    np.testing.assert_allclose(js.predict(toy, sp.csc_matrix(X)), ref, rtol=1e-5)
+    assert issubclass(seen[0], jax.Array) and seen[1] == "csr"
+    Xb = X.copy()
+    Xb[1, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN|Inf"):  # checked before the predictor runs
+        js.predict(toy, Xb)
+    assert len(seen) == 2

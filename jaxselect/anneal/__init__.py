@@ -39,3 +39,6 @@ __all__ = [
     "pl_basis_mean",
     "smoothness_penalty",
 ]
+
+# js.predict: register this family's result type (FSAResult) with the single-dispatch predict
+from jaxselect.anneal import predictor as _predictor  # noqa: E402, F401

@@ -82,3 +82,6 @@ __all__ = [
     "STOCHASTIC_MIXTURE",
     "AVERAGE_MIXTURE",
 ]
+
+# js.predict: register this family's result type (DWSMPolicy) with the single-dispatch predict
+from jaxselect.dwsm import predictor as _predictor  # noqa: E402, F401

@@ -30,3 +30,6 @@ __all__ = [
     "rls_init",
     "rls_step",
 ]
+
+# js.predict: register this family's result type (RLSResult) with the single-dispatch predict
+from jaxselect.rls import predictor as _predictor  # noqa: E402, F401

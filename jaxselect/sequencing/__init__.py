@@ -72,3 +72,6 @@ __all__ = [
     "glm_omp_step",
     "glm_omp_run",
 ]
+
+# js.predict: register this family's result type (GroupLassoFit) with the single-dispatch predict
+from jaxselect.sequencing import predictor as _predictor  # noqa: E402, F401

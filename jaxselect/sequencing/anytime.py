@@ -23,12 +23,12 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from jaxselect._budget import within_budget
 from jaxselect._repr import short_repr
-from jaxselect._validation import as_float_matrix, check_float, host_array, host_value, is_traced
+from jaxselect._validation import as_float_matrix, check_float, host_array, is_traced
+from jaxselect import _predict
+from jaxselect._predict import budget_steps, check_budget  # noqa: F401 - re-exported
 from jaxselect.path import RLSResult, SelectionPath, rls_to_path
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, status_message
@@ -122,11 +122,6 @@ def as_path(result) -> SelectionPath:
     )
 
 
-def _squeeze(pred: jax.Array) -> jax.Array:
-    return pred[..., 0] if pred.shape[-1] == 1 else pred
-
-
-@any_mesh
 def predict(path, X, budget=None) -> jax.Array:
     """Anytime linear predictions from raw features.
 
@@ -154,83 +149,7 @@ def predict(path, X, budget=None) -> jax.Array:
     >>> bool(np.allclose(jaxselect.predict(path, X, budget=1.0), y, atol=1e-3))
     True
     """
-    path = as_path(path)
-    X = as_float_matrix(X, "X", dtype=path.coef.dtype)
-    d = _trained_width(path, X.shape[1])
-    if X.shape[1] != d:
-        raise ValueError(f"X has {X.shape[1]} columns but the path was trained on {d}")
-    if budget is None:
-        pred = jnp.einsum("md,jdt->jmt", path.columns(X), path.coef) + path.intercept[:, None, :]
-        return _squeeze(_check_predictions(pred, path, X))
-    pred = _predict_at(path, X, check_budget(budget, path.coef.dtype))
-    return _squeeze(_check_predictions(pred, path, X))
-
-
-def check_budget(budget, dtype) -> jax.Array:
-    """A scalar cumulative cost ≥ 0 as a ``dtype`` scalar (a traced budget: shape and dtype only).
-
-    Raises:
-      ValueError: a non-scalar, negative, NaN or infinite budget.
-      TypeError: a budget that is not a real number.
-    """
-    if is_traced(budget):
-        if jnp.shape(budget) != ():
-            raise ValueError(
-                f"budget must be a scalar cost; got shape {jnp.shape(budget)} (call predict once per budget)"
-            )
-        if not jnp.issubdtype(jnp.result_type(budget), jnp.number):
-            raise TypeError(f"budget must be a real number (a cumulative cost); got dtype {jnp.result_type(budget)}")
-        return jnp.asarray(budget, dtype)  # a traced budget below 0 gives the intercept-only model
-    if np.ndim(budget) != 0:
-        raise ValueError(f"budget must be a scalar cost; got shape {np.shape(budget)} (call predict once per budget)")
-    if isinstance(budget, (jax.Array, np.ndarray)):
-        if not jnp.issubdtype(jnp.result_type(budget), jnp.number) or jnp.issubdtype(
-            jnp.result_type(budget), jnp.complexfloating
-        ):
-            raise TypeError(f"budget must be a real number (a cumulative cost); got dtype {jnp.result_type(budget)}")
-        budget = host_array(budget)[()]
-    budget = check_float(budget, "budget", low=0.0)
-    budget = min(budget, float(np.finfo(dtype).max))  # beyond the dtype: every prefix
-    return jnp.asarray(budget, dtype)
-
-
-def _trained_width(path: SelectionPath, width: int) -> int:
-    """D of the path (a traced slot path cannot tell: X's width is taken on trust)."""
-    if path.features is not None and is_traced(path.features):
-        return width
-    return path.n_features
-
-
-def _check_predictions(pred: jax.Array, path: SelectionPath, X: jax.Array) -> jax.Array:
-    """Concrete predictions must be finite: a ValueError names the cause (the path, or X's scale)."""
-    ok = host_value(lambda: jnp.all(jnp.isfinite(pred)))
-    if ok is None or bool(ok):
-        return pred
-    finite_model = host_value(lambda: jnp.all(jnp.isfinite(path.coef)) & jnp.all(jnp.isfinite(path.intercept)))
-    if finite_model is not None and not bool(finite_model):
-        raise ValueError(
-            f"path has non-finite coefficients (status {int(np.bitwise_or.reduce(np.ravel(np.asarray(path.status))))}:"
-            f" {status_message(np.asarray(path.status))}); refit it on rescaled data or in float64"
-        )
-    raise ValueError(
-        f"the predictions overflow {pred.dtype}: X has entries up to {float(jnp.max(jnp.abs(X))):.3g}, too large for "
-        "this model's coefficients; rescale X as the training data were scaled, or use float64"
-    )
-
-
-def budget_steps(cum_cost: jax.Array, budget: jax.Array) -> jax.Array:
-    """Number of prefixes within ``budget`` (:func:`jaxselect._budget.within_budget`; cum_cost non-decreasing)."""
-    return jnp.sum(within_budget(cum_cost, budget))
-
-
-@jax.jit
-def _predict_at(path: SelectionPath, X, budget):
-    j = budget_steps(path.cum_cost, budget)  # cum_cost is non-decreasing (+inf where untaken)
-    use = j > 0
-    k = jnp.maximum(j - 1, 0)
-    coef = jnp.where(use, path.coef[k], jnp.zeros_like(path.coef[0]))
-    intercept = jnp.where(use, path.intercept[k], path.null_intercept)
-    return path.columns(X) @ coef + intercept[None, :]
+    return _predict.predict(as_path(path), X, budget)
 
 
 def _metric_fn(metric) -> Callable:

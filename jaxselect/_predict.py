@@ -1,0 +1,346 @@
+"""``js.predict``: one single-dispatch function over the fitted results, and the anytime predictor.
+
+:func:`predict` validates ``X`` once — a dense array becomes a finite float ``jax.Array`` in the
+result's dtype (:func:`~jaxselect._validation.as_float_matrix`), a sparse one (``scipy.sparse``
+any format, BCOO/BCSR) the canonical scipy CSR in that dtype
+(:func:`~jaxselect.design.as_sparse_csr`: never densified) — and then calls the predictor
+registered for the result's type (``functools.singledispatch``)::
+
+    @js.predict.register(MyResult)
+    def _(result, X, budget, link):   # X: a validated jax.Array (dense) or scipy CSR (sparse)
+        ...
+
+Each family registers its own result type in its own package (``jaxselect.anneal``:
+:class:`~jaxselect.FSAResult`, ``jaxselect.dwsm``: :class:`~jaxselect.DWSMPolicy`,
+``jaxselect.sequencing``: :class:`~jaxselect.GroupLassoFit`, ``jaxselect.rls``:
+:class:`~jaxselect.RLSResult`, :mod:`jaxselect.model_selection`: :class:`~jaxselect.CVResult`), so
+this module imports no family. The shared anytime result, :class:`~jaxselect.SelectionPath`, is
+registered here: :func:`predict_path` is the anytime predictor (the longest prefix within a budget,
+or every prefix), on dense and sparse X, through the path's inverse link with ``link=True``.
+
+Layer 2 (beside :mod:`jaxselect.path`): it imports the core and the data layer only.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxselect._budget import within_budget
+from jaxselect._validation import as_float_matrix, check_float, host_array, host_value, is_traced
+from jaxselect.design import as_sparse_csr, is_sparse
+from jaxselect.path import LINKS, SelectionPath
+from jaxselect.programs import jit
+from jaxselect.sharding import any_mesh
+from jaxselect.status import status_message
+
+__all__ = [
+    "predict",
+    "predict_path",
+    "refuse",
+    "check_budget",
+    "budget_steps",
+    "no_budget",
+    "no_link",
+    "check_width",
+    "host_predictions",
+]
+
+
+@functools.singledispatch
+def _predictor(result, X, budget, link):
+    """The predictor of a type nobody registered (never called: :func:`predict` checks first)."""
+    raise _unknown(result)
+
+
+#: types registered with :func:`refuse` (results that hold no model): left out of the list of predictable types
+_REFUSED: set = set()
+
+
+def refuse(cls, message: str) -> None:
+    """Register ``cls`` as a result :func:`predict` refuses with ``TypeError(message)`` (a result
+    that holds no model, e.g. :class:`~jaxselect.CVResult`: the message says what to do)."""
+
+    def refused(result, X, budget, link):
+        raise TypeError(message)
+
+    _predictor.register(cls, refused)
+    _REFUSED.add(cls)
+
+
+def _unknown(result) -> TypeError:
+    names = [t.__name__ for t in _predictor.registry if t is not object and t not in _REFUSED]
+    names = ", ".join(names[:-1]) + (" or " if len(names) > 1 else "") + names[-1] if names else "a fitted result"
+    return TypeError(f"predict takes a {names}; got {type(result).__name__}")
+
+
+def _model_dtype(result):
+    """The floating dtype of the result's arrays (the dtype X is validated in)."""
+    dtypes = [
+        leaf.dtype
+        for leaf in jax.tree.leaves(result)
+        if hasattr(leaf, "dtype") and jnp.issubdtype(leaf.dtype, jnp.floating)
+    ]
+    return jax.dtypes.canonicalize_dtype(np.result_type(*dtypes)) if dtypes else None  # float64 only under x64
+
+
+def predict(result, X, budget=None, *, link: bool = False):
+    """Predictions of any fitted result on raw features: a single-dispatch function on the result's type.
+
+    ====================================  ==========================================  =====================================
+    result (from)                         ``budget``                                  returns
+    ====================================  ==========================================  =====================================
+    :class:`~jaxselect.SelectionPath`     a cumulative cost B: the longest prefix     (m,) or (m, T); without a budget
+    (``cs_omp``, ``cs_fr``, ``doubling``, with ``cum_cost ≤ B`` (intercept-only       (n_steps, m[, T]), row j the model
+    ``glm_omp``, ``group_lasso_path``, …) below the cheapest); None: every prefix     after j + 1 groups. ``link=True``:
+                                                                                      through the path's inverse link
+    :class:`~jaxselect.RLSResult`         B features (unit costs: the model with      as for a path (its prefixes, via
+    (``greedy_rls``)                      ⌊B⌋ features); None: every prefix           :func:`~jaxselect.as_path`)
+    :class:`~jaxselect.FSAResult`         must be None (one model of k features)      (m,) scores
+    :class:`~jaxselect.GroupLassoFit`     must be None (one model per λ)              (L, m[, T]): the model at each λ
+    :class:`~jaxselect.DWSMPolicy`        must be None (its hard budget is set at     ``(labels (m,), acquired (m, d))``
+                                          fit time: ``dwsm_fit(budget=B)``)
+    ====================================  ==========================================  =====================================
+
+    ``X`` may be sparse (``scipy.sparse`` any format, BCOO/BCSR) for the linear results: the
+    predictions are ``X @ coef + intercept`` by scipy's sparse product on the host, never
+    densifying X; a DWSM policy needs dense X. One rule for every result: ``X`` has exactly the
+    training width and finite entries (inside a user's ``jax.jit`` only shapes are checked); a
+    concrete budget is a finite number ≥ 0. A :class:`~jaxselect.CVResult` holds scores, not a
+    model: refit at ``cv.best`` and predict with that.
+
+    New result types plug in with ``js.predict.register(ResultType)`` on a function
+    ``(result, X, budget, link) -> predictions`` that receives ``X`` validated (a ``jax.Array`` in
+    the result's floating dtype, or a scipy CSR matrix); ``js.predict.registry`` lists them.
+
+    Args:
+      result: a fitted result of a registered type.
+      X: (m, D) raw features, exactly the D columns the result was trained on.
+      budget: anytime results (paths, greedy RLS): a cumulative cost B ≥ 0 (a scalar; may be
+        traced, then only its shape is checked), or None for every prefix; must be None for the others.
+      link: paths only: the linear scores through the path's inverse link (sigmoid / softmax).
+
+    Raises:
+      TypeError: a result of an unregistered type (a :class:`~jaxselect.CVResult` says what to
+        do); sparse X for a DWSM policy.
+      ValueError: X of another width than the training data or with NaN/Inf; a budget that is
+        negative, NaN, infinite or not a scalar, or any budget for a result without one;
+        ``link=True`` for a result without a link; predictions that overflow.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1
+    >>> path = js.cs_omp(js.prepare(X, y))
+    >>> bool(np.allclose(js.predict(path, X, budget=1.0), y, atol=1e-3)), js.predict(path, X).shape
+    (True, (3, 100))
+    >>> import scipy.sparse as sp                       # sparse X: the same predictions, X never densified
+    >>> bool(np.allclose(js.predict(path, sp.csr_matrix(X), budget=1.0), js.predict(path, X, budget=1.0)))
+    True
+    """
+    fn = _predictor.dispatch(type(result))
+    if fn is _predictor.dispatch(object):
+        raise _unknown(result)
+    dtype = _model_dtype(result)
+    if is_sparse(X):
+        X = as_sparse_csr(X, "X", dtype=None if dtype is None else np.dtype(dtype))
+    else:
+        X = as_float_matrix(X, "X", dtype=dtype)
+    return fn(result, X, budget, link)
+
+
+predict.register = _predictor.register
+predict.dispatch = _predictor.dispatch
+predict.registry = _predictor.registry
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules every predictor shares
+
+
+def no_budget(result, budget, why: str) -> None:
+    """ValueError: ``result`` has no budget at predict time (``why`` says why)."""
+    if budget is not None:
+        raise ValueError(f"budget must be None for a {type(result).__name__} ({why}); got {budget!r}")
+
+
+def no_link(result, link, why: str) -> None:
+    """ValueError: ``link=True`` for a result without an inverse link."""
+    if link:
+        raise ValueError(f"link=True is not available for a {type(result).__name__} ({why})")
+
+
+def check_width(X, d: int, what: str = "the model was trained on") -> None:
+    """ValueError unless the validated X (dense or CSR) has ``d`` columns."""
+    if X.shape[1] != d:
+        raise ValueError(f"X has {X.shape[1]} columns but {what} {d}; pass X with {d}")
+
+
+def host_predictions(pred: np.ndarray, csr):
+    """Host (sparse-product) predictions as a JAX array; a ValueError when they overflow."""
+    if not np.all(np.isfinite(pred)):
+        big = float(np.max(np.abs(csr.data))) if csr.nnz else 0.0
+        raise ValueError(
+            f"the predictions overflow {pred.dtype}: X has entries up to {big:.3g}, too large for this model's "
+            "coefficients (or the model is not finite); rescale X as the training data were scaled, or use float64"
+        )
+    return jax.device_put(pred)
+
+
+def check_budget(budget, dtype) -> jax.Array:
+    """A scalar cumulative cost ≥ 0 as a ``dtype`` scalar (a traced budget: shape and dtype only).
+
+    Raises:
+      ValueError: a non-scalar, negative, NaN or infinite budget.
+      TypeError: a budget that is not a real number.
+    """
+    if is_traced(budget):
+        if jnp.shape(budget) != ():
+            raise ValueError(
+                f"budget must be a scalar cost; got shape {jnp.shape(budget)} (call predict once per budget)"
+            )
+        if not jnp.issubdtype(jnp.result_type(budget), jnp.number):
+            raise TypeError(f"budget must be a real number (a cumulative cost); got dtype {jnp.result_type(budget)}")
+        return jnp.asarray(budget, dtype)  # a traced budget below 0 gives the intercept-only model
+    if np.ndim(budget) != 0:
+        raise ValueError(f"budget must be a scalar cost; got shape {np.shape(budget)} (call predict once per budget)")
+    if isinstance(budget, (jax.Array, np.ndarray)):
+        if not jnp.issubdtype(jnp.result_type(budget), jnp.number) or jnp.issubdtype(
+            jnp.result_type(budget), jnp.complexfloating
+        ):
+            raise TypeError(f"budget must be a real number (a cumulative cost); got dtype {jnp.result_type(budget)}")
+        budget = host_array(budget)[()]
+    budget = check_float(budget, "budget", low=0.0)
+    budget = min(budget, float(np.finfo(dtype).max))  # beyond the dtype: every prefix
+    return jax.device_put(np.asarray(budget, np.dtype(dtype)))
+
+
+def budget_steps(cum_cost: jax.Array, budget: jax.Array) -> jax.Array:
+    """Number of prefixes within ``budget`` (:func:`jaxselect._budget.within_budget`; cum_cost non-decreasing)."""
+    return jnp.sum(within_budget(cum_cost, budget))
+
+
+# ---------------------------------------------------------------------------------------------
+# The anytime predictor of a SelectionPath (and of what converts to one)
+
+
+def _squeeze(pred):
+    return pred[..., 0] if pred.shape[-1] == 1 else pred
+
+
+def _trained_width(path: SelectionPath, width: int) -> int:
+    """D of the path (a traced slot path cannot tell: X's width is taken on trust)."""
+    if path.features is not None and is_traced(path.features):
+        return width
+    return path.n_features
+
+
+def _check_predictions(pred: jax.Array, path: SelectionPath, X: jax.Array) -> jax.Array:
+    """Concrete predictions must be finite: a ValueError names the cause (the path, or X's scale)."""
+    ok = host_value(lambda: jnp.all(jnp.isfinite(pred)))
+    if ok is None or bool(ok):
+        return pred
+    finite_model = host_value(lambda: jnp.all(jnp.isfinite(path.coef)) & jnp.all(jnp.isfinite(path.intercept)))
+    if finite_model is not None and not bool(finite_model):
+        raise ValueError(
+            f"path has non-finite coefficients (status {int(np.bitwise_or.reduce(np.ravel(np.asarray(path.status))))}:"
+            f" {status_message(np.asarray(path.status))}); refit it on rescaled data or in float64"
+        )
+    raise ValueError(
+        f"the predictions overflow {pred.dtype}: X has entries up to {float(jnp.max(jnp.abs(X))):.3g}, too large for "
+        "this model's coefficients; rescale X as the training data were scaled, or use float64"
+    )
+
+
+def _apply_link(link, scores):
+    """The inverse link of code ``link`` (:data:`jaxselect.path.LINKS`) on (..., T) scores (traceable)."""
+    return jax.lax.switch(
+        jnp.clip(link, 0, len(LINKS) - 1),
+        [lambda s: s, jax.nn.sigmoid, lambda s: jax.nn.softmax(s, axis=-1)],
+        scores,
+    )
+
+
+@jit
+def _every_prefix(path: SelectionPath, X):
+    return jnp.einsum("md,jdt->jmt", path.columns(X), path.coef) + path.intercept[:, None, :]
+
+
+@jit
+def _predict_at(path: SelectionPath, X, budget):
+    j = budget_steps(path.cum_cost, budget)  # cum_cost is non-decreasing (+inf where untaken)
+    use = j > 0
+    k = jnp.maximum(j - 1, 0)
+    coef = jnp.where(use, path.coef[k], jnp.zeros_like(path.coef[0]))
+    intercept = jnp.where(use, path.intercept[k], path.null_intercept)
+    return path.columns(X) @ coef + intercept[None, :]
+
+
+_apply_link_jit = jit(_apply_link)
+
+
+@any_mesh
+def _dense_path_predict(path: SelectionPath, X, budget, link: bool):
+    X = X.astype(path.coef.dtype) if X.dtype != path.coef.dtype else X
+    d = _trained_width(path, X.shape[1])
+    if X.shape[1] != d:
+        raise ValueError(f"X has {X.shape[1]} columns but the path was trained on {d}")
+    if budget is None:
+        pred = _every_prefix(path, X)
+    else:
+        pred = _predict_at(path, X, check_budget(budget, path.coef.dtype))
+    pred = _check_predictions(pred, path, X)
+    if link:
+        pred = _apply_link_jit(path.link, pred)
+    return _squeeze(pred)
+
+
+def _sparse_path_predict(path: SelectionPath, csr, budget, link: bool):
+    """Every prefix (budget None) or the prefix within ``budget`` of a path, on sparse X (host)."""
+    if budget is not None and is_traced(budget):
+        raise ValueError("with sparse X the budget must be concrete (sparse predictions run on the host)")
+    coef = host_array(path.coef)  # (m, D or P, T)
+    intercept = host_array(path.intercept)  # (m, T)
+    d = path.n_features
+    csr = csr.astype(coef.dtype, copy=False)
+    if csr.shape[1] != d:
+        raise ValueError(f"X has {csr.shape[1]} columns but the model was trained on {d}; pass X with {d}")
+    if path.features is None:
+        cols = csr
+    else:  # a slot path: the P slot columns (empty slots, index D, multiply zero coefficients)
+        features = host_array(path.features)
+        cols = csr[:, np.minimum(features, d - 1)]
+        coef = coef * (features < d).astype(coef.dtype)[None, :, None]
+    m, p, T = coef.shape
+    if budget is None:
+        pred = (cols @ coef.transpose(1, 0, 2).reshape(p, m * T)).reshape(-1, m, T).transpose(1, 0, 2)
+        pred = pred + intercept[:, None, :]
+    else:
+        j = int(host_array(budget_steps(path.cum_cost, check_budget(budget, coef.dtype))))
+        step_coef = coef[j - 1] if j > 0 else np.zeros_like(coef[0])
+        pred = np.asarray(cols @ step_coef) + (intercept[j - 1] if j > 0 else host_array(path.null_intercept))
+    pred = host_predictions(pred.astype(coef.dtype, copy=False), csr)
+    if link:
+        pred = _inverse_link_host(int(host_array(path.link)), pred)
+    return _squeeze(pred)
+
+
+def _inverse_link_host(code: int, scores):
+    name = LINKS[min(max(code, 0), len(LINKS) - 1)]
+    if name == "logistic":
+        return jax.nn.sigmoid(scores)
+    if name == "softmax":
+        return jax.nn.softmax(scores, axis=-1)
+    return scores
+
+
+@_predictor.register(SelectionPath)
+def predict_path(path: SelectionPath, X, budget=None, link: bool = False):
+    """The anytime predictor of a :class:`~jaxselect.SelectionPath` on a validated X (dense
+    ``jax.Array`` or scipy CSR): the longest prefix with ``cum_cost ≤ budget`` (up to a relative
+    tolerance of 32 machine epsilons; the intercept-only model below the cheapest prefix), or every
+    prefix for ``budget=None``; ``link=True`` passes the scores through the path's inverse link."""
+    if is_sparse(X):
+        return _sparse_path_predict(path, X, budget, link)
+    return _dense_path_predict(path, X, budget, link)
