@@ -363,7 +363,8 @@ def glm_refit(
     tol=None,
     return_info=None,
     sample_weight=None,
-    solver="newton",
+    optimizer="newton",
+    solver=None,
 ) -> GLMRefitResult:
     """Logistic / softmax fit with intercept at a fixed support; differentiable in X, y and l2.
 
@@ -396,10 +397,13 @@ def glm_refit(
         ``Σ_i w_i ℓ_i / Σw`` and the columns are standardised with weighted moments (integer
         weights = repeated rows; weight-0 rows are absent). sklearn
         ``LogisticRegression(C).fit(Xs, y, sample_weight=w)`` is ``λ = 1/(C·Σw)``.
-      solver: ``"newton"`` (default: the library's damped Newton solver, exact Cholesky steps) or an
-        ``optax.GradientTransformation`` (e.g. ``optax.lbfgs()``) run for at most ``max_iter``
+      optimizer: ``"newton"`` (default: the library's damped Newton solver, exact Cholesky steps)
+        or an ``optax.GradientTransformation`` (e.g. ``optax.lbfgs()``) run for at most ``max_iter``
         updates from zero until ``max|∇r| ≤ tol·σ``. Static: an equal transformation built afresh
         (e.g. ``optax.lbfgs()`` on every call) reuses the compiled program. Gradients through the fit use the implicit function theorem either way.
+      solver: deprecated spelling of ``optimizer`` (a DeprecationWarning; the name ``solver`` is the
+        library's :class:`~jaxselect.Solver` and, in :class:`~jaxselect.NewtonOptions`, the linear
+        solve of a Newton step).
 
     Returns:
       A :class:`GLMRefitResult` ``(coef, intercept, status, info)``: coef (D,), intercept () for
@@ -444,7 +448,15 @@ def glm_refit(
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0, strict_low=True)
     max_iter = check_int(max_iter, "max_iter", low=1)
     tol = check_float(default_tol(X.dtype) if tol is None else tol, "tol", low=0.0, strict_low=True)
-    solver = _check_solver(solver)
+    if solver is not None:
+        warnings.warn(
+            "glm_refit(solver=...) is deprecated: pass optimizer=... (the same values: 'newton' or an "
+            "optax.GradientTransformation); the keyword goes in the next release",
+            DeprecationWarning,
+            stacklevel=4,  # glm_refit, any_mesh's call and wrapper, then the caller's line
+        )
+        optimizer = solver
+    solver = _check_solver(optimizer)
     coef, intercept, info = _glm_program(
         X, Yt, support, l2, np.asarray(tol, X.dtype), np.asarray(max_iter, np.int32), w, summary, idx,
         loss=loss, solver=solver, d=d,
@@ -454,7 +466,7 @@ def glm_refit(
             "glm_refit(return_info=...) is deprecated: glm_refit returns a GLMRefitResult with coef, intercept, "
             "status and info (use fit = glm_refit(...); fit.coef, fit.intercept, fit.info)",
             DeprecationWarning,
-            stacklevel=2,
+            stacklevel=4,  # glm_refit, any_mesh's call and wrapper, then the caller's line
         )
         return (coef, intercept, info) if return_info else (coef, intercept)
     return GLMRefitResult(coef, intercept, info.status, info)
@@ -464,10 +476,10 @@ def _check_solver(solver):
     """"newton" or an optax GradientTransformation (anything with ``init`` and ``update``)."""
     if isinstance(solver, str):
         if solver != "newton":
-            raise ValueError(f"solver must be 'newton' or an optax.GradientTransformation; got {solver!r}")
+            raise ValueError(f"optimizer must be 'newton' or an optax.GradientTransformation; got {solver!r}")
         return solver
     if not (callable(getattr(solver, "init", None)) and callable(getattr(solver, "update", None))):
-        raise TypeError(f"solver must be 'newton' or an optax.GradientTransformation; got {solver!r}")
+        raise TypeError(f"optimizer must be 'newton' or an optax.GradientTransformation; got {solver!r}")
     return canonical(solver)  # an equal transformation built afresh reuses the compiled program
 
 

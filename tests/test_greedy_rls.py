@@ -617,3 +617,28 @@ class _Bar:
 
     def close(self):
         pass
+
+
+def test_rls_solver_run_by_the_one_driver():
+    """greedy RLS is a js.Solver: run(rls_solver(k, ...), rls_problem(...)) is greedy_rls's result
+    (2-D target axis), a factory called twice with equal options compiles nothing new, and the
+    solver's traits say it stacks its per-step infos (the path)."""
+    from jaxselect.rls import rls_solver
+    from jaxselect.solver import Solver, run
+
+    X, Y = _problem(T=2, seed=29, dtype=np.float32)
+    res = greedy_rls(X, Y, 4, l2=0.02, bias=1.0, chunk_size=5)
+    problem = rls_problem(X, Y, l2=0.02, bias=1.0, chunk_size=5)
+    solver = rls_solver(4, chunk_size=problem.config.chunk)
+    assert isinstance(solver, Solver) and solver.traits.stacks_info and solver.traits.name == "greedy_rls"
+    out = run(solver, problem, n_steps=4)
+    assert isinstance(out, RLSResult)
+    np.testing.assert_array_equal(out.selected, res.selected)
+    np.testing.assert_allclose(out.coef_path, res.coef_path, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(out.null_loo_error, res.null_loo_error, rtol=1e-6)
+    with count_compiles() as compiles:
+        again = run(rls_solver(4, chunk_size=problem.config.chunk), problem, n_steps=4)
+        jax.block_until_ready(again)
+    assert compiles[0] == 0
+    with pytest.raises(ValueError, match="chunk_size"):
+        rls_solver(4, chunk_size=0)

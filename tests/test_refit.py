@@ -263,34 +263,40 @@ def test_glm_refit_return_info_is_deprecated_but_still_works():
         assert len(js.glm_refit(X, y, sup, l2=0.1, return_info=False)) == 2
 
 
-def test_glm_refit_optax_solver_reaches_the_newton_solution(x64):
-    """An optax solver (L-BFGS with its zoom line search) minimises the same risk: it reaches the
+def test_glm_refit_optax_optimizer_reaches_the_newton_solution(x64):
+    """An optax optimizer (L-BFGS with its zoom line search) minimises the same risk: it reaches the
     Newton solution, and gradients through it (implicit differentiation) are the Newton ones."""
     optax = pytest.importorskip("optax")
     X, y, sup = _glm_data()
     newton = js.glm_refit(X, y, sup, l2=0.1, tol=1e-10)
     lbfgs = optax.lbfgs()
-    fit = js.glm_refit(X, y, sup, l2=0.1, solver=lbfgs, max_iter=200, tol=1e-10)
+    fit = js.glm_refit(X, y, sup, l2=0.1, optimizer=lbfgs, max_iter=200, tol=1e-10)
     assert int(fit.status) == 0 and 1 < int(fit.info.n_iter) < 200
     np.testing.assert_allclose(fit.coef, newton.coef, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(fit.intercept, newton.intercept, rtol=1e-6, atol=1e-8)
     yc = np.digitize(X[:, 1] + X[:, 3], [-0.5, 2.0])
-    soft = js.glm_refit(X, yc, sup, loss="softmax", l2=0.1, solver=lbfgs, max_iter=300, tol=1e-10)
+    soft = js.glm_refit(X, yc, sup, loss="softmax", l2=0.1, optimizer=lbfgs, max_iter=300, tol=1e-10)
     assert int(soft.status) == 0
     ref = js.glm_refit(X, yc, sup, loss="softmax", l2=0.1, tol=1e-10)
     np.testing.assert_allclose(soft.coef, ref.coef, rtol=1e-6, atol=1e-8)
-    grad = jax.grad(lambda l2, s: jnp.sum(js.glm_refit(X, y, sup, l2=l2, solver=s, max_iter=200).coef), argnums=0)
+    grad = jax.grad(lambda l2, s: jnp.sum(js.glm_refit(X, y, sup, l2=l2, optimizer=s, max_iter=200).coef), argnums=0)
     np.testing.assert_allclose(grad(0.1, lbfgs), grad(0.1, "newton"), rtol=1e-5)
     with count_compiles() as compiles:  # a fresh, equal transformation reuses the compiled solve
-        jax.block_until_ready(js.glm_refit(X, y, sup, l2=0.1, solver=optax.lbfgs(), max_iter=200, tol=1e-10))
+        jax.block_until_ready(js.glm_refit(X, y, sup, l2=0.1, optimizer=optax.lbfgs(), max_iter=200, tol=1e-10))
     assert compiles[0] == 0
     # a plain first-order transformation stops at its cap and says so
-    slow = js.glm_refit(X, y, sup, l2=0.1, solver=optax.sgd(1e-3), max_iter=3)
+    slow = js.glm_refit(X, y, sup, l2=0.1, optimizer=optax.sgd(1e-3), max_iter=3)
     assert int(slow.status) & js.status.NOT_CONVERGED and int(slow.info.n_iter) == 3
-    with pytest.raises(ValueError, match="solver"):
-        js.glm_refit(X, y, sup, solver="bfgs")
-    with pytest.raises(TypeError, match="solver"):
-        js.glm_refit(X, y, sup, solver=object())
+    with pytest.raises(ValueError, match="optimizer"):
+        js.glm_refit(X, y, sup, optimizer="bfgs")
+    with pytest.raises(TypeError, match="optimizer"):
+        js.glm_refit(X, y, sup, optimizer=object())
+    # the old keyword solver= still works for one release, with a DeprecationWarning naming optimizer=
+    with pytest.warns(DeprecationWarning, match=r"glm_refit\(solver=\.\.\.\) is deprecated: pass optimizer=") as rec:
+        old = js.glm_refit(X, y, sup, l2=0.1, solver=lbfgs, max_iter=200, tol=1e-10)
+    assert rec[0].filename == __file__  # the warning points at the caller's line
+    np.testing.assert_array_equal(old.coef, fit.coef)
+    np.testing.assert_array_equal(old.intercept, fit.intercept)
 
 
 def test_glm_refit_validation():

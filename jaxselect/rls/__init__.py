@@ -12,6 +12,7 @@ from jaxselect.rls.selection import (
     rls_predict,
     rls_predict_path,
     rls_problem,
+    rls_solver,
     rls_step,
     rls_to_path,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "rls_problem",
     "rls_init",
     "rls_step",
+    "rls_solver",
 ]
 
 # js.predict: register this family's result type (RLSResult) with the single-dispatch predict

@@ -449,11 +449,12 @@ def _null_model(state: RLSState):
     return state.bias * jnp.sum(state.root_w[:, None] * state.A, axis=0), _current_loo(state)
 
 
-def rls_solver(k: int, *, chunk: int, n_recheck: int = 8) -> Solver:
+def rls_solver(k: int, *, chunk_size: int, n_recheck: int = 8) -> Solver:
     """Greedy RLS as a :class:`~jaxselect.solver.Solver` of ``k`` additions (advanced API).
 
     A factory closing over the static options: ``k`` (the room of the state: the model's slots),
-    ``chunk`` (candidates per block of ``C``; the state's width is padded to a multiple of it) and
+    ``chunk_size`` (candidates per block of ``C``, an int — :func:`greedy_rls` resolves its
+    ``None``; the state's width is padded to a multiple of it) and
     ``n_recheck`` (T > 1: screened candidates re-scored term by term). ``init(problem)`` is the state
     at S = ∅ (:func:`rls_init`), ``step`` one greedy addition (:func:`rls_step`, its
     :class:`RLSInfo` in ``state.info``, stacked by the driver), ``finish`` the :class:`RLSResult`
@@ -461,12 +462,12 @@ def rls_solver(k: int, *, chunk: int, n_recheck: int = 8) -> Solver:
     ``n_steps=k`` steps (:func:`greedy_rls` does, after validating the data)::
 
         problem = rls_problem(X, Y, l2=0.01)
-        res = run(rls_solver(k, chunk=problem.config.chunk), problem, n_steps=k)
+        res = run(rls_solver(k, chunk_size=problem.config.chunk), problem, n_steps=k)
     """
     # plain ints in the closures: a factory called twice with equal options gives equal solvers
     # (jaxselect._static.canonical compares closures by value), so the driver compiles once
     k = check_int(k, "k", low=1)
-    chunk = check_int(chunk, "chunk", low=1)
+    chunk = check_int(chunk_size, "chunk_size", low=1)
     n_recheck = check_int(n_recheck, "n_recheck", low=0)
 
     def init(problem: RLSProblem) -> RLSState:
@@ -512,7 +513,7 @@ def _solve(X, Y, live, l2, bias, w=None, *, k, chunk, n_recheck, y_1d=False):
     """The one program of :func:`greedy_rls`: the problem (rows scaled by √w), the driver's ``k``
     steps of :func:`rls_solver` and the finish."""
     problem = _make_problem(X, Y, live, l2, bias, w, chunk, n_recheck)
-    res = run(rls_solver(k, chunk=chunk, n_recheck=n_recheck), problem, n_steps=k)
+    res = run(rls_solver(k, chunk_size=chunk, n_recheck=n_recheck), problem, n_steps=k)
     return _drop_target_axis(res) if y_1d else res
 
 
@@ -523,7 +524,7 @@ _drop_target_axis_jit = jit(_drop_target_axis)
 def _solve_with_progress(X, Y, live, l2, bias, w, *, k, chunk, n_recheck, y_1d):
     """:func:`_solve` with a progress bar: the driver runs the steps in a few compiled chunks."""
     problem = _make_problem_jit(X, Y, live, l2, bias, w, chunk=chunk, n_recheck=n_recheck)
-    res = run(rls_solver(k, chunk=chunk, n_recheck=n_recheck), problem, n_steps=k, progress=True)
+    res = run(rls_solver(k, chunk_size=chunk, n_recheck=n_recheck), problem, n_steps=k, progress=True)
     return _drop_target_axis_jit(res) if y_1d else res
 
 
