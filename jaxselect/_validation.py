@@ -211,9 +211,49 @@ def raise_nonfinite(original, name: str, target, fix: str):
                 f"{float(np.finfo(target).max):.3g}); rescale {name} (divide it by a constant), or use float64 "
                 "(jax.config.update('jax_enable_x64', True) with float64 input)"
             )
-    rows = nonfinite_rows(original)
-    where = f" in row(s) {rows[:10].tolist()}" + (f" (and {rows.size - 10} more)" if rows.size > 10 else "") if rows.size else ""
-    raise ValueError(f"{name} contains NaN or Inf{where}; {fix}")
+    rows, cols = nonfinite_cells(original)
+    raise ValueError(nonfinite_message(name, rows, cols, fix))
+
+
+def _first(indices: np.ndarray) -> str:
+    shown = np.asarray(indices)[:10].tolist()
+    return f"{shown}" + (f" (and {indices.size - 10} more)" if indices.size > 10 else "")
+
+
+def nonfinite_message(name: str, rows, cols=None, fix: str = "", *, where: str = "") -> str:
+    """The library's one wording for NaN/Inf in data: the first offending rows and columns.
+
+    ``X contains NaN or Inf in row(s) [4] and column(s) [1, 7]; remove or impute those entries
+    first``; ``where`` (e.g. ``" (batch 2, rows 200–299)"``) follows the positions for streamed data.
+    """
+    rows = np.asarray(rows if rows is not None else [], int)
+    cols = np.asarray(cols if cols is not None else [], int)
+    at = ""
+    if rows.size:
+        at = f" in row(s) {_first(rows)}" + (f" and column(s) {_first(cols)}" if cols.size else "")
+    return f"{name} contains NaN or Inf{at}{where}" + (f"; {fix}" if fix else "")
+
+
+def nonfinite_cells(A, *, row_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, columns)``: the rows (axis 0) and the columns (axis 1, empty for 1-D) of a concrete
+    array that hold NaN or Inf, rows shifted by ``row_offset`` (both empty when traced)."""
+    empty = np.zeros(0, int)
+    if is_traced(A):
+        return empty, empty
+    if isinstance(A, jax.Array):
+        bad = host_value(lambda: ~jnp.isfinite(A) if A.ndim else None)
+        if bad is None:
+            return empty, empty
+        bad = np.asarray(bad)
+    else:
+        values = np.asarray(A)
+        if values.dtype.kind not in "biuf" or values.ndim == 0:
+            return empty, empty
+        bad = ~np.isfinite(values.astype(np.float64, copy=False))
+    if bad.ndim == 1:
+        return np.flatnonzero(bad) + row_offset, empty
+    flat = bad.reshape(bad.shape[0], -1)
+    return np.flatnonzero(flat.any(axis=1)) + row_offset, np.flatnonzero(flat.any(axis=0))
 
 
 def nonfinite_rows(A) -> np.ndarray:

@@ -237,3 +237,22 @@ def test_as_data_traced_checks_shapes_only():
         return as_data(X, targets=None).summary.scale
 
     np.testing.assert_allclose(np.asarray(f(jnp.asarray(X))), np.asarray(column_summary(X).scale), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "jax", "host", "sparse"])
+def test_nonfinite_error_names_the_first_rows_and_columns(kind):
+    """One wording everywhere: "X contains NaN or Inf in row(s) [...] and column(s) [...]"."""
+    import scipy.sparse as sp
+
+    X = np.random.default_rng(0).normal(size=(30, 6)).astype(np.float32)
+    X[4, 1], X[9, 5] = np.nan, np.inf
+    y = X[:, 0].copy()
+    Xin = {"numpy": X, "jax": jnp.asarray(X), "host": X, "sparse": sp.csr_matrix(X)}[kind]
+    storage = "host" if kind == "host" else "device"
+    with pytest.raises(ValueError, match=r"X contains NaN or Inf in row\(s\) \[4, 9\] and column\(s\) \[1, 5\]; remove"):
+        js.as_data(Xin, y, storage=storage)
+    Y = np.stack([y, y], axis=1)
+    Y[7, 1] = np.nan
+    X[4, 1], X[9, 5] = 0.0, 0.0
+    with pytest.raises(ValueError, match=r"Y contains NaN or Inf in row\(s\) \[7\] and column\(s\) \[1\]"):
+        js.as_data(X, Y)

@@ -169,7 +169,7 @@ def test_prepare_from_batches_names_the_bad_chunk():
     X, Y = data(n=300)
     bad = X.copy()
     bad[250, 4] = np.nan
-    with pytest.raises(ValueError, match=r"NaN or Inf in batch 2 \(rows 200–299\)"):
+    with pytest.raises(ValueError, match=r"NaN or Inf in row\(s\) \[\d+.*column\(s\) \[\d+.*, batch 2 \(rows 200–299\)"):
         js.prepare_from_batches((bad[i : i + 100], Y[i : i + 100]) for i in range(0, 300, 100))
     with pytest.raises(ValueError, match="batch 1 has 6 columns; earlier rows had 7|X in batch 1"):
         js.prepare_from_batches([(X[:100], Y[:100]), (X[100:200, :6], Y[100:200])])
@@ -287,17 +287,17 @@ def test_streamed_checks_are_read_off_each_chunks_gram(small_chunks):
     assert np.asarray(streamed.live).tolist() == [True, True, False, True, True, True, False]
     bad = X.copy()
     bad[250, 1] = np.inf
-    with pytest.raises(ValueError, match=r"X contains NaN or Inf in batch 2 \(rows 200–299\)"):
+    with pytest.raises(ValueError, match=r"X contains NaN or Inf in row\(s\) .*, batch 2 \(rows 200–299\)"):
         js.prepare_from_batches(batches(bad, Y))
     bad_y = Y.copy()
     bad_y[120, 0] = -np.inf
-    with pytest.raises(ValueError, match=r"Y contains NaN or Inf in batch 1"):
+    with pytest.raises(ValueError, match=r"Y contains NaN or Inf in row\(s\) .*, batch 1"):
         js.prepare_from_batches(batches(X, bad_y))
     w = np.ones(403)
     w[310] = 0.0
     bad = X.copy()
     bad[310, 3] = np.nan
-    with pytest.raises(ValueError, match=r"NaN or Inf in batch 3"):
+    with pytest.raises(ValueError, match=r"NaN or Inf in row\(s\) .*, batch 3"):
         js.prepare_from_batches(batches(bad, Y, w))
     with pytest.raises(ValueError, match="too large"):
         js.prepare_from_batches(batches(X * 1e30, Y))
@@ -386,7 +386,7 @@ def test_row_batches_and_progress_validation(monkeypatch):
         js.row_batches(X, Y, np.ones(3))
     bad = X.copy()
     bad[170, 1] = np.inf
-    with pytest.raises(ValueError, match=r"NaN or Inf in batch 17 \(rows 170–179\)"):
+    with pytest.raises(ValueError, match=r"NaN or Inf in row\(s\) .*, batch 17 \(rows 170–179\)"):
         js.prepare_from_batches(js.row_batches(bad, Y, batch_rows=10))
     with pytest.raises(TypeError, match="batches must be an iterable"):
         js.prepare_from_batches(3)

@@ -40,6 +40,7 @@ from jaxselect.programs import jit
 from jaxselect._compat import Tracer
 from jaxselect._progress import progress_bar
 from jaxselect._repr import short_repr
+from jaxselect._validation import nonfinite_cells, nonfinite_message
 
 __all__ = [
     "MomentAccumulator",
@@ -251,11 +252,10 @@ class MomentAccumulator:
             diag = np.concatenate([diag, y_sum])
         if not np.isfinite(diag).all():  # NaN/Inf entries poison their column's sum of squares
             first = self.n_rows - m
-            for name, A, fix in (("X", X, "; remove or impute those entries first"), ("Y", Y, "")):
-                bad = np.flatnonzero(~np.isfinite(A).all(axis=1))
-                if bad.size:
-                    rows = (bad + first)[:10].tolist()
-                    raise ValueError(f"{name} contains NaN or Inf in {what}, at row(s) {rows}{fix}")
+            for name, A, fix in (("X", X, "remove or impute those entries first"), ("Y", Y, "")):
+                rows, cols = nonfinite_cells(A, row_offset=first)
+                if rows.size:
+                    raise ValueError(nonfinite_message(name, rows, cols, fix, where=f", {what}"))
             if not np.isfinite(G[: width - 1, width - 1]).all():
                 _raise_overflow(self.dtype)
             # else squares overflow: the scale checks on the finished moments report it

@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxselect.programs import jit
-from jaxselect._validation import check_matrix, float_dtype_for, is_traced
+from jaxselect._validation import check_matrix, float_dtype_for, is_traced, nonfinite_message
 from jaxselect.design.operators import DenseDesign, host_gram_columns
 from jaxselect.design.summary import standardize
 
@@ -157,9 +157,9 @@ def as_sparse_csr(X, name: str = "X", *, dtype=None, min_rows: int = 1):
         raise ValueError(f"sparse {name} has {csr.nnz} stored entries: at most 2**31 - 1 are supported")
     values = csr.data
     if values.dtype.kind == "f" and not np.isfinite(values).all():
-        rows = np.unique(_entry_rows(csr.indptr)[~np.isfinite(values)])
-        more = f" (and {rows.size - 10} more)" if rows.size > 10 else ""
-        raise ValueError(f"{name} contains NaN or Inf in row(s) {rows[:10].tolist()}{more}; remove or impute those entries first")
+        bad = ~np.isfinite(values)
+        rows, cols = np.unique(_entry_rows(csr.indptr)[bad]), np.unique(csr.indices[bad])
+        raise ValueError(nonfinite_message(name, rows, cols, "remove or impute those entries first"))
     with np.errstate(over="ignore"):
         cast = values.astype(target, copy=False)  # a canonical float CSR is not copied at all
     if not np.isfinite(cast).all():
