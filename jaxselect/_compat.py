@@ -29,7 +29,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-__all__ = ["Tracer", "is_tracer", "jit_cache_size", "no_mesh", "MESH_CONTEXT_PATH"]
+__all__ = ["Tracer", "is_tracer", "jit_cache_size", "no_mesh", "top_level", "MESH_CONTEXT_PATH"]
 
 Tracer = jax.core.Tracer
 
@@ -93,3 +93,14 @@ def jit_cache_size(jitted) -> int:
     ``_cache_size``; 0 where this JAX has none)."""
     size = getattr(jitted, "_cache_size", None)
     return int(size()) if callable(size) else 0
+
+
+def top_level() -> bool:
+    """Whether no JAX transformation is tracing now (JAX's private ``trace_state_clean``; False,
+    the safe answer, where it has moved)."""
+    try:
+        from jax._src import core
+
+        return bool(core.trace_state_clean())
+    except (ImportError, AttributeError):  # pragma: no cover - depends on the JAX version
+        return False

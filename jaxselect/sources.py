@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxselect._compat import top_level
 from jaxselect._validation import check_float, check_int
 
 __all__ = ["EquicorrelatedSource", "equicorrelated_normals"]
@@ -169,23 +170,13 @@ def _kernel(name: str):
     Inside an outer ``jax.jit`` (where XLA refuses per-function options) it is the plain jitted
     function, inlined and compiled with the outer function's options.
     """
-    return _jitted(name, _top_level() and jax.default_backend() == "cpu")
+    return _jitted(name, top_level() and jax.default_backend() == "cpu")
 
 
 @functools.cache
 def _jitted(name: str, with_options: bool):
     fun, static = _KERNELS[name]
     return jax.jit(fun, static_argnames=static, compiler_options=_CPU_KERNEL_OPTIONS if with_options else None)
-
-
-def _top_level() -> bool:
-    """Whether no JAX transformation is tracing (private API; False, the safe answer, if it moved)."""
-    try:
-        from jax._src import core
-
-        return bool(core.trace_state_clean())
-    except (ImportError, AttributeError):  # pragma: no cover - depends on the JAX version
-        return False
 
 
 def _col_keys(cols: jax.Array, keys: jax.Array) -> jax.Array:

@@ -95,3 +95,23 @@ def test_solver_inside_set_mesh_equals_plain_call_and_compiles_nothing_new():
     np.testing.assert_array_equal(np.asarray(inside.order), np.asarray(plain.order))
     np.testing.assert_allclose(np.asarray(inside.objective), np.asarray(plain.objective), rtol=1e-6)
     assert compiles[0] == 0
+
+
+def test_private_jax_apis_only_in_compat():
+    """JAX's private modules (``jax._src``) are touched in jaxselect/_compat.py only."""
+    import pathlib
+
+    package = pathlib.Path(_compat.__file__).parent
+    offenders = [
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if p.name != "_compat.py" and "jax._src" in p.read_text()
+    ]
+    assert offenders == []
+
+
+def test_top_level_is_false_inside_a_trace():
+    assert _compat.top_level()
+    seen = []
+    jax.jit(lambda x: seen.append(_compat.top_level()) or x)(1.0)
+    assert seen == [False]
