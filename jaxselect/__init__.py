@@ -30,7 +30,17 @@ from jaxselect.sequencing.group_lasso import (
     group_lasso_path,
 )
 from jaxselect.rls import RLSResult, greedy_rls, rls_to_path
-from jaxselect.sequencing import GLMInfo, cs_fr, cs_omp, doubling, fixed_order_path, glm_omp
+from jaxselect.sequencing import (
+    GLMInfo,
+    NewtonOptions,
+    cs_fr,
+    cs_omp,
+    doubling,
+    fixed_order_path,
+    glm_omp,
+    glm_omp_run,
+    glm_prepare,
+)
 from jaxselect.sequencing.glm_eval import glm_accuracy
 from jaxselect.groups import Groups
 from jaxselect.model_selection import CVResult, cross_validate_fsa, cross_validate_path
@@ -94,6 +104,7 @@ __all__ = [
     "Design",
     "FSAResult",
     "GLMInfo",
+    "NewtonOptions",
     "GroupLassoFit",
     "Groups",
     "Moments",
@@ -127,6 +138,8 @@ __all__ = [
     "fsa_predict",
     "glm_accuracy",
     "glm_omp",
+    "glm_omp_run",
+    "glm_prepare",
     "glm_predict",
     "glm_refit",
     "GLMRefitResult",

@@ -40,6 +40,8 @@ from jaxselect.status import status_message
 __all__ = [
     "predict",
     "predict_path",
+    "path_scores",
+    "check_predictions",
     "refuse",
     "check_budget",
     "budget_steps",
@@ -236,23 +238,6 @@ def _trained_width(path: SelectionPath, width: int) -> int:
     return path.n_features
 
 
-def _check_predictions(pred: jax.Array, path: SelectionPath, X: jax.Array) -> jax.Array:
-    """Concrete predictions must be finite: a ValueError names the cause (the path, or X's scale)."""
-    ok = host_value(lambda: jnp.all(jnp.isfinite(pred)))
-    if ok is None or bool(ok):
-        return pred
-    finite_model = host_value(lambda: jnp.all(jnp.isfinite(path.coef)) & jnp.all(jnp.isfinite(path.intercept)))
-    if finite_model is not None and not bool(finite_model):
-        raise ValueError(
-            f"path has non-finite coefficients (status {int(np.bitwise_or.reduce(np.ravel(np.asarray(path.status))))}:"
-            f" {status_message(np.asarray(path.status))}); refit it on rescaled data or in float64"
-        )
-    raise ValueError(
-        f"the predictions overflow {pred.dtype}: X has entries up to {float(jnp.max(jnp.abs(X))):.3g}, too large for "
-        "this model's coefficients; rescale X as the training data were scaled, or use float64"
-    )
-
-
 def _apply_link(link, scores):
     """The inverse link of code ``link`` (:data:`jaxselect.path.LINKS`) on (..., T) scores (traceable)."""
     return jax.lax.switch(
@@ -262,22 +247,49 @@ def _apply_link(link, scores):
     )
 
 
-@jit
-def _every_prefix(path: SelectionPath, X):
-    return jnp.einsum("md,jdt->jmt", path.columns(X), path.coef) + path.intercept[:, None, :]
+def path_scores(path: SelectionPath, X, budget=None, link: bool = False):
+    """The anytime predictions of ``path`` on a dense X (traceable, no checks): every prefix
+    (``budget`` None) or the longest prefix within ``budget`` (a ``dtype`` scalar from
+    :func:`check_budget`; the intercept-only model below the cheapest prefix), through the path's
+    inverse link with ``link``, the target axis dropped when T = 1. A family whose result converts
+    to a path calls it inside its own compiled program (``rls_to_path`` and this: one program)."""
+    cols = path.columns(X)
+    if budget is None:
+        pred = jnp.einsum("md,jdt->jmt", cols, path.coef) + path.intercept[:, None, :]
+    else:
+        j = budget_steps(path.cum_cost, budget)  # cum_cost is non-decreasing (+inf where untaken)
+        use = j > 0
+        k = jnp.maximum(j - 1, 0)
+        coef = jnp.where(use, path.coef[k], jnp.zeros_like(path.coef[0]))
+        intercept = jnp.where(use, path.intercept[k], path.null_intercept)
+        pred = cols @ coef + intercept[None, :]
+    if link:
+        pred = _apply_link(path.link, pred)
+    return _squeeze(pred)
 
 
-@jit
-def _predict_at(path: SelectionPath, X, budget):
-    j = budget_steps(path.cum_cost, budget)  # cum_cost is non-decreasing (+inf where untaken)
-    use = j > 0
-    k = jnp.maximum(j - 1, 0)
-    coef = jnp.where(use, path.coef[k], jnp.zeros_like(path.coef[0]))
-    intercept = jnp.where(use, path.intercept[k], path.null_intercept)
-    return path.columns(X) @ coef + intercept[None, :]
+_path_scores = jit(path_scores, static_argnames=("link",))
 
 
-_apply_link_jit = jit(_apply_link)
+def check_predictions(pred, model, X):
+    """``pred`` (predictions of ``model`` — anything with ``coef``, ``intercept`` and ``status`` —
+    on the dense ``X``), or a ValueError naming the cause of non-finite values (the model, or X's
+    scale). The check reads the predictions on the host: no compiled program; a no-op when traced."""
+    ok = host_value(lambda: np.isfinite(np.asarray(pred)).all())
+    if ok is None or bool(ok):
+        return pred
+    finite_model = host_value(lambda: np.isfinite(np.asarray(model.coef)).all() & np.isfinite(np.asarray(model.intercept)).all())
+    if finite_model is not None and not bool(finite_model):
+        status = np.asarray(model.status)
+        raise ValueError(
+            f"{type(model).__name__} has non-finite coefficients (status {int(np.bitwise_or.reduce(np.ravel(status)))}:"
+            f" {status_message(status)}); refit it on rescaled data or in float64"
+        )
+    big = host_value(lambda: np.max(np.abs(np.asarray(X))))
+    raise ValueError(
+        f"the predictions overflow {pred.dtype}: X has entries up to {float(big) if big is not None else float('nan'):.3g}, "
+        "too large for this model's coefficients; rescale X as the training data were scaled, or use float64"
+    )
 
 
 @any_mesh
@@ -286,14 +298,8 @@ def _dense_path_predict(path: SelectionPath, X, budget, link: bool):
     d = _trained_width(path, X.shape[1])
     if X.shape[1] != d:
         raise ValueError(f"X has {X.shape[1]} columns but the path was trained on {d}")
-    if budget is None:
-        pred = _every_prefix(path, X)
-    else:
-        pred = _predict_at(path, X, check_budget(budget, path.coef.dtype))
-    pred = _check_predictions(pred, path, X)
-    if link:
-        pred = _apply_link_jit(path.link, pred)
-    return _squeeze(pred)
+    budget = None if budget is None else check_budget(budget, path.coef.dtype)
+    return check_predictions(_path_scores(path, X, budget, link=bool(link)), path, X)
 
 
 def _sparse_path_predict(path: SelectionPath, csr, budget, link: bool):

@@ -134,6 +134,11 @@ def as_float_matrix(
     check_matrix(X, name, min_rows=min_rows, min_cols=min_cols)
     target = np.dtype(dtype) if dtype is not None else float_dtype_for(X.dtype)
     original = X
+    if isinstance(X, np.ndarray) and scale is None:  # host values: cast and check on the host (no compiled op)
+        X = _host_cast(X, target, name)
+        if check_finite and not np.isfinite(X).all():
+            raise_nonfinite(original, name, target, "remove or impute those entries first")
+        return jax.device_put(X)
     X = _cast(X, target, name)
     if scale is not None:
         check_scale(X, name, squares=scale == "squares", unchecked=original if check_finite else None)

@@ -150,7 +150,9 @@ class Groups(NamedTuple):
         rank = np.arange(n_features) - starts[ids[order]]
         index[ids[order], rank] = order
         mask = index < n_features
-        return cls(jnp.asarray(ids, jnp.int32), jnp.asarray(costs), jnp.asarray(index), jnp.asarray(mask))
+        # device_put, not jnp.asarray: host data becomes device arrays without a compiled copy program
+        put = jax.device_put
+        return cls(put(ids.astype(np.int32)), put(np.asarray(costs)), put(index), put(mask))
 
     @classmethod
     def singletons(cls, n_features: int, costs=None, *, dtype=None) -> "Groups":

@@ -50,11 +50,22 @@ class SelectionPath(NamedTuple):
         of groups that can still change the model — e.g. only constant columns were left).
       cum_cost: (m,) cumulative cost c(G_j) after step j (+inf where no group was taken),
         accumulated with compensated summation so it is exact to the dtype's rounding.
-      objective: (m,) training objective after step j: the explained-variance fraction
-        ``2·F(G_j)/T`` with ``F(S) = ½ tr(b0_Sᵀ C_S⁻¹ b0_S)`` on standardised targets (the
-        regularised training R², summed over the T targets and divided by T). GLM paths store the
-        fraction of the null model's loss removed instead; greedy-RLS paths (:func:`jaxselect.rls_to_path`)
-        ``1 − LOO error / LOO error of the feature-less model``.
+      objective: (m,) the fraction of the feature-less model's loss removed by the prefix G_j,
+        ``1 − L(G_j)/L(∅)`` (0 when ``L(∅) = 0``: nothing to explain), on the training data, with
+        L the loss the solver selects by — one definition for every solver:
+
+        * the sequencing solvers (:func:`~jaxselect.cs_omp`, :func:`~jaxselect.cs_fr`,
+          :func:`~jaxselect.doubling`, :func:`~jaxselect.fixed_order_path` and the refits of
+          :func:`~jaxselect.group_lasso_path`): the ridge-regularised mean squared loss on
+          standardised targets summed over the T targets, ``L(∅) = T/2``, so the value is
+          ``2·F(G_j)/T`` with ``F(S) = ½ tr(b0_Sᵀ C_S⁻¹ b0_S)`` — the regularised training R²
+          averaged over the targets;
+        * :func:`~jaxselect.glm_omp`: the regularised GLM risk r (Hu et al. eq. 21), L(∅) the
+          intercept-only model's (``info.null_loss``);
+        * greedy RLS (:func:`jaxselect.rls_to_path`): the leave-one-out mean squared error, L(∅)
+          the feature-less model's (``null_loo_error``).
+
+        Larger is better, at most 1; it is what each greedy step increases the most (per cost).
       coef: (m, D, T) raw-space coefficients of the model after each prefix.
       intercept: (m, T) raw-space intercept after each prefix.
       null_intercept: (T,) the intercept-only model used below the cheapest prefix.

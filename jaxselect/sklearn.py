@@ -111,7 +111,7 @@ from jaxselect.design.stream import is_stream_input
 from jaxselect._validation import check_float, check_int
 from jaxselect.anneal import fsa, fsa_predict
 from jaxselect.rls import greedy_rls
-from jaxselect.sequencing import cs_fr, cs_omp, doubling, glm_omp
+from jaxselect.sequencing import NewtonOptions, cs_fr, cs_omp, doubling, glm_omp
 from jaxselect.groups import Groups
 from jaxselect.model_selection import cross_validate_fsa, cross_validate_path
 from jaxselect.prediction import predict as _predict
@@ -682,8 +682,7 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
                 criterion=self.criterion,
                 cost_sensitive=bool(self.cost_sensitive),
                 whiten=bool(self.whiten),
-                tol=self.tol,
-                max_iter=self.max_iter,
+                newton=NewtonOptions(tol=self.tol, max_iter=self.max_iter),
                 n_classes=None if loss == "logistic" else len(self.classes_),
                 sample_weight=w,
             )

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaxselect as js
+from jaxselect.sequencing import anytime
 
 
 def small_problem(seed=0, n=70, T=1):
@@ -174,11 +175,11 @@ def test_float32_two_decimal_budgets(cents, j):
     budget = round(sum(cents[:j]) / 100.0, 2)
     every = np.asarray(js.predict(path, X))
     pred = np.asarray(js.predict(path, X, budget=budget))
-    assert js.anytime.budget_steps(path.cum_cost, jnp.float32(budget)) == j
+    assert anytime.budget_steps(path.cum_cost, jnp.float32(budget)) == j
     np.testing.assert_allclose(pred, every[j - 1], rtol=1e-5, atol=1e-5)
     if j < 5:  # one cent less than the next prefix does not buy it
         nxt = round(sum(cents[: j + 1]) / 100.0 - 0.01, 2)
-        assert js.anytime.budget_steps(path.cum_cost, jnp.float32(nxt)) == j
+        assert anytime.budget_steps(path.cum_cost, jnp.float32(nxt)) == j
 
 
 def test_predict_under_jit_with_traced_budget():

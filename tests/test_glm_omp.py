@@ -187,9 +187,9 @@ def test_cg_newton_equals_cholesky_newton(loss, x64):
         y = np.stack([y, (X[:, 3] > np.median(X[:, 3])).astype(np.int64)], axis=1)
     fn = _log_cosh if loss == "callable" else ("logistic" if loss == "multilabel" else loss)
     groups = js.Groups.from_ids(ids, costs)
-    kw = dict(loss=fn, l2=1e-2, tol=1e-9)
-    exact = glm_omp(X, y, groups, newton_solver="cholesky", **kw)
-    cg = glm_omp(X, y, groups, newton_solver="cg", **kw)
+    kw = dict(loss=fn, l2=1e-2)
+    exact = glm_omp(X, y, groups, newton=js.NewtonOptions(tol=1e-9, solver="cholesky"), **kw)
+    cg = glm_omp(X, y, groups, newton=js.NewtonOptions(tol=1e-9, solver="cg"), **kw)
     info_exact, info_cg = exact.info, cg.info
     assert cg.order.tolist() == exact.order.tolist()
     assert bool(np.all(info_cg.converged)) and bool(np.all(info_exact.converged))
@@ -201,10 +201,10 @@ def test_cg_newton_equals_cholesky_newton(loss, x64):
 def test_newton_solver_auto_and_validation():
     X, y, ids, costs = grouped_data(6, kind="softmax")
     with pytest.raises(ValueError, match="newton_solver"):
-        glm_omp(X, y, loss="softmax", newton_solver="lbfgs")
+        glm_omp(X, y, loss="softmax", newton=js.NewtonOptions(solver="lbfgs"))
     # (P+1)·T = (9+3+1)·3 here: "auto" is the exact solver and equals it
     a = glm_omp(X, y, js.Groups.from_ids(ids, costs), loss="softmax")
-    b = glm_omp(X, y, js.Groups.from_ids(ids, costs), loss="softmax", newton_solver="cholesky")
+    b = glm_omp(X, y, js.Groups.from_ids(ids, costs), loss="softmax", newton=js.NewtonOptions(solver="cholesky"))
     np.testing.assert_array_equal(a.coef, b.coef)
 
 
@@ -428,7 +428,7 @@ def test_no_recompile_for_equal_arguments():
 def test_status_reports_non_convergence_and_nonfinite():
     X, y, ids, costs = grouped_data(11)
     groups = js.Groups.from_ids(ids, costs)
-    path = glm_omp(X, y, groups, l2=1e-3, max_iter=1)
+    path = glm_omp(X, y, groups, l2=1e-3, newton=js.NewtonOptions(max_iter=1))
     info = path.info
     assert int(path.status) & js.status.NOT_CONVERGED
     assert not bool(info.converged.all()) and np.all(np.asarray(info.n_iter) <= 1)
@@ -537,14 +537,13 @@ def test_cost_blind_and_accuracy_curve_on_pima():
 def test_progress_bar_gives_the_same_path(monkeypatch):
     pytest.importorskip("tqdm")
     from jaxselect import _progress
-    from jaxselect.sequencing import glm
 
     monkeypatch.setattr(_progress, "N_UPDATES", 2)
     X, y, ids, costs = grouped_data(13)
     groups = js.Groups.from_ids(ids, costs)
     path = glm_omp(X, y, groups, l2=1e-2)
     updates = []
-    monkeypatch.setattr(glm, "progress_bar", lambda total, desc: _Bar(updates))
+    monkeypatch.setattr(_progress, "progress_bar", lambda total, desc: _Bar(updates))
     chunked = glm_omp(X, y, groups, l2=1e-2, progress=True)
     assert sum(updates) == path.n_steps and len(updates) == 2
     assert chunked.order.tolist() == path.order.tolist()
@@ -563,3 +562,34 @@ class _Bar:
 
     def close(self):
         pass
+
+
+def test_loose_newton_keywords_are_deprecated_but_give_the_same_path():
+    """tol / max_iter / newton_solver still work for one release (a DeprecationWarning naming
+    NewtonOptions each) and equal the record; k is positional-or-keyword right after groups."""
+    X, y, ids, costs = grouped_data(7)
+    groups = js.Groups.from_ids(ids, costs)
+    new = glm_omp(X, y, groups, 3, l2=1e-2, newton=js.NewtonOptions(tol=1e-6, max_iter=20, solver="cg"))
+    with pytest.warns(DeprecationWarning, match="NewtonOptions") as caught:
+        old = glm_omp(X, y, groups, l2=1e-2, k=3, tol=1e-6, max_iter=20, newton_solver="cg")
+    assert len([w for w in caught if issubclass(w.category, DeprecationWarning)]) == 3
+    assert all(w.filename == __file__ for w in caught)  # the warning points at the caller
+    np.testing.assert_array_equal(old.coef, new.coef)
+    np.testing.assert_array_equal(old.info.n_iter, new.info.n_iter)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'tolerance'"):
+        glm_omp(X, y, groups, tolerance=1e-3)
+    with pytest.raises(TypeError, match="NewtonOptions"):
+        glm_omp(X, y, groups, newton={"tol": 1e-3})
+
+
+def test_prepare_then_run_equals_the_one_call():
+    """glm_prepare -> glm_omp_run is the split glm_omp fuses into one program (same path)."""
+    X, y, ids, costs = grouped_data(8)
+    groups = js.Groups.from_ids(ids, costs)
+    path = glm_omp(X, y, groups, 3, l2=1e-2)
+    problem = js.glm_prepare(X, y, groups, l2=1e-2)
+    assert js.sequencing.glm_problem is js.glm_prepare
+    split = js.glm_omp_run(problem, 3)
+    assert split.order.tolist() == path.order.tolist()
+    np.testing.assert_allclose(split.coef, path.coef, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(split.objective, path.objective, rtol=1e-6)

@@ -14,6 +14,8 @@ import pytest
 import reference as ref
 
 import jaxselect as js
+from jaxselect import solver as driver
+from jaxselect._static import canonical
 from jaxselect.sequencing import engine
 from jaxselect.sequencing import rules as seq
 from jaxselect.sequencing.criteria import lean_steps, raw_slot_capacity, slot_capacity
@@ -162,7 +164,8 @@ def test_default_steps_and_state_stay_o_of_n_p_plus_p_d():
     state = jax.eval_shape(lambda p: engine.sequencing_init(p, seq.fr_rule, capacity=P), lean)
     assert state.K.shape == (P, d) and state.U.shape == (P, P)
     params = seq.rule_params(lean)
-    stats = engine._sequence.lower(lean, params, rule=seq.fr_rule, k=steps, capacity=P, raw_capacity=R).compile()
+    solver = canonical(engine.sequencing_solver(seq.fr_rule, capacity=P, raw_capacity=R))
+    stats = driver._program.lower(solver, lean, (params,), n_steps=steps).compile()
     stats = stats.memory_analysis()
     if stats is None:  # pragma: no cover - backends without memory statistics
         pytest.skip("no compiled memory statistics on this backend")

@@ -369,7 +369,7 @@ def test_progress_bar_runs_the_same_steps_in_chunks(monkeypatch):
             updates.append("closed")
 
     monkeypatch.setattr(_progress, "N_UPDATES", 3)
-    monkeypatch.setattr(js.fixed_order, "progress_bar", lambda total, desc: Bar())
+    monkeypatch.setattr(_progress, "progress_bar", lambda total, desc: Bar())
     for solve in (js.cs_omp, js.cs_fr, js.doubling):
         updates.clear()
         path, bar_path = solve(problem), solve(problem, progress=True)

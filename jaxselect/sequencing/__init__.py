@@ -18,13 +18,17 @@ from jaxselect.sequencing.glm import (
     GLMOMPState,
     GLMProblem,
     GLMStepInfo,
+    NewtonOptions,
     glm_omp,
     glm_omp_init,
     glm_omp_run,
+    glm_omp_solver,
     glm_omp_step,
+    glm_prepare,
     glm_problem,
 )
 from jaxselect.sequencing.rules import (
+    Rule,
     RuleParams,
     SequencingConfig,
     SequencingState,
@@ -40,10 +44,16 @@ from jaxselect.sequencing.rules import (
     rule_params,
     sequencing_init,
     sequencing_run,
+    sequencing_solver,
     sequencing_step,
 )
 
 __all__ = [
+    "Rule",
+    "sequencing_solver",
+    "glm_omp_solver",
+    "glm_prepare",
+    "NewtonOptions",
     "SequencingState",
     "SequencingConfig",
     "StepInfo",

@@ -294,8 +294,10 @@ def _host_targets(Y, m: int) -> np.ndarray:
 def train_curve(path) -> Curve:
     """The training objective curve stored in the path (cost 0 ↦ 0); any result :func:`as_path` takes.
 
-    The values are the path's ``objective`` (explained variance on the training data, or the
-    fraction of the null risk removed for :func:`~jaxselect.glm_omp`); untaken steps are left out.
+    The values are the path's ``objective``: the fraction of the feature-less model's training loss
+    removed by each prefix (:class:`~jaxselect.SelectionPath`; the regularised R² of the regression
+    solvers, the null risk removed for :func:`~jaxselect.glm_omp`, the LOO error removed for greedy
+    RLS); untaken steps are left out.
 
     >>> import numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = 2 * X[:, 1] + 1

@@ -12,14 +12,18 @@ operator ``problem.Z`` (:func:`group_rows`: one ``u @ X`` product), computed whe
 together with the rows of the best-scoring unselected groups (:class:`ColumnCache`), so a run of k
 steps reads X a few times instead of k times.
 
-The solver protocol (shared by every family of the library):
+The family's :class:`~jaxselect.Solver` (the library's one solver type, run by its one driver,
+:func:`jaxselect.solver.run`):
 
-* :func:`sequencing_init` ``(problem, rule, params) -> state`` fixes the *selection rule* (a static
-  :class:`SequencingConfig` in the state) and its traced :class:`RuleParams`;
-* :func:`sequencing_step` ``(problem, state) -> state`` appends the group the rule picks; the step's
-  diagnostics are the state's last field ``state.info`` (:class:`StepInfo`);
-* :func:`sequencing_run` is the compiled ``lax.scan`` of steps (emitting ``state.info`` per step)
-  that returns a :class:`~jaxselect.SelectionPath` (with ``status``).
+* a selection *rule* is a static :class:`Rule` record — the pick function and its capabilities
+  (``needs_schur``: FR and Doubling read the Schur complements);
+* :func:`sequencing_solver` ``(rule, capacity=, raw_capacity=)`` closes over the rule and the
+  static slot capacities; its ``init(problem, params)`` is :func:`sequencing_init` (traced
+  :class:`RuleParams`), its ``step`` is :func:`sequencing_step` (the step's diagnostics in
+  ``state.info``, a :class:`StepInfo`) and its ``finish`` stacks them into a
+  :class:`~jaxselect.SelectionPath` (with ``status``);
+* :func:`sequencing_run` builds the solver and runs it: one compiled program (init, every step,
+  the finish), or with ``progress=True`` the driver's compiled chunks and a bar.
 
 :func:`fixed_order_path` is this engine with :func:`fixed_order_rule`: ridge refits on every prefix
 of a given order (group-lasso entry order, a user's sequence). The greedy rules (CS-G-OMP, CS-G-FR,
@@ -30,7 +34,7 @@ Doubling) live in :mod:`jaxselect.sequencing.rules`, above this module; the eval
 from __future__ import annotations
 
 import dataclasses
-from functools import partial
+import warnings
 from typing import Callable, NamedTuple
 
 import jax
@@ -39,16 +43,19 @@ import numpy as np
 from jax.scipy.linalg import solve_triangular
 
 from jaxselect._budget import kahan_add
-from jaxselect._progress import check_progress, progress_bar, run_in_chunks
 from jaxselect._repr import short_repr
 from jaxselect._validation import check_int, is_traced
 from jaxselect.linalg import apply_block_diag, floored_cholesky, gather_groups, pivot_rtol
 from jaxselect.path import SelectionPath, link_code
 from jaxselect.sequencing.prepare import Problem, check_problem, design_columns, to_raw_coef
 from jaxselect.sharding import any_mesh
+from jaxselect.solver import Solver, SolverTraits, run
 from jaxselect.status import DEGENERATE, ILL_CONDITIONED, NONFINITE
 
 __all__ = [
+    "Rule",
+    "as_rule",
+    "sequencing_solver",
     "RuleParams",
     "SequencingConfig",
     "SequencingState",
@@ -90,18 +97,64 @@ class RuleParams(NamedTuple):
     __repr__ = short_repr
 
 
+class Rule(NamedTuple):
+    """A selection rule as a static record: the pick function and its capabilities.
+
+    ``rule(problem, state, params) -> (group, take)`` calls ``select``; ``take`` False makes the step
+    empty (order −1). The record is hashable and compared by its fields, so it is part of the
+    compiled program's key (a module-level ``select`` is reused across calls).
+
+    Attributes:
+      select: ``select(problem, state, params) -> (group () int32, take () bool)``.
+      name: the label of the solver's progress bar.
+      needs_schur: the rule reads ``state.schur`` (the Schur complements ``M_g``, kept up to date by
+        rank-s downdates: FR and Doubling); other rules leave it empty ((0, s, s)).
+
+    >>> from jaxselect.sequencing import Rule, fr_rule, omp_rule
+    >>> fr_rule.needs_schur, omp_rule.needs_schur, fr_rule.name
+    (True, False, 'cs_fr')
+    """
+
+    select: Callable
+    name: str = "sequencing"
+    needs_schur: bool = False
+
+    def __call__(self, problem, state, params):
+        return self.select(problem, state, params)
+
+
+def as_rule(rule) -> Rule:
+    """A :class:`Rule` (returned as it is) or a plain ``rule(problem, state, params)`` function (wrapped,
+    named after it). A plain function carrying the old ``needs_schur = True`` attribute still gets the
+    Schur complements, with a DeprecationWarning: wrap it as ``Rule(fn, needs_schur=True)``."""
+    if isinstance(rule, Rule):
+        return rule
+    if not callable(rule):
+        raise TypeError(f"rule must be a selection Rule or function (e.g. omp_rule); got {rule!r}")
+    needs_schur = False
+    if vars(rule).get("needs_schur", False) if hasattr(rule, "__dict__") else False:
+        warnings.warn(
+            "a rule function's needs_schur attribute is deprecated: pass "
+            "jaxselect.sequencing.Rule(fn, needs_schur=True) instead",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        needs_schur = True
+    return Rule(rule, str(getattr(rule, "__name__", "sequencing")), needs_schur)
+
+
 @jax.tree_util.register_static
 @dataclasses.dataclass(frozen=True)
 class SequencingConfig:
     """Static options of a sequencing run, fixed at :func:`sequencing_init` (a pytree without leaves).
 
     Attributes:
-      rule: the selection rule ``rule(problem, state, params) -> (group, take)`` (:func:`omp_rule`,
-        :func:`fr_rule`, :func:`doubling_rule`, :func:`fixed_order_rule` or your own).
+      rule: the selection :class:`Rule` (:data:`omp_rule`, :data:`fr_rule`, :data:`doubling_rule`,
+        :data:`fixed_order_rule` or your own ``Rule(select, name, needs_schur)``).
       slots: ``StepInfo.w`` is the (P, T) model over the state's slots instead of the dense (D, T) one.
     """
 
-    rule: Callable
+    rule: Rule
     slots: bool = False
 
 
@@ -178,16 +231,35 @@ class StepInfo(NamedTuple):
 def default_params(problem: Problem, *, criterion: int = 0, cost_sensitive: bool = True, c_min=None, order=None):
     """:class:`RuleParams` from already-validated values (``criterion`` an index into
     :data:`jaxselect.sequencing.criteria.OMP_CRITERIA`; defaults: whitened, cost-sensitive, c_min =
-    the cheapest cost). :func:`jaxselect.sequencing.rule_params` is the validated front door."""
+    the cheapest cost). :func:`jaxselect.sequencing.rule_params` is the validated front door.
+
+    Concrete values stay host (numpy) values, so building the parameters compiles nothing; the
+    default ``c_min`` (None) is resolved by :func:`sequencing_init`, inside the solve's program."""
     dtype = problem.b0.dtype
-    c_min = jnp.min(problem.groups.costs).astype(dtype) if c_min is None else jnp.asarray(c_min, dtype)
-    order = jnp.zeros((1,), jnp.int32) if order is None else jnp.asarray(order, jnp.int32)
-    return RuleParams(jnp.asarray(criterion, jnp.int32), jnp.asarray(bool(cost_sensitive)), c_min, order)
+    if c_min is not None:
+        c_min = jnp.asarray(c_min, dtype) if is_traced(c_min) else np.asarray(c_min, dtype)
+    if order is None:
+        order = np.zeros((1,), np.int32)
+    else:
+        order = jnp.asarray(order, jnp.int32) if is_traced(order) else np.asarray(order, np.int32)
+    return RuleParams(np.asarray(criterion, np.int32), np.asarray(bool(cost_sensitive)), c_min, order)
+
+
+def _resolve_params(problem: Problem, params: RuleParams) -> RuleParams:
+    """Traced, typed parameters (the default c_min, None, is the cheapest group's cost)."""
+    dtype = problem.b0.dtype
+    c_min = jnp.min(problem.groups.costs) if params.c_min is None else params.c_min
+    return RuleParams(
+        jnp.asarray(params.criterion, jnp.int32),
+        jnp.asarray(params.cost_sensitive, bool),
+        jnp.asarray(c_min, dtype),
+        jnp.asarray(params.order, jnp.int32),
+    )
 
 
 def sequencing_init(
     problem: Problem,
-    rule: Callable,
+    rule: Rule | Callable,
     params: RuleParams | None = None,
     *,
     capacity: int | None = None,
@@ -197,9 +269,11 @@ def sequencing_init(
 
     Args:
       problem: a :class:`~jaxselect.Problem`.
-      rule: the selection rule (static; stored in ``state.config``). A rule that reads
-        ``state.schur`` sets ``rule.needs_schur = True`` (FR and Doubling do).
-      params: its :class:`RuleParams` (default :func:`default_params`); traced.
+      rule: the selection :class:`Rule` (static; stored in ``state.config``), or a plain function
+        (wrapped by :func:`as_rule`). A rule that reads ``state.schur`` has ``needs_schur=True``
+        (FR and Doubling do).
+      params: its :class:`RuleParams` (default :func:`default_params`); traced (a ``c_min`` of None
+        is resolved here to the cheapest group's cost).
       capacity: static number of feature slots P (default: what a path over every reachable group
         needs, :func:`slot_capacity`; needs concrete groups).
       slots: ``StepInfo.w`` over the slots (P, T) instead of dense (D, T) (static).
@@ -208,12 +282,11 @@ def sequencing_init(
       A :class:`SequencingState` (``state.info`` the "no step yet" :class:`StepInfo`); advance it
       with :func:`sequencing_step`.
     """
-    if not callable(rule):
-        raise TypeError(f"rule must be a selection rule function (e.g. omp_rule); got {rule!r}")
-    params = default_params(problem) if params is None else params
+    rule = as_rule(rule)
+    params = _resolve_params(problem, default_params(problem) if params is None else params)
     if capacity is None:
         capacity = _capacities(problem, _steps(problem, None))[0]
-    track_schur = bool(getattr(rule, "needs_schur", False))
+    track_schur = bool(rule.needs_schur)
     d, t = problem.b0.shape
     dtype = problem.b0.dtype
     J, s = problem.groups.index.shape
@@ -441,10 +514,14 @@ def sequencing_coef(problem: Problem, state: SequencingState) -> jax.Array:
 
 
 
-def fixed_order_rule(problem: Problem, state: SequencingState, params: RuleParams):
+def _fixed_order_select(problem: Problem, state: SequencingState, params: RuleParams):
     """The group ``params.order[step]`` (−1 ends the path)."""
     g = params.order[jnp.minimum(state.step, params.order.shape[0] - 1)]
     return jnp.maximum(g, 0).astype(jnp.int32), g >= 0
+
+
+#: The group ``params.order[step]`` (−1 ends the path): :func:`fixed_order_path`'s rule.
+fixed_order_rule = Rule(_fixed_order_select, "fixed_order_path")
 
 
 
@@ -469,25 +546,9 @@ def sequencing_step(problem: Problem, state: SequencingState) -> SequencingState
     return new._replace(info=info)
 
 
-@partial(jax.jit, static_argnames=("rule", "capacity", "slots"))
-def _start(problem: Problem, params: RuleParams, *, rule, capacity: int, slots: bool) -> SequencingState:
-    return sequencing_init(problem, rule, params, capacity=capacity, slots=slots)
-
-
-@partial(jax.jit, static_argnames=("length",))
-def _advance(problem: Problem, state: SequencingState, *, length: int):
-    """``length`` steps in one ``lax.scan``: ``(state, stacked StepInfo)`` (``state.info`` per step)."""
-
-    def body(st, _):
-        st = sequencing_step(problem, st)
-        return st, st.info
-
-    return jax.lax.scan(body, state, length=length)
-
-
-@partial(jax.jit, static_argnames=("raw_capacity",))
-def _finish(problem: Problem, state: SequencingState, info: StepInfo, *, raw_capacity) -> SelectionPath:
-    """The :class:`SelectionPath` of a finished run (``raw_capacity`` None: a dense path)."""
+def _path(problem: Problem, state: SequencingState, info: StepInfo, raw_capacity) -> SelectionPath:
+    """The :class:`SelectionPath` of a finished run from its stacked :class:`StepInfo` (``raw_capacity``
+    None: a dense path)."""
     if raw_capacity is not None:
         coef, intercept, features = _raw_slot_coef(problem, info.group, state.slot_feature, info.w, raw_capacity)
     else:
@@ -508,23 +569,32 @@ def _finish(problem: Problem, state: SequencingState, info: StepInfo, *, raw_cap
     )
 
 
-@partial(jax.jit, static_argnames=("rule", "k", "capacity", "raw_capacity"))
-def _sequence(problem: Problem, params: RuleParams, *, rule, k, capacity, raw_capacity=None):
-    """``raw_capacity`` None: a dense path; else a slot path with that many raw-feature slots."""
-    state = _start(problem, params, rule=rule, capacity=capacity, slots=raw_capacity is not None)
-    state, info = _advance(problem, state, length=k)
-    return _finish(problem, state, info, raw_capacity=raw_capacity)
+def sequencing_solver(rule: Rule | Callable, *, capacity: int, raw_capacity: int | None = None) -> Solver:
+    """The :class:`~jaxselect.Solver` of a sequencing run with ``rule`` (its static options closed over).
 
+    ``init(problem, params)`` is :func:`sequencing_init` (``params`` a :class:`RuleParams`),
+    ``step`` is :func:`sequencing_step`, ``finish`` stacks the steps' :class:`StepInfo` into a
+    :class:`~jaxselect.SelectionPath`. Run it with :func:`jaxselect.solver.run` (one compiled
+    program) or :func:`jaxselect.solver.iterate` inside a traced program.
 
-def _run(problem: Problem, params: RuleParams, *, rule, k, capacity, raw_capacity, progress: bool, desc: str):
-    """The compiled run (one program), or with ``progress`` the same steps in a few compiled chunks
-    with a progress bar between them (:mod:`jaxselect._progress`)."""
-    if not check_progress(progress):
-        return _sequence(problem, params, rule=rule, k=k, capacity=capacity, raw_capacity=raw_capacity)
-    bar = progress_bar(total=k, desc=desc)
-    state = _start(problem, params, rule=rule, capacity=capacity, slots=raw_capacity is not None)
-    state, info = run_in_chunks(lambda st, n: _advance(problem, st, length=n), state, k, desc, bar)
-    return _finish(problem, state, info, raw_capacity=raw_capacity)
+    Args:
+      rule: the selection :class:`Rule` (or a plain function, :func:`as_rule`).
+      capacity: static number of feature slots P (:func:`slot_capacity` of the run's steps).
+      raw_capacity: None for a dense path; else the raw-feature slots of a slot path
+        (:func:`raw_slot_capacity`; ``gram=False`` problems).
+    """
+    rule = as_rule(rule)
+    capacity = int(capacity)
+    raw_capacity = None if raw_capacity is None else int(raw_capacity)
+    slots = raw_capacity is not None
+
+    def init(problem, params):
+        return sequencing_init(problem, rule, params, capacity=capacity, slots=slots)
+
+    def finish(problem, state, infos):
+        return _path(problem, state, infos, raw_capacity)
+
+    return Solver(init, sequencing_step, finish, SolverTraits(rule.name, stacks_info=True))
 
 
 def _raw_slot_coef(problem: Problem, order, slot_feature, ws, raw_capacity: int):
@@ -589,16 +659,17 @@ def _capacities(problem: Problem, steps: int):
 
 
 def sequencing_run(
-    problem: Problem, rule: Callable, params: RuleParams | None = None, *, k=None, progress: bool = False
+    problem: Problem, rule: Rule | Callable, params: RuleParams | None = None, *, k=None, progress: bool = False
 ) -> SelectionPath:
-    """Run ``k`` steps of a selection rule in one jitted ``lax.scan`` and return the anytime path.
+    """Run ``k`` steps of a selection rule in one compiled program and return the anytime path.
 
-    ``cs_omp``, ``cs_fr``, ``doubling`` and ``fixed_order_path`` are this driver with their rules.
-    A custom ``rule(problem, state, params) -> (group, take)`` may be passed (a module-level function,
-    so the compiled solver is reused; set ``rule.needs_schur = True`` if it reads ``state.schur``).
-    ``progress=True`` shows a ``tqdm`` bar (optional package, the ``[progress]`` extra): the steps
-    then run in about 20 compiled chunks with the bar updated between them; the default runs one
-    compiled program.
+    ``cs_omp``, ``cs_fr``, ``doubling`` and ``fixed_order_path`` are this driver with their rules:
+    :func:`sequencing_solver` run by the library's one driver (:func:`jaxselect.solver.run`).
+    A custom rule may be passed as a :class:`Rule` (``Rule(select, name, needs_schur)``; a
+    module-level ``select``, so the compiled solver is reused) or a plain
+    ``rule(problem, state, params) -> (group, take)`` function. ``progress=True`` shows a ``tqdm``
+    bar (optional package, the ``[progress]`` extra): the steps then run in about 20 compiled
+    chunks with the bar updated between them; the default runs one compiled program.
 
     >>> import numpy as np, jaxselect as js
     >>> from jaxselect.sequencing import sequencing_run, omp_rule, rule_params
@@ -608,15 +679,12 @@ def sequencing_run(
     [2, 0]
     """
     check_problem(problem)
-    if not callable(rule):
-        raise TypeError(f"rule must be a selection rule function (e.g. omp_rule); got {rule!r}")
+    rule = as_rule(rule)
     params = default_params(problem) if params is None else params
     steps = _steps(problem, k)
     capacity, raw_capacity = _capacities(problem, steps)
-    name = getattr(rule, "__name__", "sequencing")
-    return _run(
-        problem, params, rule=rule, k=steps, capacity=capacity, raw_capacity=raw_capacity, progress=progress, desc=name
-    )
+    solver = sequencing_solver(rule, capacity=capacity, raw_capacity=raw_capacity)
+    return run(solver, problem, params, n_steps=steps, progress=progress)
 
 
 @any_mesh
@@ -658,7 +726,8 @@ def fixed_order(problem: Problem, order) -> SelectionPath:
     params = default_params(problem, order=order)
     steps = int(jnp.shape(order)[0])
     capacity, raw_capacity = _capacities(problem, steps)
-    return _sequence(problem, params, rule=fixed_order_rule, k=steps, capacity=capacity, raw_capacity=raw_capacity)
+    solver = sequencing_solver(fixed_order_rule, capacity=capacity, raw_capacity=raw_capacity)
+    return run(solver, problem, params, n_steps=steps)
 
 
 def _check_order(order: np.ndarray, J: int) -> None:

@@ -22,15 +22,17 @@ Algorithm 1 up to the scaling of Y), or a smooth, convex, separable callable.
 
 Implementation: the selected features occupy a fixed number P of "slots" (the features of the k
 largest groups, :func:`~jaxselect.sequencing.criteria.slot_capacity`); empty slots are zero columns that
-the solver does not move, so shapes stay static. One jitted ``lax.scan`` of k + 1 iterations runs
-the path: iteration 0 fits the intercept-only model, iteration j ≥ 1 is one :func:`glm_omp_step`
-(select, add, refit), so a single traced Newton solver serves every step.
+the solver does not move, so shapes stay static. The path is a :class:`~jaxselect.Solver`
+(:func:`glm_omp_solver`): its init fits the intercept-only model, each step is one
+:func:`glm_omp_step` (select, add, refit), so a single traced Newton solver serves every step.
 
-Advanced API (blackjax style): :func:`glm_problem` validates the data once into a
-:class:`GLMProblem` (arrays only); :func:`glm_omp_init` gives the fitted intercept-only
-:class:`GLMOMPState`; ``state = glm_omp_step(problem, state)`` selects, adds and refits one group
-(``state.info``: its :class:`GLMStepInfo`); :func:`glm_omp_run` is the jitted scan of steps, emitting
-``state.info`` per step, that :func:`glm_omp` calls.
+Advanced API: :func:`glm_prepare` (the GLM counterpart of :func:`jaxselect.prepare`; older name
+:func:`glm_problem`) validates the data once into a :class:`GLMProblem` (arrays only; one compiled
+program); :func:`glm_omp_run` runs the solver on it (one compiled program, the library's driver);
+:func:`glm_omp` fuses the two into one program. :func:`glm_omp_init` gives the fitted
+intercept-only :class:`GLMOMPState`; ``state = glm_omp_step(problem, state)`` selects, adds and
+refits one group (``state.info``: its :class:`GLMStepInfo`). The Newton refit's options are one
+:class:`NewtonOptions` record.
 """
 
 from __future__ import annotations
@@ -45,12 +47,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxselect._budget import kahan_add
-from jaxselect._progress import check_progress, progress_bar, run_in_chunks
+from jaxselect._progress import check_progress
 from jaxselect._repr import short_repr
 from jaxselect._static import canonical
 from jaxselect._validation import (
     as_binary_labels,
-    as_hyper,
     as_labels,
     as_targets,
     check_choice,
@@ -59,18 +60,25 @@ from jaxselect._validation import (
     host_array,
     is_traced,
 )
-from jaxselect.design import DenseDesign, densify_sparse
-from jaxselect.sequencing.criteria import OMP_CRITERIA, omp_scores, selectable_groups, slot_capacity
+from jaxselect.design import DenseDesign, as_data, densify_sparse
+from jaxselect.design.moments import check_scales
 from jaxselect.groups import Groups
 from jaxselect.losses import GLM_LOSSES, GLMLoss, glm_loss
 from jaxselect.newton import NEWTON_SOLVERS, choose_solver, default_tol, glm_newton
 from jaxselect.path import SelectionPath, link_code
-from jaxselect.sequencing.prepare import Transform, design_columns, to_raw_coef, whiten_design
+from jaxselect.programs import jit
+from jaxselect.sequencing._host import host_hyper
+from jaxselect.sequencing.criteria import OMP_CRITERIA, omp_scores, selectable_groups, slot_capacity
+from jaxselect.sequencing.prepare import Transform, _design, _design_scale_vectors, _rank_tol, design_columns, to_raw_coef
 from jaxselect.sharding import any_mesh
+from jaxselect.solver import Solver, SolverTraits, iterate, run
 from jaxselect.status import NONFINITE, NOT_CONVERGED
 
 __all__ = [
     "glm_omp",
+    "glm_prepare",
+    "glm_omp_solver",
+    "NewtonOptions",
     "GLMInfo",
     "GLM_LOSSES",
     "GLMProblem",
@@ -99,6 +107,57 @@ class GLMConfig:
 
     loss: str | Callable = "logistic"
     newton_solver: str = "auto"
+
+
+class NewtonOptions(NamedTuple):
+    """The damped Newton refit of every GLM OMP step (:mod:`jaxselect.newton`), as one option record.
+
+    Attributes:
+      tol: each refit stops when ``max|∇r| ≤ tol·σ`` (σ = max(1, spread of the loss gradient at
+        zero scores): 1 for labels, the target scale for the squared loss); None: 1e-7 in float64,
+        1e-4 in float32.
+      max_iter: Newton iterations per refit; a refit that stops there (or stalls) before ``tol``
+        sets the NOT_CONVERGED flag of ``path.status``.
+      solver: how each Newton step is solved. "cholesky" forms the ((P+1)·T)² Hessian
+        (O(n·P²·T²) per iteration, exact); "cg" uses preconditioned conjugate gradients on
+        Hessian-vector products (O(n·P·T) each, inexact-Newton tolerance); "auto" picks "cg"
+        when (P+1)·T > 256 (wide problems), else "cholesky". P is the number of feature slots
+        (the features of the k largest groups plus the largest group size).
+
+    >>> import jaxselect as js
+    >>> js.NewtonOptions(tol=1e-6, max_iter=100)
+    NewtonOptions(tol=1e-06, max_iter=100, solver='auto')
+    """
+
+    tol: float | None = None
+    max_iter: int = 50
+    solver: str = "auto"
+
+
+_NEWTON_KEYWORDS = {"tol": "tol", "max_iter": "max_iter", "newton_solver": "solver"}
+
+
+def _newton_options(newton, deprecated: dict, fn: str) -> NewtonOptions:
+    """The :class:`NewtonOptions` of a call: ``newton`` (None: the defaults) with the deprecated loose
+    keywords ``tol``, ``max_iter`` and ``newton_solver`` folded in (each with a DeprecationWarning);
+    any other keyword in ``deprecated`` is a TypeError, as Python's own."""
+    if newton is None:
+        newton = NewtonOptions()
+    elif not isinstance(newton, NewtonOptions):
+        raise TypeError(f"newton must be a jaxselect.NewtonOptions(tol=..., max_iter=..., solver=...); got {newton!r}")
+    for name in deprecated:
+        if name not in _NEWTON_KEYWORDS:
+            raise TypeError(f"{fn}() got an unexpected keyword argument {name!r}")
+    for old, field in _NEWTON_KEYWORDS.items():
+        if old in deprecated:
+            warnings.warn(
+                f"{fn}({old}=...) is deprecated: pass newton=jaxselect.NewtonOptions({field}=...) "
+                "(the damped Newton refit's options as one record)",
+                DeprecationWarning,
+                stacklevel=5,  # user -> any_mesh wrapper -> glm_omp -> here
+            )
+            newton = newton._replace(**{field: deprecated[old]})
+    return newton
 
 
 class GLMInfo(NamedTuple):
@@ -181,6 +240,8 @@ class GLMOMPState(NamedTuple):
       step: () int32 steps taken; status: () int32 OR of the refits' status flags.
       info: :class:`GLMStepInfo` of the latest step; after :func:`glm_omp_init` that of iteration 0
         (the intercept-only fit: group −1, cost +inf, W = 0).
+      null_loss, null_intercept: () risk and (T,) intercept of the intercept-only model (set by
+        :func:`glm_omp_init`; None before).
     """
 
     V: jax.Array
@@ -196,6 +257,8 @@ class GLMOMPState(NamedTuple):
     step: jax.Array
     status: jax.Array
     info: GLMStepInfo
+    null_loss: jax.Array | None = None
+    null_intercept: jax.Array | None = None
 
     __repr__ = short_repr
 
@@ -242,14 +305,18 @@ def _binary_columns(Y, n: int, dtype):
         if Y.shape[0] != n:
             raise ValueError(f"Y has {Y.shape[0]} rows but X has {n}; they must match")
         cols = [as_binary_labels(Y[:, t], n, f"Y[:, {t}]", dtype=dtype) for t in range(Y.shape[1])]
-        return jnp.stack(cols, axis=1)
+        # host labels stack on the host (an eager jnp.stack would compile a program)
+        return np.stack([np.asarray(c) for c in cols], axis=1) if isinstance(Y, np.ndarray) else jnp.stack(cols, axis=1)
     if Y.ndim not in (1, 2):
         raise ValueError(f"Y must be (n,) or (n, T) binary labels; got shape {tuple(Y.shape)}")
-    return as_binary_labels(Y, n, "Y", dtype=dtype)[:, None]
+    labels = as_binary_labels(Y, n, "Y", dtype=dtype)
+    # host labels are reshaped on the host (an eager reshape of a device array compiles a program)
+    return np.asarray(labels)[:, None] if isinstance(Y, np.ndarray) else labels[:, None]
 
 
 def _glm_targets(loss, Y, n: int, dtype, n_classes):
-    """Validate Y for the loss; returns Y (n, T) in the loss's coding."""
+    """Validate Y for the loss; returns ``(Y, C)``: Y (n, T) in the loss's coding, or for softmax the
+    (n,) int32 labels and the number of classes C (one-hot coded inside the compiled program)."""
     if loss == "softmax":
         labels, C = as_labels(Y, n, "Y", n_classes=n_classes)
         if C < 2:
@@ -262,10 +329,10 @@ def _glm_targets(loss, Y, n: int, dtype, n_classes):
                     "diverge; relabel the classes 0..C-1 consecutively"
                 )
         # from the global labels when they span processes: the one-hot stays row-sharded
-        return jax.nn.one_hot(jnp.asarray(labels), C, dtype=dtype)
+        return labels, C
     if loss == "logistic":
-        return _binary_columns(Y, n, dtype)
-    return as_targets(Y, n, "Y", dtype=dtype)[0]
+        return _binary_columns(Y, n, dtype), None
+    return as_targets(Y, n, "Y", dtype=dtype)[0], None
 
 
 def _weighted_loss(parts: GLMLoss, rel) -> GLMLoss:
@@ -300,8 +367,134 @@ def _check_callable(loss, n: int, T: int, dtype, weighted: bool = False) -> None
         )
 
 
+class _GLMInputs(NamedTuple):
+    """What the boundary hands to the compiled build of a :class:`GLMProblem` (a pytree)."""
+
+    X: jax.Array
+    weights: jax.Array | None
+    summary: object
+    groups: Groups
+    Y: jax.Array  # (n, T) targets in the loss's coding, or (n,) int32 labels for softmax
+    l2: jax.Array
+    tol: jax.Array
+    max_iter: jax.Array
+    criterion: jax.Array
+    cost_sensitive: jax.Array
+
+
+class _GLMStatic(NamedTuple):
+    """The static options of the build (hashable; part of the compiled program's key)."""
+
+    loss: object
+    newton_solver: str
+    whiten: bool
+    rank_tol: float
+    n_classes: int | None  # softmax: the one-hot width; None otherwise
+
+
+def _glm_inputs(
+    X, Y, groups, *, loss, l2, criterion, cost_sensitive, whiten, newton: NewtonOptions, n_classes,
+    constant_columns, rank_tol, sample_weight,
+):
+    """Every check of :func:`glm_prepare` on the host (the front door's column summary is the only
+    program run here); returns the build's inputs and static options."""
+    X = densify_sparse(  # its problem holds the whitened design dense: sparse X only when n·D is small
+        X, "glm_omp", "the whitened design", "jaxselect.fsa with loss='logistic' (FSAClassifier)"
+    )
+    loss = _check_loss(loss)
+    if newton.solver not in NEWTON_SOLVERS:
+        raise ValueError(f"newton_solver must be one of {NEWTON_SOLVERS}; got {newton.solver!r}")
+    check_choice(criterion, "criterion", CRITERIA)
+    max_iter = check_int(newton.max_iter, "max_iter", low=1)
+    if n_classes is not None:
+        n_classes = check_int(n_classes, "n_classes", low=2)
+    data = as_data(
+        X, None, sample_weight=sample_weight, groups="singletons" if groups is None else groups,
+        targets=None, constant_columns=constant_columns, scale="values",
+    )
+    n = data.design.shape[0]
+    dtype = data.design.dtype
+    rank_tol = _rank_tol(rank_tol, dtype)
+    l2 = host_hyper(l2, "l2", dtype, low=0.0)
+    Yt, C = _glm_targets(loss, Y, n, dtype, n_classes)
+    T = C if C is not None else Yt.shape[1]
+    if callable(loss):
+        _check_callable(loss, n, T, dtype, weighted=sample_weight is not None)
+    tol = check_float(default_tol(dtype) if newton.tol is None else newton.tol, "tol", low=0.0, strict_low=True)
+    inputs = _GLMInputs(
+        data.X,
+        data.weights,
+        data.summary,
+        data.groups,
+        Yt,
+        l2,
+        np.asarray(tol, dtype),
+        np.asarray(max_iter, np.int32),
+        np.asarray(CRITERIA.index(criterion), np.int32),
+        np.asarray(bool(cost_sensitive)),
+    )
+    return inputs, _GLMStatic(loss, newton.solver, bool(whiten), rank_tol, C)
+
+
+def _build(inputs: _GLMInputs, static: _GLMStatic):
+    """The :class:`GLMProblem` (traced) and the design's scale-check vectors (checked on the host)."""
+    design = _design(
+        inputs.X, inputs.weights, inputs.groups, inputs.summary, whiten=static.whiten, rank_tol=static.rank_tol
+    )
+    Z = DenseDesign.raw(design.Z)  # the standardised, group-whitened design as an operator
+    n = Z.shape[0]
+    dtype = Z.dtype
+    if static.n_classes is not None:
+        Yt = jax.nn.one_hot(jnp.asarray(inputs.Y), static.n_classes, dtype=dtype)
+    else:
+        Yt = jnp.asarray(inputs.Y, dtype)
+    T = Yt.shape[1]
+    rel = None
+    if inputs.weights is not None:  # validated by the front door
+        w = jnp.asarray(inputs.weights).astype(dtype)
+        rel = w * (jnp.asarray(n, dtype) / jnp.sum(w))
+    transform = Transform(
+        design.x_mean,
+        design.x_scale,
+        jnp.zeros((T,), dtype),
+        jnp.ones((T,), dtype),
+        design.basis,
+        inputs.groups.index,
+        inputs.groups.mask,
+    )
+    problem = GLMProblem(
+        Z,
+        Yt,
+        design.live,
+        design.metric_white,
+        design.metric_std,
+        inputs.groups,
+        transform,
+        jnp.asarray(inputs.l2, dtype),
+        jnp.asarray(inputs.tol, dtype),
+        jnp.asarray(inputs.max_iter, jnp.int32),
+        jnp.asarray(inputs.criterion, jnp.int32),
+        jnp.asarray(inputs.cost_sensitive, bool),
+        rel,
+        GLMConfig(static.loss, static.newton_solver),
+    )
+    return problem, _design_scale_vectors(inputs.summary)
+
+
+def _check_design_scales(scales) -> None:
+    """The scale checks of the build's design (skipped inside a user's jit)."""
+    if any(is_traced(a) for a in jax.tree.leaves(scales)):
+        return
+    check_scales(*(None if a is None else np.asarray(a) for a in scales))
+
+
+@partial(jit, static_argnames=("static",))
+def _build_program(inputs: _GLMInputs, *, static: _GLMStatic):
+    return _build(inputs, static)
+
+
 @any_mesh
-def glm_problem(
+def glm_prepare(
     X,
     Y,
     groups=None,
@@ -311,71 +504,43 @@ def glm_problem(
     criterion: str = "whiten",
     cost_sensitive: bool = True,
     whiten: bool = True,
-    tol=None,
-    max_iter: int = 50,
+    newton: NewtonOptions | None = None,
     n_classes=None,
     constant_columns: str = "inert",
     rank_tol=None,
     sample_weight=None,
-    newton_solver: str = "auto",
+    **deprecated,
 ) -> GLMProblem:
-    """Validate and standardise the data of :func:`glm_omp` into a :class:`GLMProblem`.
+    """Validate, standardise and group-whiten the data of :func:`glm_omp` into a :class:`GLMProblem`.
 
-    Takes the arguments of :func:`glm_omp` (see there) except ``k`` and ``progress``. The loss and
+    The GLM counterpart of :func:`jaxselect.prepare`: ``glm_omp(X, Y, groups, k, ...)`` equals
+    ``glm_omp_run(glm_prepare(X, Y, groups, ...), k)`` (which it fuses into one compiled program).
+    Takes the arguments of :func:`glm_omp` (see there) except ``k`` and ``progress``; the loss and
     the Newton solver are stored in the problem's static :class:`GLMConfig`, so
-    :func:`glm_omp_init`, :func:`glm_omp_step` and :func:`glm_omp_run` take only the problem.
+    :func:`glm_omp_init`, :func:`glm_omp_step` and :func:`glm_omp_run` take only the problem. One
+    compiled program besides the front door's column summary. ``tol``, ``max_iter`` and
+    ``newton_solver`` are deprecated spellings of ``newton=NewtonOptions(tol=..., max_iter=...,
+    solver=...)`` (a DeprecationWarning each).
+
+    >>> import numpy as np, jaxselect as js
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(100, 3)); y = (X[:, 1] > 0).astype(int)
+    >>> problem = js.glm_prepare(X, y)
+    >>> js.glm_omp_run(problem, 1).order.tolist()
+    [1]
     """
-    X = densify_sparse(  # its problem holds the whitened design dense: sparse X only when n·D is small
-        X, "glm_omp", "the whitened design", "jaxselect.fsa with loss='logistic' (FSAClassifier)"
+    newton = _newton_options(newton, deprecated, "glm_prepare")
+    inputs, static = _glm_inputs(
+        X, Y, groups, loss=loss, l2=l2, criterion=criterion, cost_sensitive=cost_sensitive, whiten=whiten,
+        newton=newton, n_classes=n_classes, constant_columns=constant_columns, rank_tol=rank_tol,
+        sample_weight=sample_weight,
     )
-    loss = _check_loss(loss)
-    if newton_solver not in NEWTON_SOLVERS:
-        raise ValueError(f"newton_solver must be one of {NEWTON_SOLVERS}; got {newton_solver!r}")
-    check_choice(criterion, "criterion", CRITERIA)
-    max_iter = check_int(max_iter, "max_iter", low=1)
-    if n_classes is not None:
-        n_classes = check_int(n_classes, "n_classes", low=2)
-    design, groups = whiten_design(
-        X, groups, whiten=whiten, constant_columns=constant_columns, rank_tol=rank_tol, sample_weight=sample_weight
-    )
-    Z = DenseDesign.raw(design.Z)  # the standardised, group-whitened design as an operator
-    n, D = Z.shape
-    dtype = Z.dtype
-    l2 = as_hyper(l2, "l2", dtype, low=0.0)
-    Yt = _glm_targets(loss, Y, n, dtype, n_classes)
-    T = Yt.shape[1]
-    if callable(loss):
-        _check_callable(loss, n, T, dtype, weighted=sample_weight is not None)
-    rel = None
-    if sample_weight is not None:  # validated by whiten_design
-        w = jnp.asarray(sample_weight).astype(dtype)
-        rel = w * (jnp.asarray(n, dtype) / jnp.sum(w))
-    tol = check_float(default_tol(dtype) if tol is None else tol, "tol", low=0.0, strict_low=True)
-    transform = Transform(
-        design.x_mean,
-        design.x_scale,
-        jnp.zeros((T,), dtype),
-        jnp.ones((T,), dtype),
-        design.basis,
-        groups.index,
-        groups.mask,
-    )
-    return GLMProblem(
-        Z,
-        Yt,
-        design.live,
-        design.metric_white,
-        design.metric_std,
-        groups,
-        transform,
-        l2,
-        jnp.asarray(tol, dtype),
-        jnp.asarray(max_iter, jnp.int32),
-        jnp.asarray(CRITERIA.index(criterion), jnp.int32),
-        jnp.asarray(bool(cost_sensitive)),
-        rel,
-        GLMConfig(loss, newton_solver),
-    )
+    problem, scales = _build_program(inputs, static=static)
+    _check_design_scales(scales)
+    return problem
+
+
+#: The older name of :func:`glm_prepare` (the same function).
+glm_problem = glm_prepare
 
 
 # ---------------------------------------------------------------------------------------------
@@ -472,6 +637,8 @@ def _advance(problem: GLMProblem, state: GLMOMPState, add_group):
         step=state.step,
         status=state.status | res.info.status,
         info=state.info,  # replaced below
+        null_loss=state.null_loss,
+        null_intercept=state.null_intercept,
     )
     proceed = take | ~add_group  # an empty step (nothing left to select) keeps the model
     new = jax.tree.map(partial(jnp.where, proceed), new, state)
@@ -502,7 +669,8 @@ def glm_omp_init(problem: GLMProblem, capacity: int | None = None) -> GLMOMPStat
     """
     if capacity is None:
         capacity = slot_capacity(problem.groups.mask, problem.groups.n_groups, problem.Z.shape[1])
-    return _advance(problem, _empty_state(problem, capacity), jnp.zeros((), bool))
+    state = _advance(problem, _empty_state(problem, capacity), jnp.zeros((), bool))
+    return state._replace(null_loss=state.info.loss, null_intercept=state.info.b)
 
 
 def glm_omp_step(problem: GLMProblem, state: GLMOMPState) -> GLMOMPState:
@@ -518,29 +686,13 @@ def glm_omp_step(problem: GLMProblem, state: GLMOMPState) -> GLMOMPState:
     return _advance(problem, state, jnp.ones((), bool))
 
 
-@partial(jax.jit, static_argnames=("capacity",))
-def _glm_start(problem: GLMProblem, *, capacity: int):
-    """Iteration 0: the intercept-only fit, ``(state, null loss, null intercept)``."""
-    state = _advance(problem, _empty_state(problem, capacity), jnp.zeros((), bool))
-    return state, state.info.loss, state.info.b
-
-
-@partial(jax.jit, static_argnames=("length",))
-def _glm_advance(problem: GLMProblem, state: GLMOMPState, *, length: int):
-    """``length`` steps in one ``lax.scan``: ``(state, stacked GLMStepInfo)`` (``state.info`` per step)."""
-
-    def body(st, _):
-        st = glm_omp_step(problem, st)
-        return st, st.info
-
-    return jax.lax.scan(body, state, length=length)
-
-
-@jax.jit
-def _glm_finish(problem: GLMProblem, state: GLMOMPState, out: GLMStepInfo, null_f, null_b) -> SelectionPath:
+def _glm_finish(problem: GLMProblem, state: GLMOMPState, out: GLMStepInfo) -> SelectionPath:
+    """The :class:`SelectionPath` of a finished run from its stacked :class:`GLMStepInfo`."""
+    null_f, null_b = state.null_loss, state.null_intercept
     coef, offset = to_raw_coef(problem.transform, out.W)
+    # SelectionPath.objective: 1 − L(G_j)/L(∅), the fraction of the null risk removed (0 when L(∅) ≤ 0)
     safe = jnp.where(null_f > 0, null_f, jnp.ones_like(null_f))
-    objective = jnp.where(null_f > 0, 1.0 - out.loss / safe, -out.loss)
+    objective = jnp.where(null_f > 0, 1.0 - out.loss / safe, jnp.zeros_like(out.loss))
     finite = jnp.all(jnp.isfinite(coef)) & jnp.all(jnp.isfinite(out.b)) & jnp.all(jnp.isfinite(out.loss))
     status = state.status | jnp.where(finite, 0, NONFINITE).astype(jnp.int32)
     converged = (out.status & (NOT_CONVERGED | NONFINITE)) == 0
@@ -557,37 +709,51 @@ def _glm_finish(problem: GLMProblem, state: GLMOMPState, out: GLMStepInfo, null_
     )
 
 
-@partial(jax.jit, static_argnames=("k", "capacity"))
-def _glm_run(problem: GLMProblem, *, k, capacity):
-    state, null_f, null_b = _glm_start(problem, capacity=capacity)
-    state, out = _glm_advance(problem, state, length=k)
-    return _glm_finish(problem, state, out, null_f, null_b)
+def glm_omp_solver(capacity: int) -> Solver:
+    """GLM OMP (Algorithm 3) as a :class:`~jaxselect.Solver` with ``capacity`` feature slots (static).
+
+    ``init(problem)`` is :func:`glm_omp_init` (the fitted intercept-only model), ``step`` is
+    :func:`glm_omp_step`, ``finish`` stacks the steps' :class:`GLMStepInfo` into the
+    :class:`SelectionPath` (``info`` its :class:`GLMInfo`). The loss and the Newton solver are the
+    problem's static :class:`GLMConfig`.
+    """
+    capacity = int(capacity)
+
+    def init(problem):
+        return glm_omp_init(problem, capacity)
+
+    return Solver(init, glm_omp_step, _glm_finish, SolverTraits("glm_omp", stacks_info=True))
 
 
-def glm_omp_run(problem: GLMProblem, *, k=None, progress: bool = False) -> SelectionPath:
-    """Run k steps of GLM OMP in one jitted ``lax.scan``; returns the :class:`SelectionPath` (its
-    ``info`` is the :class:`GLMInfo`).
+def glm_omp_run(problem: GLMProblem, k=None, *, progress: bool = False) -> SelectionPath:
+    """Run k steps of GLM OMP on a :class:`GLMProblem` in one compiled program (the library's driver,
+    :func:`jaxselect.solver.run`); returns the :class:`SelectionPath` (its ``info`` is the
+    :class:`GLMInfo`).
 
     Args:
-      problem: from :func:`glm_problem`.
+      problem: from :func:`glm_prepare`.
       k, progress: as in :func:`glm_omp`.
     """
     if not isinstance(problem, GLMProblem):
-        raise TypeError(f"expected a GLMProblem from glm_problem(X, Y, groups, ...); got {type(problem).__name__}")
-    steps, capacity = _glm_steps(problem, k)
-    if not check_progress(progress):
-        return _glm_run(problem, k=steps, capacity=capacity)
-    bar = progress_bar(total=steps, desc="glm_omp")
-    state, null_f, null_b = _glm_start(problem, capacity=capacity)
-    state, out = run_in_chunks(lambda st, n: _glm_advance(problem, st, length=n), state, steps, "glm_omp", bar)
-    return _glm_finish(problem, state, out, null_f, null_b)
+        raise TypeError(f"expected a GLMProblem from glm_prepare(X, Y, groups, ...); got {type(problem).__name__}")
+    steps, capacity = _glm_steps(problem.groups, problem.Z.shape[1], k)
+    return run(glm_omp_solver(capacity), problem, n_steps=steps, progress=progress)
 
 
-def _glm_steps(problem: GLMProblem, k):
+@partial(jit, static_argnames=("static", "capacity", "n_steps"))
+def _glm_fit(inputs: _GLMInputs, *, static: _GLMStatic, capacity: int, n_steps: int):
+    """:func:`glm_omp` in one program: the problem's build, the solver's steps and its finish."""
+    problem, scales = _build(inputs, static)
+    solver = glm_omp_solver(capacity)
+    state, infos = iterate(solver, problem, solver.init(problem), n_steps)
+    return solver.finish(problem, state, infos), scales
+
+
+def _glm_steps(groups: Groups, n_features: int, k):
     """(steps, slot capacity) of a run of ``k`` steps (default all J, clipped to J)."""
-    J = problem.groups.n_groups
+    J = groups.n_groups
     steps = J if k is None else min(check_int(k, "k", low=1), J)
-    return steps, slot_capacity(problem.groups.mask, steps, problem.Z.shape[1])
+    return steps, slot_capacity(groups.mask, steps, n_features)
 
 
 @any_mesh
@@ -595,22 +761,20 @@ def glm_omp(
     X,
     Y,
     groups=None,
+    k=None,
     *,
     loss="logistic",
     l2=1e-3,
-    k=None,
     criterion: str = "whiten",
     cost_sensitive: bool = True,
     whiten: bool = True,
-    tol=None,
-    max_iter: int = 50,
+    newton: NewtonOptions | None = None,
     n_classes=None,
     constant_columns: str = "inert",
     rank_tol=None,
-    return_info=None,
-    newton_solver: str = "auto",
     sample_weight=None,
     progress: bool = False,
+    **deprecated,
 ) -> SelectionPath:
     """Cost-sensitive group OMP for GLMs (Hu et al., Algorithm 3): an anytime classifier.
 
@@ -645,22 +809,13 @@ def glm_omp(
         standardised features) or "single" (its best single feature), as in :func:`cs_omp`.
       cost_sensitive: divide the criterion by c(g) (False: cost-blind G-OMP).
       whiten: group-whiten the design (the penalty then acts on whitened coefficients).
-      tol: each refit stops when ``max|∇r| ≤ tol·σ`` (σ = max(1, spread of the loss gradient at zero
-        scores): 1 for labels, the target scale for the squared loss); default 1e-7 in float64,
-        1e-4 in float32.
-      max_iter: Newton iterations per refit; a refit that stops there (or stalls) before ``tol``
-        sets the NOT_CONVERGED flag of ``path.status``.
+      newton: the damped Newton refit's options, a :class:`NewtonOptions` (``tol``, ``max_iter``,
+        ``solver``; default ``NewtonOptions()``). The loose keywords ``tol``, ``max_iter`` and
+        ``newton_solver`` still work for one release, with a DeprecationWarning.
       n_classes: softmax only: number of classes C (default max label + 1; required when Y is traced).
       constant_columns: "inert" (default): constant columns (max == min) are never selected and get
         coefficient 0 (a group made only of them is never selected); "raise": a ValueError names them.
       rank_tol: relative eigenvalue threshold of the whitening, as in :func:`jaxselect.prepare`.
-      return_info: deprecated (the path always carries its :class:`GLMInfo` as ``path.info``);
-        ``True`` still returns ``(path, path.info)`` with a DeprecationWarning.
-      newton_solver: how each Newton step is solved. "cholesky" forms the ((P+1)·T)² Hessian
-        (O(n·P²·T²) per iteration, exact); "cg" uses preconditioned conjugate gradients on
-        Hessian-vector products (O(n·P·T) each, inexact-Newton tolerance); "auto" picks "cg"
-        when (P+1)·T > 256 (wide problems), else "cholesky". P is the number of feature slots
-        (the features of the k largest groups plus the largest group size).
       sample_weight: None or (n,) row weights ``w ≥ 0`` (at least 2 positive): the risk's mean
         loss becomes ``Σ_i w_i ℓ_i / Σw`` and the standardisation and whitening use weighted
         moments (as :func:`jaxselect.prepare`), so integer weights equal repeated rows and rows of
@@ -669,12 +824,17 @@ def glm_omp(
         columns is ``λ = 1/(C·Σw)``. A callable loss must then return per-example losses.
       progress: show a ``tqdm`` progress bar over the steps (needs the optional ``tqdm``, the
         ``[progress]`` extra); the steps then run in a few compiled chunks. Default False: one
-        compiled program.
+        compiled program (the problem's build and every step; besides it, the front door's
+        column summary).
+      **deprecated: ``tol``, ``max_iter``, ``newton_solver`` (use ``newton``) and ``return_info``
+        (the path always carries its :class:`GLMInfo` as ``path.info``; ``True`` still returns
+        ``(path, path.info)``), each with a DeprecationWarning.
 
     Returns:
       A :class:`SelectionPath` of m = min(k, J) prefixes: raw-space ``coef`` (m, D, T) and
       ``intercept`` (m, T) of the linear scores (T = C classes for softmax), ``objective`` = the
-      fraction ``1 − r(W_j)/r(W_0)`` of the intercept-only model's regularised risk removed,
+      fraction ``1 − r(W_j)/r(W_0)`` of the intercept-only model's regularised risk removed
+      (:class:`~jaxselect.SelectionPath`'s one definition),
       ``null_intercept`` the intercept-only scores, ``link`` the inverse link (logistic, softmax, or
       identity for the squared and callable losses), ``status`` the OR of the refits' flags
       (:func:`jaxselect.raise_for_status`), ``info`` the per-step Newton diagnostics
@@ -696,24 +856,21 @@ def glm_omp(
     >>> sorted(path.order.tolist()[:2]), int(path.status)
     ([0, 2], 0)
     """
-    problem = glm_problem(
-        X,
-        Y,
-        groups,
-        loss=loss,
-        l2=l2,
-        criterion=criterion,
-        cost_sensitive=cost_sensitive,
-        whiten=whiten,
-        tol=tol,
-        max_iter=max_iter,
-        n_classes=n_classes,
-        constant_columns=constant_columns,
-        rank_tol=rank_tol,
+    return_info = deprecated.pop("return_info", None)
+    newton = _newton_options(newton, deprecated, "glm_omp")
+    inputs, static = _glm_inputs(
+        X, Y, groups, loss=loss, l2=l2, criterion=criterion, cost_sensitive=cost_sensitive, whiten=whiten,
+        newton=newton, n_classes=n_classes, constant_columns=constant_columns, rank_tol=rank_tol,
         sample_weight=sample_weight,
-        newton_solver=newton_solver,
     )
-    path = glm_omp_run(problem, k=k, progress=progress)
+    steps, capacity = _glm_steps(inputs.groups, inputs.X.shape[1], k)
+    if check_progress(progress):  # the build, then the steps in chunks with a bar between them
+        problem, scales = _build_program(inputs, static=static)
+        _check_design_scales(scales)
+        path = run(glm_omp_solver(capacity), problem, n_steps=steps, progress=True)
+    else:
+        path, scales = _glm_fit(inputs, static=static, capacity=capacity, n_steps=steps)
+        _check_design_scales(scales)
     if return_info is not None:
         warnings.warn(
             "glm_omp(return_info=...) is deprecated: the path always carries its GLMInfo as path.info "

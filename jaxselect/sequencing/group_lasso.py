@@ -16,16 +16,17 @@ is the proximal step ``w_g ← prox(w_g + r_g / L_g)`` with ``L_g = λ_max(C_gg)
 minimiser on whitened groups, where ``C_gg = (1 + l2) I``; a group whose update is zero skips the
 O(D·s) gradient update (``lax.cond``). On a ``gram=False`` problem the rows of C and ``C w`` come
 from the design (O(n·D·s) per group update), so every solver accepts what ``prepare`` returns.
-Sweeps run in a ``lax.while_loop``, 4 at a time (the solver protocol:
-``state = group_lasso_init(problem, lam, weights)``, ``state = group_lasso_step(problem, state)``,
-``state.info`` the step's :class:`GroupLassoStepInfo`), until the KKT violation (recomputed from a fresh ``r`` after every 4 sweeps)
+Sweeps run 4 at a time, each batch one step of :data:`bcd_solver` (the library's
+:class:`~jaxselect.Solver`: ``state = group_lasso_init(problem, lam, weights)``,
+``state = group_lasso_step(problem, state)``, ``state.info`` the step's :class:`GroupLassoStepInfo`;
+the driver's ``lax.while_loop`` runs it until done), until the KKT violation (recomputed from a fresh ``r`` after every 4 sweeps)
 
     ‖r_g − λ a_g w_g/‖w_g‖‖ (w_g ≠ 0),     max(0, ‖r_g‖ − λ a_g) (w_g = 0)
 
 is at most ``tol · ‖b0‖_G`` for every group, with ``‖b0‖_G = max_g ‖b0_g‖_F`` the gradient's scale at
 w = 0 — a tolerance in the units of the violation itself, so multiplying every weight by a common
 factor (which only rescales the λ grid) changes nothing; a ``lax.scan`` over the λ grid warm-starts
-each solve from the previous solution. ``λ_max = max_g ‖b0_g‖ / a_g`` is the smallest λ with w = 0.
+each solve from the previous solution (:func:`group_lasso_solver`, one step per λ). ``λ_max = max_g ‖b0_g‖ / a_g`` is the smallest λ with w = 0.
 
 :func:`group_lasso_path` turns the path into the order in which groups enter (first λ with
 ``w_g ≠ 0``) and then into a :class:`SelectionPath` with ridge refits on every prefix
@@ -44,12 +45,21 @@ import numpy as np
 
 from jaxselect._repr import short_repr
 from jaxselect._validation import check_float, check_int, host_value, is_traced
-from jaxselect.sequencing.engine import c_matvec, c_rows, fixed_order
 from jaxselect.linalg import gather_groups
 from jaxselect.path import SelectionPath
+from jaxselect.programs import jit
+from jaxselect.sequencing.engine import (
+    _capacities,
+    c_matvec,
+    c_rows,
+    default_params,
+    fixed_order_rule,
+    sequencing_solver,
+)
 from jaxselect.sequencing.prepare import Problem, check_problem, to_raw_coef
-from jaxselect.status import NONFINITE, NOT_CONVERGED
 from jaxselect.sharding import any_mesh
+from jaxselect.solver import Solver, SolverTraits, iterate, run
+from jaxselect.status import NONFINITE, NOT_CONVERGED
 
 __all__ = [
     "GroupLassoFit",
@@ -60,6 +70,8 @@ __all__ = [
     "group_lasso_step",
     "group_lasso_path",
     "group_lasso_lambda_max",
+    "group_lasso_solver",
+    "bcd_solver",
 ]
 
 CHECK_EVERY = 4  # BCD sweeps between two KKT checks (each check costs about two sweeps)
@@ -103,7 +115,8 @@ class GroupLassoFit(NamedTuple):
     __repr__ = short_repr
 
 
-def _weights(problem: Problem, cost_weighted: bool, weights) -> jax.Array:
+def _weights(problem: Problem, cost_weighted: bool, weights):
+    """The group weights a_g (J,): numpy when given or all ones (no compile), else the costs."""
     J = problem.n_groups
     dtype = problem.b0.dtype
     if weights is not None:
@@ -113,13 +126,14 @@ def _weights(problem: Problem, cost_weighted: bool, weights) -> jax.Array:
         bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
         if bad.size:
             raise ValueError(f"weights must be finite and > 0; got {w[bad[0]]} for group {bad[0]}")
-        return jnp.asarray(w, dtype)
+        return np.asarray(w, dtype)
     if cost_weighted:
-        return problem.groups.costs.astype(dtype)
-    return jnp.ones((J,), dtype)
+        costs = problem.groups.costs
+        return costs if costs.dtype == dtype else costs.astype(dtype)
+    return np.ones((J,), dtype)
 
 
-@jax.jit
+@jit
 def _lambda_max(problem: Problem, weights) -> jax.Array:
     bg = gather_groups(problem.b0, problem.groups.index, problem.groups.mask, axis=0)  # (J, s, T)
     return jnp.max(jnp.sqrt(jnp.sum(bg * bg, axis=(1, 2))) / weights)
@@ -149,6 +163,8 @@ class GroupLassoState(NamedTuple):
       lam: () the penalty λ; weights: (J,) the group weights a_g (fixed at the init).
       info: :class:`GroupLassoStepInfo` of the latest step (after :func:`group_lasso_init`: the
         KKT violation and non-zero groups of the starting ``coef``).
+      threshold: () the max KKT violation at which :data:`bcd_solver` is done
+        (``tol · max_g ‖b0_g‖_F``), or None (never done: :func:`group_lasso_init` without it).
     """
 
     coef: jax.Array
@@ -158,6 +174,7 @@ class GroupLassoState(NamedTuple):
     lam: jax.Array
     weights: jax.Array
     info: GroupLassoStepInfo
+    threshold: jax.Array | None = None
 
     __repr__ = short_repr
 
@@ -185,12 +202,13 @@ def _kkt(r, w, lam, weights, index, mask):
     return jnp.where(nw > 0, v_active, v_zero)
 
 
-def group_lasso_init(problem: Problem, lam, weights, coef=None) -> GroupLassoState:
+def group_lasso_init(problem: Problem, lam, weights, coef=None, *, threshold=None) -> GroupLassoState:
     """BCD state at ``coef`` (default 0) for penalty ``lam · Σ_g weights_g ‖w_g‖`` (pure, jit-able).
 
     Args:
       problem: a prepared :class:`~jaxselect.Problem` (Gram or ``gram=False``).
       lam: () the penalty λ; weights: (J,) group weights a_g > 0; coef: (D, T) warm start.
+      threshold: () the max KKT violation at which :func:`bcd_solver` stops (None: never).
 
     Returns:
       A :class:`GroupLassoState` holding λ and the weights; advance it with :func:`group_lasso_step`.
@@ -199,7 +217,8 @@ def group_lasso_init(problem: Problem, lam, weights, coef=None) -> GroupLassoSta
     lam = jnp.asarray(lam, dtype)
     weights = jnp.asarray(weights, dtype)
     w = jnp.zeros_like(problem.b0) if coef is None else coef
-    return _state(problem, w, _lipschitz(problem), lam, weights)
+    state = _state(problem, w, _lipschitz(problem), lam, weights)
+    return state if threshold is None else state._replace(threshold=jnp.asarray(threshold, dtype))
 
 
 def _lipschitz(problem: Problem) -> jax.Array:
@@ -267,32 +286,100 @@ def group_lasso_step(problem: Problem, state: GroupLassoState) -> GroupLassoStat
     return state._replace(coef=w, kkt=kkt, n_iter=state.n_iter + CHECK_EVERY, info=info)
 
 
-@jax.jit
 def _gradient_scale(problem: Problem) -> jax.Array:
     """``max_g ‖b0_g‖_F``: the scale of the KKT violations (the gradient at w = 0), weight-free."""
     return _lambda_max(problem, jnp.ones((problem.n_groups,), problem.b0.dtype))
 
 
-@partial(jax.jit, static_argnames=("max_iter",))
-def _solve_path(problem: Problem, lambdas, weights, tol, *, max_iter: int):
-    index, mask = problem.groups.index, problem.groups.mask
+def _bcd_init(problem: Problem, w, lip, lam, weights, threshold) -> GroupLassoState:
+    return _state(problem, w, lip, lam, weights)._replace(threshold=threshold)
+
+
+def _bcd_done(problem: Problem, state: GroupLassoState) -> jax.Array:
+    # not (kkt > threshold): a NaN violation stops the solve, as the loop always did
+    return ~(state.kkt > state.threshold)
+
+
+def _bcd_finish(problem: Problem, state: GroupLassoState, infos) -> GroupLassoState:
+    return state
+
+
+#: The group lasso at one λ as a :class:`~jaxselect.Solver`: ``init(problem, coef, lipschitz, lam,
+#: weights, threshold)``, each ``step`` is :func:`group_lasso_step` (``CHECK_EVERY`` sweeps and a KKT
+#: check), done when the max KKT violation is at most ``threshold``; ``finish`` returns the state.
+bcd_solver = Solver(_bcd_init, group_lasso_step, _bcd_finish, SolverTraits("group_lasso", until_done=True), _bcd_done)
+
+
+class LassoPathState(NamedTuple):
+    """Carry of :func:`group_lasso_solver`: the warm start and the constants of the λ grid.
+
+    Attributes:
+      coef: (D, T) the solution at the previous λ (the warm start of the next solve).
+      index: () int32 the next λ's position in the grid.
+      lambdas: (L,) the grid; weights: (J,) a_g; threshold: () the KKT tolerance; lipschitz: (J,).
+      info: :class:`LassoPoint`, the solution at the latest λ (stacked per λ by the driver).
+    """
+
+    coef: jax.Array
+    index: jax.Array
+    lambdas: jax.Array
+    weights: jax.Array
+    threshold: jax.Array
+    lipschitz: jax.Array
+    info: LassoPoint
+
+    __repr__ = short_repr
+
+
+class LassoPoint(NamedTuple):
+    """The solution at one λ of the grid: ``coef`` (D, T), ``n_iter`` () sweeps, ``kkt`` () violation."""
+
+    coef: jax.Array
+    n_iter: jax.Array
+    kkt: jax.Array
+
+    __repr__ = short_repr
+
+
+def group_lasso_solver(max_iter: int) -> Solver:
+    """The group-lasso path over a λ grid as a :class:`~jaxselect.Solver` (one step per λ).
+
+    ``init(problem, lambdas, weights, tol)``; each step solves the next λ from the previous
+    solution (warm start) with :data:`bcd_solver` run by :func:`jaxselect.solver.iterate` (at most
+    ``max_iter`` sweeps); ``finish`` gives the :class:`GroupLassoFit` (run it for ``L`` steps).
+    """
+    max_iter = int(max_iter)
+    n_checks = -(-max_iter // CHECK_EVERY)  # sweeps run CHECK_EVERY at a time while n_iter < max_iter
+
+    def step(problem, state):  # a closure, not a partial: a partial's keywords dict compares by identity
+        return _path_step(problem, state, n_checks=n_checks)
+
+    return Solver(_path_init, step, _path_finish, SolverTraits("group_lasso", stacks_info=True))
+
+
+def _path_init(problem: Problem, lambdas, weights, tol) -> LassoPathState:
+    dtype = problem.b0.dtype
+    lambdas = jnp.asarray(lambdas, dtype)
+    weights = jnp.asarray(weights, dtype)
     # Violations are gradients: compare them with the gradient's own scale, never with λ_max (which
     # a common factor on the weights rescales — the float32 path then stopped converging).
-    threshold = tol * _gradient_scale(problem)
-    lip = _lipschitz(problem)
+    threshold = jnp.asarray(tol, dtype) * _gradient_scale(problem)
+    zero = jnp.zeros_like(problem.b0)
+    none = LassoPoint(zero, jnp.zeros((), jnp.int32), jnp.zeros((), dtype))
+    return LassoPathState(zero, jnp.zeros((), jnp.int32), lambdas, weights, threshold, _lipschitz(problem), none)
 
-    def solve(w, lam):
-        def cond(st: GroupLassoState):
-            return (st.n_iter < max_iter) & (st.kkt > threshold)
 
-        state = _state(problem, w, lip, lam, weights)
-        return jax.lax.while_loop(cond, lambda st: group_lasso_step(problem, st), state)
+def _path_step(problem: Problem, state: LassoPathState, *, n_checks: int) -> LassoPathState:
+    lam = state.lambdas[state.index]
+    inner = bcd_solver.init(problem, state.coef, state.lipschitz, lam, state.weights, state.threshold)
+    inner, _ = iterate(bcd_solver, problem, inner, n_checks)
+    point = LassoPoint(inner.coef, inner.n_iter, inner.kkt)
+    return state._replace(coef=inner.coef, index=state.index + 1, info=point)
 
-    def scan_body(w, lam):
-        res = solve(w, lam)
-        return res.coef, res
 
-    _, res = jax.lax.scan(scan_body, jnp.zeros_like(problem.b0), lambdas)
+def _path_finish(problem: Problem, state: LassoPathState, res: LassoPoint) -> GroupLassoFit:
+    index, mask = problem.groups.index, problem.groups.mask
+    lambdas, weights, threshold = state.lambdas, state.weights, state.threshold
     coef = res.coef  # (L, D, T)
     raw_coef, raw_intercept = to_raw_coef(problem.transform, coef)
 
@@ -323,6 +410,30 @@ def _solve_path(problem: Problem, lambdas, weights, tol, *, max_iter: int):
         order,
         status.astype(jnp.int32),
     )
+
+
+def _grid_ok(lambdas) -> jax.Array:
+    return jnp.all(jnp.isfinite(lambdas)) & jnp.all(lambdas > 0)
+
+
+@partial(jit, static_argnames=("max_iter", "relative", "capacity", "raw_capacity"))
+def _lasso_path(problem: Problem, grid, weights, tol, *, max_iter: int, relative: bool, capacity, raw_capacity):
+    """The whole of :func:`group_lasso_path` in one program: the λ grid (``relative``: ``grid`` holds
+    ratios of λ_max), the path of solutions, the entry order and its ridge refits. Returns the path
+    and the λ grid (checked on the host afterwards; a grid that is not finite and > 0 is not solved)."""
+    dtype = problem.b0.dtype
+    weights = jnp.asarray(weights, dtype)
+    lambdas = _lambda_max(problem, weights) * jnp.asarray(grid, dtype) if relative else jnp.asarray(grid, dtype)
+    tol = jnp.where(_grid_ok(lambdas), jnp.asarray(tol, dtype), jnp.asarray(jnp.inf, dtype))  # bad grid: no sweeps
+    lasso = group_lasso_solver(max_iter)
+    state = lasso.init(problem, lambdas, weights, tol)
+    state, infos = iterate(lasso, problem, state, lambdas.shape[0])
+    fit = lasso.finish(problem, state, infos)
+    refit = sequencing_solver(fixed_order_rule, capacity=capacity, raw_capacity=raw_capacity)
+    seq = refit.init(problem, default_params(problem, order=fit.order))
+    seq, steps = iterate(refit, problem, seq, fit.order.shape[0])
+    path = refit.finish(problem, seq, steps)
+    return path._replace(status=path.status | fit.status, info=fit), lambdas
 
 
 def _default_tol(problem: Problem) -> float:
@@ -360,7 +471,8 @@ def group_lasso(
     check_problem(problem)
     lam = _check_lambdas(lambdas)
     a, tol, max_iter = _solve_options(problem, cost_weighted, weights, tol, max_iter)
-    return _solve_path(problem, jnp.asarray(lam, problem.b0.dtype), a, tol, max_iter=max_iter)
+    lam = lam if is_traced(lam) else np.asarray(lam, problem.b0.dtype)
+    return run(group_lasso_solver(max_iter), problem, lam, a, tol, n_steps=lam.shape[0])
 
 
 def _check_lambdas(lambdas):
@@ -386,7 +498,7 @@ def _solve_options(problem: Problem, cost_weighted, weights, tol, max_iter):
     if tol >= 1.0:  # the KKT violation at w = 0 is at most the gradient's scale: nothing would be solved
         raise ValueError(f"tol must be < 1 (a fraction of the gradient's scale max_g ‖b0_g‖); got {tol}")
     max_iter = check_int(max_iter, "max_iter", low=1)
-    return a, jnp.asarray(tol, problem.b0.dtype), max_iter
+    return a, np.asarray(tol, problem.b0.dtype), max_iter
 
 
 @any_mesh
@@ -436,39 +548,43 @@ def group_lasso_path(
     """
     check_problem(problem)
     a, tol, max_iter = _solve_options(problem, cost_weighted, weights, tol, max_iter)
-    if lambdas is None:
+    dtype = problem.b0.dtype
+    relative = lambdas is None
+    if relative:
         n_lambdas = check_int(n_lambdas, "n_lambdas", low=2)
         ratio = check_float(lambda_min_ratio, "lambda_min_ratio", low=0.0, high=1.0, strict_low=True)
         if ratio >= 1.0:
             raise ValueError("lambda_min_ratio must be < 1")
-        lmax = _lambda_max(problem, a)
-        lambdas = lmax * jnp.asarray(np.geomspace(1.0, ratio, n_lambdas), lmax.dtype)
-        grid = host_value(lambda: lambdas)  # a concrete problem: checked on the host before the solve
-        if grid is not None:
-            if not np.isfinite(grid[0]):
+        grid = np.asarray(np.geomspace(1.0, ratio, n_lambdas), dtype)
+    else:
+        grid = _check_lambdas(lambdas)
+        grid = grid if is_traced(grid) else np.asarray(grid, dtype)
+    capacity, raw_capacity = _capacities(problem, problem.n_groups)
+    path, lams = _lasso_path(
+        problem, grid, a, tol, max_iter=max_iter, relative=relative, capacity=capacity, raw_capacity=raw_capacity
+    )
+    fit = path.info
+    if relative:
+        values = host_value(lambda: lams)  # a concrete problem: the grid is checked on the host
+        if values is not None:
+            if not np.isfinite(values[0]):
                 raise ValueError(
                     "problem has non-finite moments (b0 = ZᵀY/n contains NaN/Inf): prepare it from rescaled "
                     "X and Y, or in float64"
                 )
-            if float(grid[0]) <= 0:
+            if float(values[0]) <= 0:
                 raise ValueError("b0 = ZᵀY/n is zero: no group is correlated with Y, the path is empty")
-            if not np.all(grid > 0):  # the smallest λ must stay a positive number of the dtype
+            if not np.all(values > 0):  # the smallest λ must stay a positive number of the dtype
                 raise ValueError(
-                    f"lambda_min_ratio={ratio:.3g} is too small for {lmax.dtype}: the smallest λ "
+                    f"lambda_min_ratio={ratio:.3g} is too small for {np.dtype(dtype)}: the smallest λ "
                     f"(λ_max·lambda_min_ratio) underflows to 0; use a larger lambda_min_ratio"
                 )
-    else:
-        lambdas = _check_lambdas(lambdas)
-    fit = _solve_path(problem, jnp.asarray(lambdas, problem.b0.dtype), a, tol, max_iter=max_iter)
-    order = fit.order
-    first = host_value(lambda: order[0])  # after the solve, outside it: an eager caller gets an error
-    if first is not None and int(first) < 0:
+    first = host_value(lambda: fit.order)  # after the solve: an eager caller gets an error
+    if first is not None and int(first[0]) < 0:
         raise ValueError(
             "no group entered the path (every solution on the λ grid is zero): lower lambda_min_ratio (or the "
             "smallest of lambdas), use a smaller tol, or prepare the problem with a smaller l2"
         )
-    path = fixed_order(problem, order)  # the entry order is valid by construction: no input checks
-    path = path._replace(status=path.status | fit.status, info=fit)
     if return_fit is not None:
         warnings.warn(
             "group_lasso_path(return_fit=...) is deprecated: the path always carries its GroupLassoFit as "

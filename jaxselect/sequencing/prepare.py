@@ -31,7 +31,14 @@ import numpy as np
 
 from jaxselect._progress import check_progress, progress_bar
 from jaxselect._repr import short_repr
-from jaxselect._validation import as_hyper, check_constant_mode, check_float, float_dtype_for, host_value, is_traced
+from jaxselect._validation import (
+    as_hyper,
+    check_constant_mode,
+    check_float,
+    float_dtype_for,
+    host_array,
+    is_traced,
+)
 from jaxselect.design import ColumnSummary, as_data, check_moments, summary_from_moments
 from jaxselect.design.boundary import host_matrix
 from jaxselect.design.sparse import is_sparse
@@ -39,6 +46,7 @@ from jaxselect.design.operators import DenseDesign
 from jaxselect.groups import Groups, as_groups
 from jaxselect.linalg import apply_block_diag, gather_groups
 from jaxselect.design.moments import Moments, check_scales, host_kernel_applies, scale_vectors, xla_moments
+from jaxselect.programs import jit
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, OK
 
@@ -294,10 +302,10 @@ def _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_c
     design = data.design
     if not raw_gram and dense:
         design = _centred_design(data.X, summary)
-    problem = _prepare_lazy(design, Y, w, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)
+    problem, scales = _prepare_lazy(design, Y, w, groups, l2, summary, whiten=bool(whiten), rank_tol=rank_tol)
     problem = problem._replace(Z=design)
     bar.update()
-    scales = _concrete(lambda: _design_scale_vectors(summary, Y, w, problem.transform.y_scale))
+    scales = _concrete(lambda: scales)  # formed by the same program: checked on the host now
     if scales is not None:
         check_scales(*scales)
     bar.update()
@@ -348,8 +356,18 @@ def problem_from_moments(
     if not is_traced(moments):
         check_moments(moments, constant_columns)
     # every floating field in the compute dtype (a float64 accumulator must not leak into b0)
-    moments = jax.tree.map(lambda a: jnp.asarray(a, dtype) if jnp.issubdtype(jnp.asarray(a).dtype, jnp.floating) else jnp.asarray(a), moments)
-    return _from_moments(moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
+    # every floating field in the compute dtype (a float64 accumulator must not leak into b0): host
+    # fields are cast on the host, device fields inside the program (an eager cast compiles one)
+    moments = jax.tree.map(lambda a: _host_cast(a, dtype), moments)
+    return _from_moments(moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol, dtype=np.dtype(dtype))
+
+
+def _host_cast(a, dtype):
+    """A host moment field in the compute dtype (floating) or as it is; device and traced fields pass."""
+    if isinstance(a, jax.Array) or is_traced(a):
+        return a
+    a = np.asarray(a)
+    return a.astype(dtype) if np.issubdtype(a.dtype, np.floating) else a
 
 
 def _concrete(fn):
@@ -375,11 +393,14 @@ RAW_GRAM_MAX_OFFSET_RATIO = 100.0
 
 def _moderate_offsets(summary: ColumnSummary) -> bool:
     """The raw-Gram rule: every live column has mean² ≤ :data:`RAW_GRAM_MAX_OFFSET_RATIO` × variance
-    (False inside a user's jit/vmap, where the data cannot be inspected: the centred copy is safe)."""
-    ratio = host_value(
-        lambda: jnp.max(jnp.where(summary.live, (summary.mean / summary.scale) ** 2, jnp.zeros_like(summary.mean)))
-    )
-    return ratio is not None and float(ratio) <= RAW_GRAM_MAX_OFFSET_RATIO
+    (False inside a user's jit/vmap, where the data cannot be inspected: the centred copy is safe).
+    Evaluated on the host from the summary's D numbers (eager jnp would compile a program per op)."""
+    if any(is_traced(a) for a in (summary.mean, summary.scale, summary.live)):
+        return False
+    mean, scale, live = (host_array(a) for a in (summary.mean, summary.scale, summary.live))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = np.max(np.where(live, (mean / scale) ** 2, np.zeros_like(mean)), initial=0.0)
+    return bool(ratio <= RAW_GRAM_MAX_OFFSET_RATIO)
 
 
 class Design(NamedTuple):
@@ -497,7 +518,7 @@ def _group_bases(G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_to
     return _Bases(basis, metric_white, metric_std, live)
 
 
-@partial(jax.jit, static_argnames=("whiten", "rank_tol"))
+@partial(jit, static_argnames=("whiten", "rank_tol"))
 def _design(X, w, groups: Groups, summary: ColumnSummary, *, whiten: bool, rank_tol: float) -> Design:
     nf = summary.n_samples
     nonconstant = summary.live
@@ -520,7 +541,7 @@ def _design(X, w, groups: Groups, summary: ColumnSummary, *, whiten: bool, rank_
     )
 
 
-@jax.jit
+@jit
 def _design_scale_vectors(summary: ColumnSummary, Y=None, w=None, y_scale=None):
     """Scale-check vectors of a design path, (n, constant, x_var, y_constant, y_var): the variance
     is the standardisation scale² on non-constant columns (Y entries None without Y)."""
@@ -540,9 +561,12 @@ def _status(*arrays) -> jax.Array:
     return jnp.where(finite, OK, NONFINITE).astype(jnp.int32)
 
 
-@partial(jax.jit, static_argnames=("whiten", "rank_tol"))
-def _from_moments(m: Moments, groups: Groups, l2, *, whiten: bool, rank_tol: float) -> Problem:
-    """Standardise and group-whiten moments into a :class:`Problem`, all in D×D space."""
+@partial(jit, static_argnames=("whiten", "rank_tol", "dtype"))
+def _from_moments(m: Moments, groups: Groups, l2, *, whiten: bool, rank_tol: float, dtype=None) -> Problem:
+    """Standardise and group-whiten moments into a :class:`Problem`, all in D×D space (``dtype``:
+    every floating field cast to it first)."""
+    if dtype is not None:
+        m = jax.tree.map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, m)
     d = m.x_mean.shape[0]
     dtype = m.x_mean.dtype
     nonconstant = ~m.constant
@@ -602,7 +626,7 @@ def _target_scale(Y, Yc, nf, w):
     return y_scale, Ys
 
 
-@jax.jit
+@jit
 def _centred_design(X, summary: ColumnSummary) -> DenseDesign:
     """The operator over a centred copy of X (large column offsets: implicit centring would cancel)."""
     return DenseDesign(X - summary.mean[None, :], jnp.zeros_like(summary.mean), summary.factor)
@@ -638,9 +662,10 @@ def _group_moments(design, w, groups: Groups, nf) -> jax.Array:
     return jax.lax.map(one, (index, mask), batch_size=max(1, GROUP_BLOCK_COLUMNS // s_max))
 
 
-@partial(jax.jit, static_argnames=("whiten", "rank_tol"))
+@partial(jit, static_argnames=("whiten", "rank_tol"))
 def _prepare_lazy(design, Y, w, groups: Groups, l2, summary: ColumnSummary, *, whiten: bool, rank_tol: float) -> Problem:
-    """gram=False: the :class:`Problem` of a design operator (its ``Z`` joins outside jit).
+    """gram=False: the :class:`Problem` of a design operator (its ``Z`` joins outside jit) and the
+    scale-check vectors of :func:`_design_scale_vectors` (checked on the host after the program).
 
     Everything is asked of the operator: ``b0 = Bᵀ X̃ᵀ W Ys / Σw`` is one ``rmv``, the per-group
     moments (whitening bases and diagonal blocks) come from each group's own columns; no (n, D)
@@ -672,7 +697,8 @@ def _prepare_lazy(design, Y, w, groups: Groups, l2, summary: ColumnSummary, *, w
     diag_blocks = diag_blocks + eye_s * jnp.take(inert_diag, index, mode="fill", fill_value=1)[:, None, :]
     diag_blocks = jnp.where(pad2, diag_blocks, eye_s)
     transform = Transform(summary.mean, summary.scale, y_mean, y_scale, bases.basis, index, mask)
-    return Problem(
+    scales = _design_scale_vectors(summary, Y, w, y_scale)  # the scale checks' vectors, same program
+    problem = Problem(
         None,
         None,  # the design joins outside jit (see _prepare_on_device)
         b0t.T,
@@ -687,6 +713,7 @@ def _prepare_lazy(design, Y, w, groups: Groups, l2, summary: ColumnSummary, *, w
         w,
         _status(b0t, diag_blocks),
     )
+    return problem, scales
 
 
 def problem_design(problem: Problem) -> jax.Array:

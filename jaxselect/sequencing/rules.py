@@ -26,12 +26,13 @@ besides the problem. On a ``gram=False`` problem (very large D) the default numb
 path is stored in slot space (``SelectionPath.features``; ``path.dense()`` gives the (m, D, T)
 form), so nothing D×D or m×D×T is ever formed.
 
-Advanced API (the library's solver protocol; the engine lives in :mod:`jaxselect.sequencing.engine`):
-``state = sequencing_init(problem, rule, params)`` fixes a *selection rule* — :func:`omp_rule`,
-:func:`fr_rule`, :func:`doubling_rule` or :func:`fixed_order_rule`, or a function of your own with
-the signature ``rule(problem, state, params) -> (group, take)`` — and its :class:`RuleParams`;
-``state = sequencing_step(problem, state)`` appends one group (``state.info``: its :class:`StepInfo`); :func:`sequencing_run` is the
-compiled scan of steps.
+Advanced API (the engine lives in :mod:`jaxselect.sequencing.engine`): a selection rule is a
+static :class:`Rule` record — :data:`omp_rule`, :data:`fr_rule`, :data:`doubling_rule`,
+:data:`fixed_order_rule`, or ``Rule(select, name, needs_schur)`` of your own with
+``select(problem, state, params) -> (group, take)``; :func:`sequencing_solver` makes it a
+:class:`~jaxselect.Solver` run by the library's driver (:func:`jaxselect.solver.run`), and
+``state = sequencing_init(problem, rule, params)`` / ``state = sequencing_step(problem, state)``
+(``state.info``: its :class:`StepInfo`) drive it by hand; :func:`sequencing_run` is the one call.
 Groups made only of inert coordinates (constant columns, dropped whitening directions) are never
 selected; once no selectable group is left the remaining steps are empty (order −1).
 """
@@ -44,8 +45,10 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
-from jaxselect._validation import as_hyper, check_choice
+from jaxselect._validation import check_choice
+from jaxselect.sequencing._host import host_hyper
 from jaxselect.sequencing.engine import (
+    Rule,
     RuleParams,
     SequencingConfig,
     SequencingState,
@@ -58,6 +61,7 @@ from jaxselect.sequencing.engine import (
     selectable_groups,
     sequencing_init,
     sequencing_run,
+    sequencing_solver,
     sequencing_step,
 )
 from jaxselect.sequencing.criteria import OMP_CRITERIA, omp_scores
@@ -74,8 +78,10 @@ __all__ = [
     "SequencingState",
     "SequencingConfig",
     "StepInfo",
+    "Rule",
     "RuleParams",
     "rule_params",
+    "sequencing_solver",
     "sequencing_init",
     "sequencing_step",
     "sequencing_run",
@@ -128,21 +134,18 @@ def _fr_gains(problem: Problem, state: SequencingState) -> jax.Array:
     return jnp.where(jnp.isfinite(gains), gains, jnp.zeros_like(gains))
 
 
-def omp_rule(problem: Problem, state: SequencingState, params: RuleParams):
-    """CS-G-OMP: ``argmax_g score_g(b) / c(g)`` (criterion ``params.criterion``, Alg. 1)."""
+def _omp_select(problem: Problem, state: SequencingState, params: RuleParams):
     groups = problem.groups
     scores = omp_scores(state.b, problem.metric_white, problem.metric_std, groups.index, groups.mask, params.criterion)
     return _pick(scores / _denominator(problem, params), _remaining(problem, state))
 
 
-def fr_rule(problem: Problem, state: SequencingState, params: RuleParams):
-    """CS-G-FR: ``argmax_g [F(S ∪ g) − F(S)] / c(g)``."""
+def _fr_select(problem: Problem, state: SequencingState, params: RuleParams):
     gains = _fr_gains(problem, state)
     return _pick(gains / _denominator(problem, params), _remaining(problem, state))
 
 
-def doubling_rule(problem: Problem, state: SequencingState, params: RuleParams):
-    """Doubling (Alg. 2): FR among groups with ``c(g) ≤ c(G_{j−1})`` (first pick ``c(g) ≤ c_min``)."""
+def _doubling_select(problem: Problem, state: SequencingState, params: RuleParams):
     costs = problem.groups.costs
     remaining = _remaining(problem, state)
     cap = jnp.where(state.step == 0, params.c_min, state.cum_cost)
@@ -152,14 +155,17 @@ def doubling_rule(problem: Problem, state: SequencingState, params: RuleParams):
     return _pick(_fr_gains(problem, state) / _denominator(problem, params), remaining & (costs <= cap))
 
 
-
-fr_rule.needs_schur = True
-doubling_rule.needs_schur = True
+#: CS-G-OMP: ``argmax_g score_g(b) / c(g)`` (criterion ``params.criterion``, Alg. 1).
+omp_rule = Rule(_omp_select, "cs_omp")
+#: CS-G-FR: ``argmax_g [F(S ∪ g) − F(S)] / c(g)`` (reads the Schur complements).
+fr_rule = Rule(_fr_select, "cs_fr", needs_schur=True)
+#: Doubling (Alg. 2): FR among groups with ``c(g) ≤ c(G_{j−1})`` (first pick ``c(g) ≤ c_min``).
+doubling_rule = Rule(_doubling_select, "doubling", needs_schur=True)
 
 
 @any_mesh
 def cs_omp(
-    problem: Problem, *, criterion: str = "whiten", cost_sensitive: bool = True, k=None, progress: bool = False
+    problem: Problem, k=None, *, criterion: str = "whiten", cost_sensitive: bool = True, progress: bool = False
 ) -> SelectionPath:
     """Cost-sensitive group orthogonal matching pursuit (Hu et al., Algorithm 1).
 
@@ -202,7 +208,7 @@ def cs_omp(
 
 
 @any_mesh
-def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None, progress: bool = False) -> SelectionPath:
+def cs_fr(problem: Problem, k=None, *, cost_sensitive: bool = True, progress: bool = False) -> SelectionPath:
     """Cost-sensitive group forward regression (CS-G-FR, Hu et al. §2).
 
     Picks ``argmax_g [F(G_{j−1} ⊕ g) − F(G_{j−1})] / c(g)``, evaluated exactly and without refits as
@@ -230,7 +236,7 @@ def cs_fr(problem: Problem, *, cost_sensitive: bool = True, k=None, progress: bo
 
 
 @any_mesh
-def doubling(problem: Problem, *, c_min=None, k=None, progress: bool = False) -> SelectionPath:
+def doubling(problem: Problem, k=None, *, c_min=None, progress: bool = False) -> SelectionPath:
     """The Doubling algorithm (Hu et al., Algorithm 2): FR whose total cost at most doubles per step.
 
     Step 1 picks the best gain per cost among groups with ``c(g) ≤ c_min``; step j among the
@@ -264,5 +270,5 @@ def doubling(problem: Problem, *, c_min=None, k=None, progress: bool = False) ->
     """
     check_problem(problem)
     if c_min is not None:
-        c_min = as_hyper(c_min, "c_min", problem.b0.dtype, low=0.0, strict_low=True)
+        c_min = host_hyper(c_min, "c_min", problem.b0.dtype, low=0.0, strict_low=True)
     return sequencing_run(problem, doubling_rule, rule_params(problem, c_min=c_min), k=k, progress=progress)
