@@ -7,26 +7,15 @@ and :func:`jaxselect.objective_curve`); the solver (:mod:`jaxselect.sequencing.g
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
+from jaxselect import _predict
 from jaxselect.sequencing import anytime
 from jaxselect._validation import as_labels, host_array, host_value
 from jaxselect.path import LINKS, SelectionPath
 from jaxselect.sharding import any_mesh
 
 __all__ = ["glm_predict", "glm_accuracy"]
-
-
-def _apply_link(link, scores):
-    return jax.lax.switch(
-        jnp.clip(link, 0, len(LINKS) - 1),
-        [lambda s: s, jax.nn.sigmoid, lambda s: jax.nn.softmax(s, axis=-1)],
-        scores,
-    )
-
-
-_apply_link_jit = jax.jit(_apply_link)
 
 
 @any_mesh
@@ -58,8 +47,7 @@ def glm_predict(path: SelectionPath, X, budget=None) -> jax.Array:
     >>> bool(np.mean((np.asarray(p) > 0.5) == y) > 0.9)
     True
     """
-    path = anytime.as_path(path)
-    return _apply_link_jit(path.link, anytime.predict(path, X, budget))
+    return _predict.predict(anytime.as_path(path), X, budget, link=True)  # one program: scores and link
 
 
 def _accuracy_labels(y, m: int, name: str = "y"):
