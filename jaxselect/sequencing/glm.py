@@ -733,6 +733,12 @@ def glm_omp_run(problem: GLMProblem, k=None, *, progress: bool = False) -> Selec
     Args:
       problem: from :func:`glm_prepare`.
       k, progress: as in :func:`glm_omp`.
+
+    >>> import numpy as np, jaxselect as js
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(100, 3)); y = (X[:, 2] > 0).astype(int)
+    >>> problem = js.glm_prepare(X, y)           # validate, standardise, whiten: once
+    >>> js.glm_omp_run(problem, 2).order.tolist()[0], js.glm_omp_run(problem).n_steps
+    (2, 3)
     """
     if not isinstance(problem, GLMProblem):
         raise TypeError(f"expected a GLMProblem from glm_prepare(X, Y, groups, ...); got {type(problem).__name__}")
