@@ -384,3 +384,39 @@ def test_progress_bar_runs_the_same_steps_in_chunks(monkeypatch):
         js.cs_omp(problem, progress=True)
     with pytest.raises(TypeError, match="progress"):
         js.cs_omp(problem, progress=1)
+
+
+def test_rules_are_static_records_and_k_follows_the_problem():
+    """A rule's capabilities are fields of its Rule record (no function attributes); a plain rule
+    function still works, and one carrying the old needs_schur attribute warns and still gets the
+    Schur complements. k is positional-or-keyword right after the problem."""
+    from jaxselect.sequencing import Rule, as_rule, doubling_rule, fr_rule, omp_rule, sequencing_init
+    from jaxselect.sequencing.rules import _fr_select
+
+    assert isinstance(fr_rule, Rule) and fr_rule.needs_schur and doubling_rule.needs_schur
+    assert not omp_rule.needs_schur and omp_rule.name == "cs_omp"
+    X, Y, ids, costs = grouped_problem(25)
+    problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs), l2=L2)
+    for solve in (js.cs_omp, js.cs_fr, js.doubling):
+        a, b = solve(problem, 3), solve(problem, k=3)
+        assert a.order.tolist() == b.order.tolist() and a.n_steps == 3
+        np.testing.assert_array_equal(a.coef, b.coef)
+
+    def old_style(problem, state, params):
+        return _fr_select(problem, state, params)
+
+    old_style.needs_schur = True
+    with pytest.warns(DeprecationWarning, match="Rule"):
+        rule = as_rule(old_style)
+    assert rule.needs_schur and rule.name == "old_style"
+    assert sequencing_init(problem, Rule(_fr_select, needs_schur=True)).schur.shape[0] == problem.n_groups
+    assert sequencing_init(problem, cheapest_first).schur.shape[0] == 0  # a plain function: no Schur
+    with pytest.warns(DeprecationWarning):
+        path = sequencing_run_of(problem, old_style)
+    np.testing.assert_array_equal(path.order, js.cs_fr(problem).order)
+
+
+def sequencing_run_of(problem, rule):
+    from jaxselect.sequencing import rule_params, sequencing_run
+
+    return sequencing_run(problem, rule, rule_params(problem))

@@ -27,6 +27,7 @@ from jaxselect.sequencing.glm import (
     glm_prepare,
     glm_problem,
 )
+from jaxselect.sequencing.engine import as_rule
 from jaxselect.sequencing.rules import (
     Rule,
     RuleParams,
@@ -50,6 +51,7 @@ from jaxselect.sequencing.rules import (
 
 __all__ = [
     "Rule",
+    "as_rule",
     "sequencing_solver",
     "glm_omp_solver",
     "glm_prepare",
