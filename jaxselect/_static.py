@@ -67,7 +67,8 @@ def _fp(obj, depth: int, stack: tuple, pins: list):
             "partial",
             _fp(obj.func, depth + 1, stack, pins),
             _fp(obj.args, depth + 1, stack, pins),
-            _fp(obj.keywords, depth + 1, stack, pins),
+            # a partial's keywords dict is its own (a new dict per partial, never shared): by contents
+            tuple(sorted((k, _fp(v, depth + 1, stack, pins)) for k, v in obj.keywords.items())),
         )
     if isinstance(obj, types.MethodType):
         return ("method", _fp(obj.__func__, depth + 1, stack, pins), _fp(obj.__self__, depth + 1, stack, pins))

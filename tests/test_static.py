@@ -109,3 +109,17 @@ def test_no_global_state_keeps_objects_alive():
     del fn, wrapped
     gc.collect()
     assert ref() is None, "a canonical object must be freed once nothing uses it"
+
+
+def test_partials_with_equal_keywords_are_equal():
+    """A partial's keywords compare by contents (each partial owns its dict), so a solver factory
+    whose step is ``partial(f, n=3)`` does not recompile when called again."""
+    import functools
+
+    from jaxselect._static import canonical
+
+    def f(x, *, n):
+        return x * n
+
+    a, b, c = (canonical(functools.partial(f, n=v)) for v in (3, 3, 4))
+    assert a == b and hash(a) == hash(b) and a != c
