@@ -271,20 +271,22 @@ def path_scores(path: SelectionPath, X, budget=None, link: bool = False):
 _path_scores = jit(path_scores, static_argnames=("link",))
 
 
-def check_predictions(pred, model, X):
-    """``pred`` (predictions of ``model`` — anything with ``coef``, ``intercept`` and ``status`` —
-    on the dense ``X``), or a ValueError naming the cause of non-finite values (the model, or X's
-    scale). The check reads the predictions on the host: no compiled program; a no-op when traced."""
+def check_predictions(pred, X, model=None):
+    """``pred`` (predictions on the dense ``X``), or a ValueError naming the cause of non-finite
+    values: the model (``model``: a ``(coef, intercept, status)`` triple of its arrays) or X's
+    scale. The check reads the predictions on the host: no compiled program; a no-op when traced."""
     ok = host_value(lambda: np.isfinite(np.asarray(pred)).all())
     if ok is None or bool(ok):
         return pred
-    finite_model = host_value(lambda: np.isfinite(np.asarray(model.coef)).all() & np.isfinite(np.asarray(model.intercept)).all())
-    if finite_model is not None and not bool(finite_model):
-        status = np.asarray(model.status)
-        raise ValueError(
-            f"{type(model).__name__} has non-finite coefficients (status {int(np.bitwise_or.reduce(np.ravel(status)))}:"
-            f" {status_message(status)}); refit it on rescaled data or in float64"
-        )
+    if model is not None:
+        coef, intercept, status = model
+        finite = host_value(lambda: np.isfinite(np.asarray(coef)).all() & np.isfinite(np.asarray(intercept)).all())
+        if finite is not None and not bool(finite):
+            status = np.asarray(status)
+            raise ValueError(
+                f"the model has non-finite coefficients (status {int(np.bitwise_or.reduce(np.ravel(status)))}:"
+                f" {status_message(status)}); refit it on rescaled data or in float64"
+            )
     big = host_value(lambda: np.max(np.abs(np.asarray(X))))
     raise ValueError(
         f"the predictions overflow {pred.dtype}: X has entries up to {float(big) if big is not None else float('nan'):.3g}, "
@@ -299,7 +301,8 @@ def _dense_path_predict(path: SelectionPath, X, budget, link: bool):
     if X.shape[1] != d:
         raise ValueError(f"X has {X.shape[1]} columns but the path was trained on {d}")
     budget = None if budget is None else check_budget(budget, path.coef.dtype)
-    return check_predictions(_path_scores(path, X, budget, link=bool(link)), path, X)
+    pred = _path_scores(path, X, budget, link=bool(link))
+    return check_predictions(pred, X, (path.coef, path.intercept, path.status))
 
 
 def _sparse_path_predict(path: SelectionPath, csr, budget, link: bool):

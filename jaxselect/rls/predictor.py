@@ -31,7 +31,7 @@ def _dense(result: RLSResult, X, budget):
     if X.shape[1] != d:
         raise ValueError(f"X has {X.shape[1]} columns but the path was trained on {d}")
     budget = None if budget is None else check_budget(budget, dtype)
-    return check_predictions(_scores(result, X, budget), result, X)
+    return check_predictions(_scores(result, X, budget), X, (result.coef, result.intercept, result.status))
 
 
 @jit

@@ -8,8 +8,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxselect._predict import check_width, host_predictions, no_budget, predict
-from jaxselect._validation import check_finite_output, host_array
+from jaxselect._predict import check_predictions, check_width, host_predictions, no_budget, predict
+from jaxselect._validation import host_array
 from jaxselect.design import is_sparse
 from jaxselect.programs import jit
 from jaxselect.sequencing.group_lasso import GroupLassoFit
@@ -29,19 +29,20 @@ def _predict_group_lasso(fit: GroupLassoFit, X, budget, link):
         csr = X.astype(coef.dtype, copy=False)
         check_width(csr, d, "the fit was trained on")
         pred = (csr @ coef.transpose(1, 0, 2).reshape(d, L * T)).reshape(-1, L, T).transpose(1, 0, 2)
-        pred = host_predictions(pred + host_array(fit.raw_intercept)[:, None, :], csr)
-    else:
-        pred = _dense(fit, X)
-    return pred[..., 0] if pred.shape[-1] == 1 else pred
+        pred = pred + host_array(fit.raw_intercept)[:, None, :]
+        return host_predictions(pred[..., 0] if T == 1 else pred, csr)
+    return _dense(fit, X)
 
 
 @any_mesh
 def _dense(fit: GroupLassoFit, X) -> jax.Array:
     X = X.astype(fit.raw_coef.dtype) if X.dtype != fit.raw_coef.dtype else X
     check_width(X, fit.raw_coef.shape[1], "the fit was trained on")
-    return check_finite_output(_scores(fit.raw_coef, fit.raw_intercept, X), X, "predict")
+    return check_predictions(_scores(fit.raw_coef, fit.raw_intercept, X), X, (fit.raw_coef, fit.raw_intercept, fit.status))
 
 
 @jit
 def _scores(coef, intercept, X):
-    return jnp.einsum("md,ldt->lmt", X, coef) + intercept[:, None, :]
+    """The model at each λ, (L, m[, T]) (T = 1 dropped), in one program."""
+    pred = jnp.einsum("md,ldt->lmt", X, coef) + intercept[:, None, :]
+    return pred[..., 0] if pred.shape[-1] == 1 else pred
