@@ -54,13 +54,13 @@ class Unfused:
 
 
 class Timer:
-    """Seconds spent in the streamed passes (``_Pass.__call__``, synchronised) and the summary pass."""
+    """Seconds spent in the streamed passes (``StreamedDesign.loss_pass``, synchronised) and the summary pass."""
 
     def __init__(self):
         self.passes = self.summary = 0.0
         self.n_passes = 0
         fsa_module = sys.modules["jaxselect.anneal.fsa"]
-        self._call, self._summary = _stream._Pass.__call__, fsa_module.stream_summary
+        self._call, self._summary = _stream.StreamedDesign.loss_pass, fsa_module.stream_summary
         timer = self
 
         def call(oracle, *args, **kw):
@@ -76,7 +76,7 @@ class Timer:
             timer.summary += time.perf_counter() - t0
             return out
 
-        _stream._Pass.__call__ = call
+        _stream.StreamedDesign.loss_pass = call
         fsa_module.stream_summary = summary
 
     def reset(self):

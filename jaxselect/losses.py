@@ -49,6 +49,10 @@ __all__ = [
     "lorenz_margin",
     "signed_labels",
     "curvature",
+    "HuberHinge",
+    "LossKind",
+    "LOSS_KINDS",
+    "loss_names",
     "GLM_LOSSES",
     "GLMLoss",
     "glm_loss",
@@ -213,9 +217,54 @@ def curvature(name: str, h: float = 0.1) -> float:
     return table[name]
 
 
+# --------------------------------------------------------------------------- the loss names
+class LossKind(NamedTuple):
+    """What a built-in loss is (one row of :data:`LOSS_KINDS`, the one list of the library's losses).
+
+    Attributes:
+      classification: takes binary labels (y > 0 the positive class).
+      pointwise: a mean of per-example terms (a streamed pass sums row blocks; FSA's polish is
+        the damped Newton solver); False for pairwise ranking and the multinomial softmax.
+      fsa: a loss of :func:`jaxselect.fsa` (scalar scores).
+      glm: a per-example GLM loss of :func:`glm_loss` ((n, T) scores).
+    """
+
+    classification: bool
+    pointwise: bool
+    fsa: bool
+    glm: bool
+
+
+#: Every built-in loss by name; the families' loss lists are read off it (:func:`loss_names`).
+LOSS_KINDS = {
+    "squared": LossKind(classification=False, pointwise=True, fsa=True, glm=True),
+    "logistic": LossKind(classification=True, pointwise=True, fsa=True, glm=True),
+    "huber_hinge": LossKind(classification=True, pointwise=True, fsa=True, glm=False),
+    "lorenz": LossKind(classification=True, pointwise=True, fsa=True, glm=False),
+    "ranking": LossKind(classification=False, pointwise=False, fsa=True, glm=False),
+    "softmax": LossKind(classification=False, pointwise=False, fsa=False, glm=True),
+}
+
+
+class HuberHinge(NamedTuple):
+    """The huberized hinge loss of eq. (7) with its width ``h`` (> 0): ``loss=HuberHinge(h=0.2)``
+    where a solver takes a loss name (``"huber_hinge"`` is ``HuberHinge(0.1)``)."""
+
+    h: float = 0.1
+
+
+def loss_names(**kind) -> tuple:
+    """The names of :data:`LOSS_KINDS` whose :class:`LossKind` fields equal ``kind``, in table order.
+
+    >>> loss_names(fsa=True, classification=True)
+    ('logistic', 'huber_hinge', 'lorenz')
+    """
+    return tuple(name for name, k in LOSS_KINDS.items() if all(getattr(k, f) == v for f, v in kind.items()))
+
+
 # --------------------------------------------------------------------------- per-example GLM losses
 #: Names of the built-in per-example GLM losses of :func:`glm_loss`.
-GLM_LOSSES = ("logistic", "softmax", "squared")
+GLM_LOSSES = tuple(sorted(loss_names(glm=True)))
 
 
 class GLMLoss(NamedTuple):

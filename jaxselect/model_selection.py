@@ -60,7 +60,9 @@ from jaxselect._validation import (
     host_array,
     is_traced,
 )
-from jaxselect.anneal.fsa import LOSSES, fsa, fsa_predict, fsa_prepare, fsa_stage_widths, validate_fsa_options
+from jaxselect.anneal.fsa import fsa, fsa_predict, fsa_prepare, fsa_stage_widths, validate_fsa_options
+from jaxselect.anneal.options import PiecewiseLinear
+from jaxselect.losses import HuberHinge, loss_names
 from jaxselect.anneal.run import RunPlan, iteration_cap, run as run_schedule
 from jaxselect.anneal.schedule import annealing_schedule
 from jaxselect.design import HostSparseDesign, as_sample_weight, as_sparse_csr, column_summary, is_sparse
@@ -498,10 +500,9 @@ def cross_validate_path(
 
 @partial(jax.jit, static_argnames=("k", "score", "options"))
 def _cv_fsa(X, y, rows, row_w, test_w, l2, *, k, score, options):
-    opts = dict(options)
     # The folds score the schedule's own fit (polish=False): XLA's CPU compiler crashed compiling the
     # polish's Newton solve vmapped over folds on a two-column problem; the final fit is polished.
-    opts.setdefault("polish", False)
+    opts = _fsa_keywords(dict(options), polish=False)
 
     def fold(r, rw, vw):
         res = fsa(X[r], y[r], k, l2=l2, sample_weight=rw, **opts)
@@ -511,6 +512,16 @@ def _cv_fsa(X, y, rows, row_w, test_w, l2, *, k, score, options):
         return _fold_score(y[:, None], s[:, None], vw, score=score), res.status
 
     return jax.vmap(fold, in_axes=(0, None if row_w is None else 0, 0))(rows, row_w, test_w)
+
+
+def _fsa_keywords(opts: dict, **extra) -> dict:
+    """The keywords of :func:`jaxselect.fsa` for cross_validate_fsa's options (FSA's records: the
+    huberized hinge's h in its loss, the piecewise-linear learner)."""
+    loss = opts["loss"]
+    if loss == "huber_hinge":
+        loss = HuberHinge(opts["huber_h"])
+    learner = None if opts["bins"] is None else PiecewiseLinear(opts["bins"], opts["smoothness"])
+    return dict(loss=loss, n_iter=opts["n_iter"], mu=opts["mu"], lr=opts["lr"], learner=learner, **extra)
 
 
 @partial(jax.jit, static_argnames=("score", "options", "plan"))
@@ -606,8 +617,9 @@ def cross_validate_fsa(
     (2.0, (5, 2))
     """
 
-    if not isinstance(loss, str) or loss not in LOSSES or loss == "ranking":
-        raise ValueError(f"loss must be one of {tuple(x for x in LOSSES if x != 'ranking')}; got {loss!r}")
+    pointwise = loss_names(fsa=True, pointwise=True)
+    if not isinstance(loss, str) or loss not in pointwise:
+        raise ValueError(f"loss must be one of {pointwise}; got {loss!r}")
     classify = loss != "squared"
     score = ("accuracy" if classify else "r2") if score is None else score
     check_choice(score, "score", ("accuracy",) if classify else REGRESSION_SCORES)
@@ -683,7 +695,7 @@ def cross_validate_fsa(
 def _cv_fsa_sparse(X, y, grid, train_w, test_w, l2, score: str, options) -> CVResult:
     """:func:`cross_validate_fsa` on a sparse (canonical CSR) X: for each k, the folds one after the
     other, each an FSA fit on the whole X with the fold's training weights (one compiled program per k)."""
-    opts = dict(options)
+    opts = _fsa_keywords(dict(options))
     dt = X.dtype
     yj = jnp.asarray(y)
     scores = np.zeros((train_w.shape[0], len(grid)))

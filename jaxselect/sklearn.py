@@ -109,7 +109,8 @@ from jaxselect._budget import within_budget
 from jaxselect.design import HostDesign, HostSparseDesign, as_sparse_csr, is_sparse
 from jaxselect.design.stream import is_stream_input
 from jaxselect._validation import check_float, check_int
-from jaxselect.anneal import fsa, fsa_predict
+from jaxselect.anneal import PiecewiseLinear, Polish, fsa, fsa_predict
+from jaxselect.losses import HuberHinge, loss_names
 from jaxselect.rls import greedy_rls
 from jaxselect.sequencing import NewtonOptions, cs_fr, cs_omp, doubling, glm_omp
 from jaxselect.groups import Groups
@@ -761,19 +762,15 @@ class _FSABase(_Selector, _Base):
         self._check_sparse_bins(X)
         k = _cap_k(self, _check_k(k, allow_none=False), int(_live_columns(X, w).sum()), "features", stacklevel=4)
         with _precision(X.dtype):
+            options = {name: getattr(self, name) for name in ("huber_h", "scale", "l1", "refine") if hasattr(self, name)}
+            if loss == "huber_hinge":
+                loss = HuberHinge(options.pop("huber_h", 0.1))
+            options.pop("huber_h", None)
+            polish = Polish(l1=options.pop("l1", None), refine=options.pop("refine", 0))
+            learner = None if self.bins is None else PiecewiseLinear(self.bins, self.smoothness)
             result = fsa(
-                X,
-                y,
-                k,
-                loss=loss,
-                n_iter=self.n_iter,
-                mu=self.mu,
-                lr=self.lr,
-                l2=self.l2,
-                bins=self.bins,
-                smoothness=self.smoothness,
-                sample_weight=w,
-                **{name: getattr(self, name) for name in ("huber_h", "scale", "l1", "refine") if hasattr(self, name)},
+                X, y, k, loss=loss, n_iter=self.n_iter, mu=self.mu, lr=self.lr, l2=self.l2, learner=learner,
+                sample_weight=w, polish=polish, **options,
             )
             self.result_ = _host(result)
         self.status_ = int(self.result_.status)
@@ -1017,7 +1014,7 @@ class FSAClassifier(ClassifierMixin, _FSABase):
         ``sample_weight``: None or (n_samples,) row weights ≥ 0 (:func:`jaxselect.fsa`'s): integer
         weights equal repeated rows, weight-0 rows are left out.
         """
-        _check_choice(self.loss, "loss", ("logistic", "huber_hinge", "lorenz"))
+        _check_choice(self.loss, "loss", loss_names(fsa=True, classification=True))
         X, y, w = self._validate_fit(X, y, sample_weight, multi_output=False, numeric=False)
         check_classification_targets(y)
         _binary_only(y)

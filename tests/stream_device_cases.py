@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import jaxselect as js
-from jaxselect.anneal import stream as sstream
+from jaxselect.anneal import Execution
 from jaxselect.design import stream as dstream
+from jaxselect.design import streamed as sstream
 
 N, M, K, IT = 1501, 160, 4, 40  # N odd: the parts of a block are padded and masked
 N_DEV = 4
@@ -55,10 +56,10 @@ class _Placed:
 @pytest.mark.parametrize("gradient", [True, False], ids=["gradient_block", "matvec_rmatvec"])
 def test_fused_source_rows_split_over_devices(gradient):
     src = js.datasets.equicorrelated(N, M, n_informative=K, seed=3)
-    one = js.fsa(src, None, K, loss="lorenz", n_iter=IT, max_memory=1000)
+    one = js.fsa(src, None, K, loss="lorenz", n_iter=IT, execution=Execution(max_memory=1000))
     placed = _Placed(src, gradient)
     mesh = js.data_mesh()
-    got = js.fsa(placed, None, K, loss="lorenz", n_iter=IT, max_memory=1000, mesh=mesh)
+    got = js.fsa(placed, None, K, loss="lorenz", n_iter=IT, execution=Execution(max_memory=1000, mesh=mesh))
     _same(one, got)
     # every pass: one part per device, in mesh order (N = 1501 rows → 4 parts of 376 rows)
     assert len(placed.devices) > IT and len(placed.devices) % N_DEV == 0
@@ -76,7 +77,7 @@ def test_memmap_and_batches_rows_split_over_devices(tmp_path, monkeypatch):
     Xm = np.load(tmp_path / "X.npy", mmap_mode="r")
     mid = 2 * N * 40 * 4  # stream the first stages, then hand over to memory
     mesh = jax.make_mesh((N_DEV,), ("data",))  # JAX's default (Explicit axes): the devices count
-    one = js.fsa(Xm, y, K, loss="logistic", n_iter=IT, sample_weight=w, max_memory=mid)
+    one = js.fsa(Xm, y, K, loss="logistic", n_iter=IT, sample_weight=w, execution=Execution(max_memory=mid))
     placed = []
     block_pass = sstream._block_pass
 
@@ -85,19 +86,20 @@ def test_memmap_and_batches_rows_split_over_devices(tmp_path, monkeypatch):
         return block_pass(X, *args, **kw)
 
     monkeypatch.setattr(sstream, "_block_pass", recorded)
-    _same(one, js.fsa(Xm, y, K, loss="logistic", n_iter=IT, sample_weight=w, max_memory=mid, mesh=mesh))
+    on_mesh = Execution(max_memory=mid, mesh=mesh)
+    _same(one, js.fsa(Xm, y, K, loss="logistic", n_iter=IT, sample_weight=w, execution=on_mesh))
     assert placed[:N_DEV] == list(mesh.devices.flat) and set(placed) == set(jax.devices())
 
     def batches():
         for a in range(0, N, 400):
             yield X[a : a + 400], y[a : a + 400]
 
-    _same(one, js.fsa(batches, None, K, loss="logistic", n_iter=IT, sample_weight=w, max_memory=mid, mesh=mesh))
+    _same(one, js.fsa(batches, None, K, loss="logistic", n_iter=IT, sample_weight=w, execution=on_mesh))
 
 
 def test_mesh_errors():
     X = np.random.default_rng(0).standard_normal((50, 8)).astype(np.float32)
     with pytest.raises(ValueError, match="this X runs in memory: place its rows with js.shard_rows"):
-        js.fsa(X, X[:, 0], 2, mesh=js.data_mesh())
+        js.fsa(X, X[:, 0], 2, execution=Execution(mesh=js.data_mesh()))
     with pytest.raises(TypeError, match="mesh must be a jax.sharding.Mesh"):
-        js.fsa(X, X[:, 0], 2, mesh=jax.devices())
+        js.fsa(X, X[:, 0], 2, execution=Execution(mesh=jax.devices()))

@@ -394,9 +394,10 @@ def test_no_recompilation_with_fresh_equal_arguments():
     np.testing.assert_array_equal(first[3], second[3])
 
 
-def test_one_compiled_run_mu_lr_l2_compile_nothing_k_in_its_bucket_only_the_extraction():
-    """The whole schedule is one program per (N, M, k-bucket): mu, lr, l2 are its data."""
-    run = sys.modules["jaxselect.anneal.run"].run
+def test_one_compiled_run_mu_lr_l2_k_in_its_bucket_compile_nothing():
+    """The whole call (schedule, polish, survivors) is one program per (N, M, k-bucket): mu, lr,
+    l2 and k within its bucket are its data."""
+    run = sys.modules["jaxselect.anneal.run"].solve
     X, y, labels = _problem(13)
     assert k_bucket(9, M) == k_bucket(10, M) == 10
     for target, kw in ((y, dict(lr=0.05, polish=False)), (y, {}), (labels, dict(loss="logistic"))):
@@ -413,7 +414,7 @@ def test_one_compiled_run_mu_lr_l2_compile_nothing_k_in_its_bucket_only_the_extr
         assert not np.array_equal(a.n_kept, first.n_kept) and not np.allclose(b.coef, first.coef)
         with count_compiles() as compiles:
             d = fsa(X, target, 10, n_iter=NITER, mu=MU, **kw)
-        assert compiles[0] <= 1 and run._cache_size() == programs  # only the tiny k-survivor extraction
+        assert compiles[0] == 0 and run._cache_size() == programs  # the survivors' count is data
         assert d.support.shape == (10,) and d.n_kept[-1] == 10
         if "lr" in kw:  # k = 9 runs its last stage at the bucket's width 10: the masked oracle agrees
             for k, res in ((9, a), (10, d)):

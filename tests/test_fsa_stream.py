@@ -313,6 +313,14 @@ def test_streaming_refuses_ranking_and_callables(data):
         js.fsa(X, score, K, max_memory="lots")
 
 
+def _options(fsa_module, loss="logistic"):
+    """The validated options record of ``js.fsa(X, y, K, loss=loss, n_iter=IT)``."""
+    return fsa_module.fsa_options(
+        K, None, loss=loss, n_iter=IT, mu=300.0, lr=None, optimizer=None, learner=None,
+        constant_columns="inert", scale="std", polish=None, execution=None, deprecated={},
+    )[0]
+
+
 def test_lean_numpy_runs_first_stages_from_the_host_array(data, ref, monkeypatch):
     import sys
 
@@ -324,7 +332,7 @@ def test_lean_numpy_runs_first_stages_from_the_host_array(data, ref, monkeypatch
     Xu[:] = X
     assert Xu.ctypes.data % 64 != 0
     monkeypatch.setattr(fsa_module, "LEAN_BYTES", 0)
-    assert fsa_module._stream_input(Xu, K, 1 << 40, "logistic", None, None)[1]
+    assert fsa_module._stream_input(Xu, K, 1 << 40, _options(fsa_module))[1]
     _same(ref["logistic"], js.fsa(Xu, labels, K, loss="logistic", n_iter=IT))
 
 
@@ -343,9 +351,9 @@ def test_accelerators_copy_x_and_count_their_own_memory(data, monkeypatch):
     Xu = raw[offset : offset + X.size].reshape(X.shape)
     Xu[:] = X
     monkeypatch.setattr(fsa_module, "LEAN_BYTES", 0)
-    assert fsa_module._stream_input(Xu, K, 1 << 40, "logistic", None, None)[1]  # CPU: lean
+    assert fsa_module._stream_input(Xu, K, 1 << 40, _options(fsa_module))[1]  # CPU: lean
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-    assert fsa_module._stream_input(Xu, K, 1 << 40, "logistic", None, None) == (None, False)
+    assert fsa_module._stream_input(Xu, K, 1 << 40, _options(fsa_module)) == (None, False)
 
     assert stream_module._host_available() > 0
     assert stream_module._device_available() is None  # the CPU backend: the host's memory only

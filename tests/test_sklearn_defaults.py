@@ -32,9 +32,10 @@ SOLVERS = {
     GroupSequencingRegressor: (js.prepare, js.cs_omp, js.cs_fr, js.doubling),
     GroupSequencingRegressorCV: (js.cross_validate_path, js.prepare, js.cs_omp, js.cs_fr, js.doubling),
     GroupSequencingClassifier: (js.glm_omp,),
-    FSARegressor: (js.fsa,),
-    FSAClassifier: (js.fsa,),
-    FSARegressorCV: (js.cross_validate_fsa, js.fsa),
+    # fsa's option records: the estimators' flat bins/smoothness, l1/refine and huber_h fill them
+    FSARegressor: (js.fsa, js.anneal.PiecewiseLinear, js.anneal.Polish, js.losses.HuberHinge),
+    FSAClassifier: (js.fsa, js.anneal.PiecewiseLinear, js.anneal.Polish, js.losses.HuberHinge),
+    FSARegressorCV: (js.cross_validate_fsa, js.fsa, js.losses.HuberHinge),
     GreedyRLSRegressor: (js.greedy_rls,),
     DWSMClassifier: (js.dwsm_fit,),
 }
@@ -44,12 +45,14 @@ RENAMED = {
     "cv": "folds",  # scikit-learn's name for the splitter (CV estimators); cross_validate_*'s `folds`
     "scoring": "score",  # scikit-learn's name for the held-out score; cross_validate_*'s `score`
     "random_state": "key",  # scikit-learn's seed; dwsm_fit's first argument, a jax.random key
+    "huber_h": "h",  # the huberized hinge's width: js.losses.HuberHinge(h), fsa's loss record
 }
 
 # Parameters with no functional keyword that has a default, and why.
 _REQUIRED = "a required argument of the function (no default there); the estimator needs one"
 _COSTS = "replaces the costs of `groups` (the functions take costs inside a js.Groups)"
 _BUDGET = "the prefix that predict/transform use; js.predict's `budget` has no default"
+_PL = "None: linear learners; else fsa's learner=js.anneal.PiecewiseLinear(bins, smoothness) (bins required there)"
 ESTIMATOR_ONLY = {
     GroupSequencingRegressor: {
         "method": "chooses the solver function (cs_omp, cs_fr or doubling)",
@@ -61,8 +64,8 @@ ESTIMATOR_ONLY = {
         "rule": "which CVResult field picks the budget: `best` or `best_1se`",
     },
     GroupSequencingClassifier: {"costs": _COSTS, "budget": _BUDGET},
-    FSARegressor: {"k": _REQUIRED},
-    FSAClassifier: {"k": _REQUIRED},
+    FSARegressor: {"k": _REQUIRED, "bins": _PL},
+    FSAClassifier: {"k": _REQUIRED, "bins": _PL},
     FSARegressorCV: {"ks": _REQUIRED, "rule": "which CVResult field picks k: `best` or `best_1se`"},
     GreedyRLSRegressor: {"k": _REQUIRED},
     DWSMClassifier: {

@@ -41,6 +41,9 @@ class PLDesign(NamedTuple):
     alpha: jax.Array
     basis_mean: jax.Array
 
+    #: a dense encoding (the design operators' capability, see :mod:`jaxselect.design.operators`)
+    sparse = False
+
     @property
     def shape(self) -> tuple[int, int]:
         return tuple(self.idx.shape)

@@ -57,6 +57,9 @@ from .._validation import (
     as_hyper,
     as_vector_target,
     check_constant_mode,
+    check_targets,
+    raise_nonfinite,
+    scale_error,
     check_float,
     check_finite_output,
     check_int,
@@ -68,21 +71,25 @@ from .._validation import (
 )
 from .. import losses as _losses
 from .._progress import check_progress, progress_bar
-from ..design import Data, DenseDesign, SparseDesign, as_data, as_sample_weight, as_sparse_csr, check_constant_columns, is_sparse
-from ..design.stream import ArraySource, as_stream_source, is_stream_input, stream_summary, subsample_rows
+from ..design import Data, as_data, as_sample_weight, as_sparse_csr, check_constant_columns, is_sparse
+from ..design.operators import on_one_device
+from ..design.stream import ArraySource, as_stream_source, stream_kind, stream_summary, subsample_rows
 from .._memory import release_free_memory
 from ..sharding import any_mesh
 from ..status import OK, status_message
 from .design import PLDesign
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_scores
 from .scaling import check_scale_rule, rescale_design
-from .polish import POLISH_MAX_ITER, merge_status, polish as polish_fit, polish_prepared, polish_problem, polish_tol
+from .options import Execution, PiecewiseLinear, Polish, SPELLING, as_execution, as_learner, as_polish, take_deprecated
+from .polish import POLISH_MAX_ITER, compacts_support, merge_status, polish_prepared, polish_problem, polish_tol
 from .refine import refine_support
-from .run import RunPlan, finish, iteration_cap, run, stage_bounds, subsample_design
+from .run import Finishing, RunPlan, finish_program, iteration_cap, run, solve, stage_bounds, subsample_design
+from .solver import FSAOutput
 from .schedule import annealing_schedule, plan_stages, stage_widths
 from .checkpoint import fingerprint
 from .stream import (
-    MEMORY_FACTOR, STREAM_LOSSES, check_max_memory, check_mesh, check_streamable, memory_stage, stream_fsa,
+    MEMORY_FACTOR, STREAM_LOSSES, RowLoss, StreamRun, StreamedDesign, check_max_memory, check_mesh, check_streamable,
+    memory_stage, stream_fsa,
 )
 from .step import (
     CLASSIFICATION_LOSSES,
@@ -102,6 +109,16 @@ __all__ = ["FSAResult", "fsa", "fsa_predict", "fsa_prepare", "validate_fsa_optio
 _MIN_DROP = 32
 # a concrete sparse X with at least this many stored entries hands freed memory back between phases
 _LARGE_ENTRIES = 1 << 22
+
+
+def schedule_plan(m: int, k: int, n_iter: int, mu: float):
+    """``(schedule, padded, widths)`` of a run: the (n_iter,) int32 M_e of eq. (3), the same padded
+    with k to :func:`~jaxselect.anneal.run.iteration_cap` (the program's buffer), and the stage
+    widths (:func:`fsa_stage_widths`); host values, for the in-memory and the streamed runs alike."""
+    schedule = annealing_schedule(m, k, n_iter, mu).astype(np.int32)
+    padded = np.full((iteration_cap(n_iter),), k, np.int32)
+    padded[:n_iter] = schedule
+    return schedule, padded, stage_widths(m, k, _MIN_DROP)
 
 
 def fsa_stage_widths(n_features: int, k: int) -> tuple[int, ...]:
@@ -164,7 +181,7 @@ FSAResult.__repr__ = short_repr
 # --------------------------------------------------------------------------- validation
 def _check_pairs(pairs, n, dtype):
     if pairs is None:
-        raise ValueError("loss='ranking' needs pairs: a (P, 3) array of rows (i, j, r_ij) or a tuple (ij, r)")
+        raise ValueError("loss='ranking' needs pairs as its y: a (P, 3) array of rows (i, j, r_ij) or a tuple (ij, r)")
     if isinstance(pairs, tuple) and len(pairs) == 2:
         ij, r = pairs
     else:
@@ -189,21 +206,60 @@ def _check_pairs(pairs, n, dtype):
     return jnp.asarray(ij).astype(jnp.int32), jnp.asarray(r).astype(dtype)
 
 
+def host_binary_labels(y: np.ndarray, n: int, name: str, dtype) -> np.ndarray:
+    """:func:`~jaxselect._validation.as_binary_labels` on a host array, in numpy: the same checks
+    and messages, (n,) 0/1 labels in ``dtype``."""
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"{name} must have shape ({n},) (binary labels, one per row of X); got {tuple(y.shape)}")
+    if y.dtype == object or y.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold binary labels in {{0, 1}}, {{-1, +1}} or bool; got dtype {y.dtype}")
+    # a bad y goes through as_binary_labels, which raises with the library's message before it
+    # converts anything (a good y is converted here, in numpy: nothing compiled)
+    values = np.unique(y.astype(np.float64))
+    if values.size > 2 or not np.isfinite(values).all() or values.size < 2:
+        as_binary_labels(y, n, name, dtype=dtype)  # raises with the library's message
+    if not (set(values.tolist()) <= {0.0, 1.0} or set(values.tolist()) <= {-1.0, 1.0}):
+        as_binary_labels(y, n, name, dtype=dtype)
+    return (y > 0).astype(dtype)
+
+
 def _check_target(y, n, dtype, loss, pairs):
-    """The loss target: (n,) float targets, (n,) 0/1 float labels, pairs, or y for a callable."""
+    """The loss target: (n,) float targets, (n,) 0/1 float labels, pairs, or y for a callable.
+    A concrete host y (not a ``jax.Array``) is checked and converted in numpy, then placed on the
+    device (nothing compiled); the squared loss's targets must have squares the dtype holds."""
     if callable(loss):
         return jax.tree.map(jnp.asarray, y)
     if loss == "squared":
         if y is None:
             raise ValueError(f"loss='squared' needs regression targets y of shape ({n},) or ({n}, 1)")
-        return as_vector_target(y, n, "y", dtype=dtype)
+        if isinstance(y, jax.Array) or is_traced(y):
+            target = as_vector_target(y, n, "y", dtype=dtype)
+            check_scale(target[:, None], "y", squares=True)
+            return target
+        values = np.asarray(y)
+        if values.ndim == 2 and values.shape[1] == 1:
+            values = values[:, 0]
+        check_targets(values, n, "y")
+        if values.ndim != 1:
+            raise ValueError(f"y must be a single target of shape ({n},) or ({n}, 1); got {tuple(values.shape)}")
+        target = np.asarray(values, dtype)
+        if not np.isfinite(target).all():
+            raise_nonfinite(values, "y", dtype, "remove those rows first")
+        message = scale_error(target.min(keepdims=True), target.max(keepdims=True), n, "y", dtype, squares=True)
+        if message is not None:
+            raise ValueError(message)
+        return jax.device_put(target)
     if loss in CLASSIFICATION_LOSSES:
         if y is None:
             raise ValueError(f"loss={loss!r} needs binary labels y in {{0, 1}}, {{-1, +1}} or bool")
         y = y if isinstance(y, jax.Array) else np.asarray(y)
         if y.dtype == bool:  # as_binary_labels compares y > 0: no bool/int promotion under strict dtypes
             y = y.astype(np.int32)
-        return as_binary_labels(y, n, "y", dtype=dtype)
+        if isinstance(y, jax.Array) or is_traced(y):
+            return as_binary_labels(y, n, "y", dtype=dtype)
+        return jax.device_put(host_binary_labels(y, n, "y", dtype))
     return _check_pairs(pairs, n, dtype)
 
 
@@ -273,7 +329,7 @@ def _check_l1(l1, polish, bins, dtype):
 def _release_after_large(design) -> None:
     """Hand the allocator's free pages back after a phase over a large concrete sparse X (its
     transients were entry-sized; see :mod:`jaxselect._memory`)."""
-    if isinstance(design, SparseDesign) and not is_traced(design.data) and design.data.size >= _LARGE_ENTRIES:
+    if design.sparse and not is_traced(design.data) and design.data.size >= _LARGE_ENTRIES:
         release_free_memory()
 
 
@@ -338,7 +394,7 @@ def _prepare(data: Data, y, loss, bins, pairs, config, l2, smoothness) -> FSAPro
 def _check_dense_for_bins(data: Data) -> None:
     """Piecewise-linear learners bin every entry of X, the implicit zeros of a sparse X included:
     their (N, M) bin indices are as large as the dense X, so they refuse sparse input."""
-    if isinstance(data.design, SparseDesign):
+    if data.design.sparse:
         raise ValueError(
             "piecewise-linear learners (bins=...) bin every entry of X, its zeros included, so they need "
             "the dense X: pass X.toarray() if it fits in memory, or use linear learners (bins=None), "
@@ -363,13 +419,7 @@ def _on_device(X):
     allocation) instead of copying it, where ``jnp.asarray`` always copies. Only :func:`fsa` uses
     it: the aliasing array lives during the call only (a problem kept by the user must not see
     later writes to X)."""
-    if (
-        isinstance(X, np.ndarray)
-        and X.ndim == 2
-        and X.flags.c_contiguous
-        and X.dtype.kind == "f"
-        and X.dtype == float_dtype_for(X.dtype)
-    ):
+    if stream_kind(X) in ("array", "memmap") and X.flags.c_contiguous and X.dtype == float_dtype_for(X.dtype):
         return jax.device_put(X)
     return X
 
@@ -380,13 +430,15 @@ def _aliasable(X: np.ndarray) -> bool:
     return bool(X.flags.c_contiguous) and X.ctypes.data % 64 == 0
 
 
-def _stream_input(X, k, budget, loss, bins, optimizer, scale="std", refine=0):
+def _stream_input(X, k, budget, opts):
     """``(source, lean)``: the :class:`~jaxselect.design.stream.StreamSource` of an X that streams
     (None: the in-memory path), and whether it is a numpy X that runs lean (first stage from the
     host array, gathered at the first compaction: no device copy of the whole X)."""
-    if is_stream_input(X):
-        what = "a memmap" if isinstance(X, np.memmap) else f"X of type {type(X).__name__}"
-        if isinstance(X, np.memmap):
+    loss, bins, optimizer, scale, refine = opts.loss, opts.bins, opts.optimizer, opts.scale, opts.polish.refine
+    kind = stream_kind(X)
+    if kind in ("source", "memmap"):
+        what = "a memmap" if kind == "memmap" else f"X of type {type(X).__name__}"
+        if kind == "memmap":
             try:
                 check_streamable(loss, bins, optimizer, what, scale)
             except ValueError:
@@ -399,14 +451,12 @@ def _stream_input(X, k, budget, loss, bins, optimizer, scale="std", refine=0):
                 f"them); {what} streams: pass refine=0, or load X (a numpy array or a scipy.sparse matrix)"
             )
         return as_stream_source(X), False
-    if refine and budget is not None and type(X) is np.ndarray and MEMORY_FACTOR * X.nbytes > budget:
+    if refine and budget is not None and kind == "array" and MEMORY_FACTOR * X.nbytes > budget:
         raise ValueError(
             f"refine needs X in memory, and this numpy X ({X.nbytes / 2**30:.2f} GiB) is above max_memory, so it "
             "would stream: pass max_memory=None to hold it, or refine=0"
         )
-    if refine:
-        return None, False
-    if budget is None or type(X) is not np.ndarray or X.ndim != 2 or X.dtype.kind != "f" or X.shape[0] < 2:
+    if refine or budget is None or kind != "array":
         return None, False
     if callable(loss) or loss not in STREAM_LOSSES or bins is not None or optimizer is not None or scale != "std":
         return None, False
@@ -429,27 +479,27 @@ def _postfix(bar, **kw):
         bar.set_postfix(**kw, refresh=False)
 
 
-def _fsa_streamed(source, y, k, *, loss, n_iter, mu, lr, l2, huber_h, constant_columns, sample_weight, polish, tol,
-                  max_iter, budget, lean, progress, checkpoint, gram, devices=None, l1=None):
+def _fsa_streamed(source, y, sample_weight, l2, options: FSAOptions, lean: bool):
     """:func:`fsa` on a :class:`~jaxselect.design.stream.StreamSource` (see :mod:`.stream`)."""
+    opts = options
+    loss, k, n_iter, mu, lr, huber_h = opts.loss, opts.k, opts.n_iter, opts.mu, opts.lr, opts.huber_h
+    constant_columns, budget, checkpoint = opts.constant_columns, opts.execution.max_memory, opts.execution.checkpoint
+    progress, gram, devices = opts.execution.progress, opts.gram, opts.devices
+    polish, tol, max_iter, l1 = opts.polish.enabled, opts.polish.tol, opts.polish.max_iter, opts.polish.l1
     m = source.shape[1]
     dtype = np.dtype(source.dtype)
     k, n_iter, mu, lr, _, _, huber_h = validate_fsa_options((0, m), k, n_iter, mu, lr, None, None, 0.0, huber_h)
     polish, tol, max_iter = _check_polish(polish, tol, max_iter, None, dtype)
     l1, polish = _check_l1(l1, polish, None, dtype)
-    carries = getattr(source, "has_targets", False)
-    if y is not None and carries and source.__class__.__name__ == "BatchSource":
+    if y is not None and source.batch_targets:
         raise ValueError("y was given and the batches carry targets too: pass y=None (the batches' targets) or batches (X_rows, None)")
     w = None
     if sample_weight is not None:
         w = np.asarray(sample_weight)
         n0 = source.shape[0]
         as_sample_weight(w, n0 if n0 is not None else (w.shape[0] if w.ndim == 1 else 0))
-    schedule = annealing_schedule(m, k, n_iter, mu).astype(np.int32)
-    cap = iteration_cap(n_iter)
-    widths = stage_widths(m, k, _MIN_DROP)
-    padded = np.full((cap,), k, np.int32)
-    padded[:n_iter] = schedule
+    schedule, padded, widths = schedule_plan(m, k, n_iter, mu)
+    cap = padded.shape[0]
     mode = "power" if lr is None else "fixed"
     length0 = stage_bounds(padded, n_iter, widths)[0]
     needs_sub = mode == "power" and min(12, (length0[1] - length0[0]) // 2) < 6
@@ -465,9 +515,7 @@ def _fsa_streamed(source, y, k, *, loss, n_iter, mu, lr, l2, huber_h, constant_c
         y = y_src
     check_constant_columns(summary.live, constant_columns)
     _check_k_live(summary.live, k)
-    target = _check_target(y, n, dtype, loss, None)
-    if loss == "squared":
-        check_scale(np.asarray(target)[:, None], "y", squares=True)
+    target = _check_target(y, n, dtype, loss, None)  # (the squared loss's y: its scale too)
     if w is not None:
         target = _weight_target(target, jnp.asarray(w, dtype), loss)
     l2 = as_hyper(l2, "l2", dtype, low=0.0)
@@ -483,32 +531,21 @@ def _fsa_streamed(source, y, k, *, loss, n_iter, mu, lr, l2, huber_h, constant_c
                  huber_h=huber_h, widths=tuple(int(v) for v in widths)),
             dict(mean=summary.mean, scale=summary.scale, y=np.asarray(y, np.float64), w=w),
         )
+    rel = None
+    if isinstance(target, WeightedTarget):
+        y_np, rel = np.asarray(target.value), np.asarray(target.rel, dtype)
+    else:
+        y_np = np.asarray(target)
+    design = StreamedDesign(source, y_np, rel, RowLoss(config.loss_fn), config.curvature, dtype, devices)
+    problem = FSAProblem(None, target, None, None, config, l2, jax.device_put(np.zeros((), dtype)))
+    plan = RunPlan(widths, cap, mode, gram)
+    run = StreamRun(padded, n_iter, 0.0 if lr is None else lr, hand_over, sub, checkpoint, fp, bool(polish))
     bar = progress_bar(total=n_iter, enabled=progress, desc="fsa", unit="it")
     try:
-        out = stream_fsa(
-            source, target, summary, config, l2, jnp.zeros((), dtype), schedule=padded, n_iter=n_iter,
-            widths=widths, step_mode=mode, lr=0.0 if lr is None else lr, gram=gram, hand_over=hand_over, sub=sub,
-            checkpoint=checkpoint, fp=fp, polish=polish, bar=bar, devices=devices,
-        )
-        state, fit = out.state, None
-        if polish:
-            _postfix(bar, phase="polish", width=int(widths[-1]))
-            fit = polish_fit(out.problem, out.local, state.coef, state.intercept, state.active, tol, max_iter, l1=l1)
-            state = state._replace(coef=fit.coef, intercept=fit.intercept)
+        out = stream_fsa(design, problem, summary, plan, run, _finishing(k, n_iter, dtype, tol, max_iter, l1), bar)
     finally:
         bar.close()
-    support, coef, intercept, loss_path, status, _, _, _ = finish(
-        state, out.cols, out.objective, out.mean, out.inv_scale, None, None, None, k=k, n_iter=n_iter
-    )
-    status = merge_status(status, fit) if polish else status
-    result = FSAResult(
-        support=support, coef=coef, intercept=intercept, loss_path=loss_path, n_kept=jax.device_put(schedule),
-        step_size=out.steps, status=status, n_features=m,
-    )
-    code = int(result.status)
-    if code != OK:
-        warnings.warn(f"fsa: {status_message(code)}", RuntimeWarning, stacklevel=3)
-    return result
+    return make_result(out, k, n_iter, schedule, m, False)
 
 
 # --------------------------------------------------------------------------- problem builder
@@ -569,6 +606,125 @@ def fsa_prepare(
     return _prepare(data, y, loss, bins, pairs, config, l2, jnp.asarray(smoothness, dtype))
 
 
+# --------------------------------------------------------------------------- the options record
+class FSAOptions(NamedTuple):
+    """Every option of one :func:`fsa` call, validated once at the boundary (host values) and passed
+    down as one value.
+
+    Attributes:
+      k, loss, n_iter, mu, lr, optimizer: as in :func:`fsa` (``loss`` a name or a callable).
+      huber_h: h of the huberized hinge loss.
+      bins, smoothness: the piecewise-linear learner (None, 0.0: linear learners).
+      pairs: the ranking loss's pairs (the ``y`` of ``loss="ranking"``), else None.
+      constant_columns, scale: as in :func:`fsa`.
+      polish: the :class:`~jaxselect.anneal.Polish` record (``refine`` validated).
+      execution: the :class:`~jaxselect.anneal.Execution` record (``max_memory`` in bytes or None).
+      devices: the mesh's local devices (None: one device).
+      gram: the squared loss on linear learners (its last stages may iterate in moment space).
+    """
+
+    k: Any
+    loss: Any
+    n_iter: Any
+    mu: Any
+    lr: Any
+    optimizer: Any
+    huber_h: float
+    bins: Any
+    smoothness: Any
+    pairs: Any
+    constant_columns: str
+    scale: str
+    polish: Polish
+    execution: Execution
+    devices: Any
+    gram: bool
+
+
+def _as_loss(loss, old: dict):
+    """``(loss, huber_h)``: a name or a callable, and h (a :class:`~jaxselect.losses.HuberHinge`
+    record or the deprecated ``huber_h`` keyword)."""
+    huber_h = old.get("huber_h", 0.1)
+    if isinstance(loss, _losses.HuberHinge):
+        if "huber_h" in old:
+            raise TypeError("give h in loss=HuberHinge(h) or as huber_h=, not both")
+        loss, huber_h = "huber_hinge", loss.h
+    check_loss(loss)
+    return loss, huber_h
+
+
+def fsa_options(k, y, *, loss, n_iter, mu, lr, optimizer, learner, constant_columns, scale, polish, execution,
+                deprecated: dict, fn: str = "fsa", stacklevel: int = 6):
+    """``(options, y)``: the :class:`FSAOptions` of :func:`fsa`'s arguments (the deprecated keywords
+    moved into their records, each with a ``DeprecationWarning``), and the target (``y``, or the
+    deprecated ``pairs`` for the ranking loss)."""
+    old = take_deprecated(fn, deprecated, SPELLING, stacklevel=stacklevel)
+    loss, huber_h = _as_loss(loss, old)
+    bins, smoothness = as_learner(learner, old)
+    record = as_polish(polish, old)
+    run = as_execution(execution, old)
+    pairs = None
+    if loss == "ranking":
+        pairs = old["pairs"] if "pairs" in old else y
+        y = None
+    check_constant_mode(constant_columns)
+    check_scale_rule(scale)
+    check_progress(run.progress)
+    run = run._replace(max_memory=check_max_memory(run.max_memory))
+    devices = check_mesh(run.mesh)
+    record = record._replace(refine=_check_refine(record.refine, bins, record.enabled))
+    # the moment-space (Gram) oracle of the last stages squares raw centred columns
+    gram = bins is None and (loss == "squared" or loss is _losses.squared_loss)
+    options = FSAOptions(k, loss, n_iter, mu, lr, optimizer, huber_h, bins, smoothness, pairs, constant_columns, scale,
+                         record, run, devices, gram)
+    return options, y
+
+
+# --------------------------------------------------------------------------- the result
+def make_result(out: FSAOutput, k: int, n_iter: int, schedule, m: int, traced: bool) -> FSAResult:
+    """The :class:`FSAResult` of a run's :class:`~jaxselect.anneal.solver.FSAOutput`: the first
+    ``k`` survivors and the first ``n_iter`` objectives (on the host for a concrete run: slicing a
+    device array would compile a program per shape)."""
+    if traced:
+        cut = out
+    else:
+        cut = jax.device_get(out)  # one transfer each way, nothing compiled
+    cut = cut._replace(
+        support=cut.support[:k], coef=cut.coef[:k], objective=cut.objective[:n_iter],
+        basis_mean=None if cut.basis_mean is None else cut.basis_mean[:k],
+        x_min=None if cut.x_min is None else cut.x_min[:k],
+        bin_width=None if cut.bin_width is None else cut.bin_width[:k],
+    )
+    fields = cut if traced else jax.device_put(cut)
+    result = FSAResult(
+        support=fields.support,
+        coef=fields.coef,
+        intercept=fields.intercept,
+        loss_path=fields.objective,
+        n_kept=jax.device_put(np.asarray(schedule[:n_iter])),
+        step_size=fields.steps,
+        status=fields.status,
+        x_min=fields.x_min,
+        bin_width=fields.bin_width,
+        basis_mean=fields.basis_mean,
+        n_features=m,
+    )
+    if not traced:  # the one host sync, after the run
+        code = int(cut.status)
+        if code != OK:
+            warnings.warn(f"fsa: {status_message(code)}", RuntimeWarning, stacklevel=6)
+    return result
+
+
+def _finishing(k, n_iter, dtype, tol=None, max_iter=None, l1=None, grid=None) -> Finishing:
+    """The traced data of a run's end (:class:`~jaxselect.anneal.run.Finishing`); ``device_put``,
+    not ``jnp.asarray``: nothing is compiled."""
+    return Finishing(
+        jax.device_put(np.int32(k)), jax.device_put(np.int32(n_iter)), tol, max_iter, l1,
+        None if grid is None else grid.x_min, None if grid is None else grid.bin_width,
+    )
+
+
 # --------------------------------------------------------------------------- public API
 @any_mesh
 def fsa(
@@ -582,22 +738,13 @@ def fsa(
     lr: float | None = None,
     l2=0.0,
     optimizer=None,
-    bins: int | None = None,
-    smoothness: float = 0.0,
-    pairs=None,
-    huber_h: float = 0.1,
-    constant_columns: str = "inert",
+    learner: PiecewiseLinear | None = None,
     sample_weight=None,
-    polish: bool | None = None,
-    tol=None,
-    max_iter: int = POLISH_MAX_ITER,
-    l1=None,
+    constant_columns: str = "inert",
     scale: str = "std",
-    refine: int = 0,
-    max_memory="auto",
-    progress: bool = False,
-    checkpoint=None,
-    mesh=None,
+    polish: bool | Polish | None = None,
+    execution: Execution | None = None,
+    **deprecated,
 ) -> FSAResult:
     """Feature Selection with Annealing (Barbu et al., Algorithm 1 with schedule (3)).
 
@@ -616,13 +763,14 @@ def fsa(
         :func:`jaxselect.datasets.equicorrelated`). Streamed X takes the pointwise losses
         (squared, logistic, huber_hinge, lorenz) with linear learners and no optax optimizer.
       y: (N,) or (N, 1) regression targets (``"squared"``); binary labels in {0, 1}, {−1, +1} or
-        bool, (N,) or (N, 1) (classification losses); ignored for ``"ranking"`` (may be None);
-        or anything a callable loss accepts; None with a source that carries its targets.
+        bool, (N,) or (N, 1) (classification losses); for ``"ranking"`` the pairs: (P, 3) rows
+        (i, j, r_ij) with r_ij ∈ [0, 1], or a tuple ``(ij (P, 2) int, r (P,))``; or anything a
+        callable loss accepts; None with a source that carries its targets.
       k: number of features to select, 1 ≤ k ≤ the number of non-constant columns.
-      loss: ``"squared"`` (½·mean, eq. 4/10), ``"logistic"`` (6), ``"huber_hinge"`` (7),
-        ``"lorenz"`` (8), ``"ranking"`` (9), or a callable ``loss(scores (N,), y) -> scalar``
-        differentiated with ``jax.grad`` (a smooth jnp function; a fresh but equal lambda reuses
-        the compiled stages).
+      loss: ``"squared"`` (½·mean, eq. 4/10), ``"logistic"`` (6), ``"huber_hinge"`` (7; its h
+        0.1 as in the authors' code, or ``js.losses.HuberHinge(h)``), ``"lorenz"`` (8),
+        ``"ranking"`` (9), or a callable ``loss(scores (N,), y) -> scalar`` differentiated with
+        ``jax.grad`` (a smooth jnp function; a fresh but equal lambda reuses the compiled stages).
       n_iter: N_iter, number of iterations (≥ 1).
       mu: annealing rate μ ≥ 0 of eq. (3).
       lr: gradient step η (> 0). Default: ``1/L`` per compacted stage, L the gradient's Lipschitz
@@ -636,11 +784,9 @@ def fsa(
         (:func:`~jaxselect.anneal.gradient_descent`, the default rule, goes through the same
         code); its state is compacted with the coefficients. A fresh but equal optimizer on each
         call (``optax.sgd(0.1)``) does not recompile.
-      bins: B ≥ 1 to use piecewise-linear learners with B + 1 coefficients per feature.
-      smoothness: weight c of the second-order prior of eq. (13) (needs ``bins``).
-      pairs: for ``"ranking"``: (P, 3) rows (i, j, r_ij) with r_ij ∈ [0, 1], or a tuple
-        ``(ij (P, 2) int, r (P,))``.
-      huber_h: h of the huberized hinge loss (default 0.1 as in the authors' code).
+      learner: None (linear learners on standardized columns) or
+        :class:`~jaxselect.anneal.PiecewiseLinear` ``(bins=B, smoothness=c)``: B + 1 coefficients
+        per feature and the weight c of the second-order prior of eq. (13).
       constant_columns: ``"inert"`` (default: a column with max == min is never selected and
         never counted) or ``"raise"`` (ValueError naming them; skipped for traced X).
       sample_weight: None or (N,) row weights ``w ≥ 0`` (at least 2 positive): the mean loss
@@ -650,7 +796,8 @@ def fsa(
         weights of :func:`jaxselect.shard_rows` give the unpadded result. ``"ranking"``: pair
         (i, j) gets weight ``w_i·w_j`` (a pair with a padding row is absent). Built-in losses only
         (a callable loss cannot be weighted: weight inside it).
-      polish: True: after the schedule, minimise F on the final support (same loss, weights and
+      polish: True, False, None or a :class:`~jaxselect.anneal.Polish` record
+        ``(enabled, tol, max_iter, l1, refine)`` (a bool is ``Polish(enabled=...)``). True: after the schedule, minimise F on the final support (same loss, weights and
         priors) until ``max|∇F| ≤ tol·σ`` and return those coefficients (:mod:`.polish`: damped
         Newton for the pointwise losses on linear learners, L-BFGS for ranking, PL learners and
         callables); the support does not change and F never rises. False: the schedule's last
@@ -661,11 +808,11 @@ def fsa(
         learners (``bins``), whose F
         without a strong prior has no finite minimiser on sparsely filled edge bins (pass True
         with ``l2``/``smoothness`` > 0).
-      tol: the polish's gradient tolerance relative to σ (1 for labels, the target spread for the
+      Polish.tol: the polish's gradient tolerance relative to σ (1 for labels, the target spread for the
         squared loss); default 1e-5 in float32, 1e-9 in float64.
-      max_iter: cap on the polish's iterations (≥ 1); stopping there before ``tol`` sets
+      Polish.max_iter: cap on the polish's iterations (≥ 1); stopping there before ``tol`` sets
         NOT_CONVERGED (4) in ``status``.
-      l1: None (default) or λ ≥ 0 (may be traced; 0 is None): the polish minimises
+      Polish.l1: None (default) or λ ≥ 0 (may be traced; 0 is None): the polish minimises
         ``F(c, b) + λ‖c‖₁`` on the final support instead of F — L1 (lasso) shrinkage of the k
         selected standardized coefficients, warm-started from the schedule's iterate, by OWL-QN
         (:mod:`.owlqn`: L-BFGS on the pseudo-gradient, steps projected on the current orthant), so
@@ -677,7 +824,7 @@ def fsa(
         unit variance; ``"sparse"`` unit variance per non-zero entry (σ_j/√f_j, f_j the fraction
         of rows where column j is non-zero): the same as ``"std"`` on columns without zeros, raw
         0/1 values on binary indicators, so rare columns are not lifted (sparse text / click data).
-      refine: R ≥ 0 rounds of gradient support pursuit (GraSP) after the schedule (:mod:`.refine`;
+      Polish.refine: R ≥ 0 rounds of gradient support pursuit (GraSP) after the schedule (:mod:`.refine`;
         0, the default, is the paper's algorithm): at the polished fit on the support S, the 2W
         columns outside S with the largest ``|∂F/∂β_j|`` (W ≥ k the k-bucket) join S, a few
         L-BFGS steps on the union rank its coefficients, its k largest ``|β_j|`` form S', and S'
@@ -687,29 +834,38 @@ def fsa(
         Linear learners with X in memory (dense or sparse; a streamed X raises ValueError);
         implies ``polish=True``. Each round: two products with X, a fit on 3W columns and a
         polish.
-      max_memory: bytes the working set of a streamed X may take in memory (``"auto"``: a quarter
+      execution: None or an :class:`~jaxselect.anneal.Execution` record ``(max_memory, mesh,
+        checkpoint, progress)``, how and where the call runs:
+      Execution.max_memory: bytes the working set of a streamed X may take in memory (``"auto"``: a quarter
         of the available RAM, or of the default accelerator's free memory if that is less; a number of bytes; None: no budget). While a stage's columns
         (2·N·W·itemsize) do not fit, each iteration re-reads the stage's columns block by block;
         at the first stage that fits they are gathered once and the rest runs in memory. A numpy
         X above the budget is streamed from the host array too (None: never).
-      progress: show a progress bar (iteration, working-set width, phase "stream"/"memory"/
+      Execution.progress: show a progress bar (iteration, working-set width, phase "stream"/"memory"/
         "polish"); needs ``tqdm`` (ImportError otherwise).
-      checkpoint: None, or a file path: the streamed phase writes its state there at every stage
+      Execution.checkpoint: None, or a file path: the streamed phase writes its state there at every stage
         boundary (``np.savez``), and a call that finds a checkpoint of the same problem resumes
         from it with the uninterrupted result (another problem's checkpoint raises ValueError).
         Only streamed stages are checkpointed (an in-memory X ignores it).
-      mesh: None, or a :class:`jax.sharding.Mesh` of this process's devices (e.g.
+      Execution.mesh: None, or a :class:`jax.sharding.Mesh` of this process's devices (e.g.
         :func:`jaxselect.data_mesh`) over which a streamed X's rows are split: each row block of a
         streamed pass is cut into one contiguous part per device, the parts computed at once and
         their gradients summed (equal to the one-device result to float32 rounding). The summary
         pass and the in-memory stages after the hand-over run on the default device. An X that
         runs in memory raises ValueError: place it with :func:`jaxselect.shard_rows` instead.
 
-    Compilation: one program per shape (N, M, the k-bucket of
+    Deprecated keywords (one release, a ``DeprecationWarning`` each, the same result): ``tol``,
+    ``max_iter``, ``l1``, ``refine`` (:class:`~jaxselect.anneal.Polish`), ``max_memory``, ``mesh``,
+    ``checkpoint``, ``progress`` (:class:`~jaxselect.anneal.Execution`), ``bins``, ``smoothness``
+    (:class:`~jaxselect.anneal.PiecewiseLinear`), ``pairs`` (``y``), ``huber_h``
+    (:class:`~jaxselect.losses.HuberHinge`).
+
+    Compilation: an in-memory call is one program (:func:`~jaxselect.anneal.run.solve`: the
+    stages, the polish, the k survivors) per shape (N, M, the k-bucket of
     :func:`~jaxselect.anneal.k_bucket`, the power of two above ``n_iter``) and static options
-    (loss, optimizer, bins, lr given or not); ``mu``, ``lr``, ``l2``, ``smoothness`` are data, and a
-    new ``k`` in its bucket or ``n_iter`` under its power of two recompiles only the tiny
-    extraction of the k survivors.
+    (loss, optimizer, learner, lr given or not, polish or not), besides the front door's summary
+    pass; ``mu``, ``lr``, ``l2``, ``smoothness``, the polish's ``tol``/``max_iter``/``l1`` and a
+    new ``k`` in its bucket or ``n_iter`` under its power of two are its data (nothing compiled).
 
     Returns:
       :class:`FSAResult`. A non-zero ``status`` (non-finite values: the step was too large;
@@ -732,80 +888,78 @@ def fsa(
     >>> res.support.tolist()
     [3, 7]
     """
-    check_loss(loss)
-    check_constant_mode(constant_columns)
-    check_scale_rule(scale)
-    progress = check_progress(progress)
-    budget = check_max_memory(max_memory)
-    # the moment-space (Gram) oracle of the last stages squares raw centred columns
-    gram = bins is None and (loss == "squared" or loss is _losses.squared_loss)
-    in_jit = is_traced((y, sample_weight, l2, pairs))
-    devices = check_mesh(mesh)
-    refine = _check_refine(refine, bins, polish)
-    source, lean = _stream_input(X, k, None if in_jit else budget, loss, bins, optimizer, scale, refine)
-    if devices is not None and source is None:
+    options, y = fsa_options(
+        k, y, loss=loss, n_iter=n_iter, mu=mu, lr=lr, optimizer=optimizer, learner=learner,
+        constant_columns=constant_columns, scale=scale, polish=polish, execution=execution, deprecated=deprecated,
+    )
+    in_jit = is_traced((y, sample_weight, l2, options.pairs))
+    budget = None if in_jit else options.execution.max_memory
+    source, lean = _stream_input(X, options.k, budget, options)
+    if options.devices is not None and source is None:
         raise ValueError(
             "mesh= splits the rows of a streamed X (a memmap, batches, a column source, or a numpy X above "
             "max_memory); this X runs in memory: place its rows with js.shard_rows(X, y, mesh=mesh) instead"
         )
     if source is not None:
-        return _fsa_streamed(
-            source, y, k, loss=loss, n_iter=n_iter, mu=mu, lr=lr, l2=l2, huber_h=huber_h,
-            constant_columns=constant_columns, sample_weight=sample_weight, polish=polish, tol=tol,
-            max_iter=max_iter, budget=budget, lean=lean, progress=progress, checkpoint=checkpoint, gram=gram,
-            devices=devices, l1=l1,
-        )
-    data = _front_door(_on_device(X), sample_weight, loss, constant_columns, squares=gram)  # one pass over X
+        return _fsa_streamed(source, y, sample_weight, l2, options, lean)
+    return _fsa_memory(X, y, sample_weight, l2, options)
+
+
+def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
+    """:func:`fsa` on an X in memory: the front door, the problem, then one compiled program
+    (:func:`~jaxselect.anneal.run.solve`: the schedule's stages, the polish and the survivors)."""
+    opts = options
+    data = _front_door(_on_device(X), sample_weight, opts.loss, opts.constant_columns, squares=opts.gram)
     _release_after_large(data.design)
     w = data.weights
     n, m = data.design.shape
     dtype = data.design.dtype
     k, n_iter, mu, lr, smoothness, bins, huber_h = validate_fsa_options(
-        (n, m), k, n_iter, mu, lr, optimizer, bins, smoothness, huber_h
+        (n, m), opts.k, opts.n_iter, opts.mu, opts.lr, opts.optimizer, opts.bins, opts.smoothness, opts.huber_h
     )
+    loss, refine = opts.loss, opts.polish.refine
     l2 = as_hyper(l2, "l2", dtype, low=0.0)
-    polish, tol, max_iter = _check_polish(polish, tol, max_iter, bins, dtype)
-    l1, polish = _check_l1(l1, polish, bins, dtype)
+    polish, tol, max_iter = _check_polish(opts.polish.enabled, opts.polish.tol, opts.polish.max_iter, bins, dtype)
+    l1, polish = _check_l1(opts.polish.l1, polish, bins, dtype)
     polish = True if refine else polish
-    config = make_config(loss, huber_h, optimizer, weighted=w is not None)
-    problem = _prepare(data, y, loss, bins, pairs, config, l2, jnp.asarray(smoothness, dtype))
-    if scale != "std" and bins is None:
-        problem = problem._replace(design=rescale_design(problem.design, w, scale))
-    if loss == "squared":  # the loss squares the residuals: y's squares must stay finite
-        y_values = problem.target if w is None else problem.target.value
-        check_scale(y_values[:, None], "y", squares=True)
+    config = make_config(loss, huber_h, opts.optimizer, weighted=w is not None)
+    problem = _prepare(data, y, loss, bins, opts.pairs, config, l2, jax.device_put(np.asarray(smoothness, dtype)))
+    if opts.scale != "std" and bins is None:
+        problem = problem._replace(design=rescale_design(problem.design, w, opts.scale))
     _check_k_live(problem.live, k)
 
-    schedule = annealing_schedule(m, k, n_iter, mu).astype(np.int32)
-    cap = iteration_cap(n_iter)
-    widths = stage_widths(m, k, _MIN_DROP)
-    polish = _default_polish(polish, n, int(widths[-1]), dtype, isinstance(problem.design, SparseDesign))
-    traced = is_traced((problem, X, y, pairs, sample_weight, l1))
+    schedule, padded, widths = schedule_plan(m, k, n_iter, mu)
+    cap = padded.shape[0]
+    sparse = problem.design.sparse
+    polish = _default_polish(polish, n, int(widths[-1]), dtype, sparse)
+    traced = is_traced((problem, X, y, opts.pairs, sample_weight, l1))
     bounds = None
     if traced:  # under jit/grad/vmap: static stage bounds, every loop a differentiable scan
         bounds = tuple((st.start, st.start + st.length) for st in plan_stages(m, schedule, widths))
-    mode = "optimizer" if optimizer is not None else ("power" if lr is None else "fixed")
+    mode = "optimizer" if opts.optimizer is not None else ("power" if lr is None else "fixed")
     # the first compaction transposes X in row blocks, unless X is spread over devices or traced
-    one_device = (
-        isinstance(data.design, DenseDesign) and not traced and len(data.design.X.sharding.device_set) == 1
-    )
-    plan = RunPlan(widths, cap, mode, gram, bounds, _GATHER_BLOCK if one_device else 0)
-    padded = np.full((cap,), k, np.int32)
-    padded[:n_iter] = schedule
-    bar = progress_bar(total=n_iter, enabled=progress and not traced, desc="fsa", unit="it")
+    one_device = not data.design.sparse and not traced and on_one_device(data.design.X)
+    plan = RunPlan(widths, cap, mode, opts.gram, bounds, _GATHER_BLOCK if one_device else 0)
+    bar = progress_bar(total=n_iter, enabled=opts.execution.progress and not traced, desc="fsa", unit="it")
     _postfix(bar, phase="memory", width=m)
     # device_put, not jnp.asarray: converting a numpy array with jnp compiles a program per shape
-    state, cols, objective, step_size, mean, inv_scale, basis_mean = run(
-        problem,
-        jax.device_put(padded),
-        jax.device_put(np.int32(n_iter)),
-        jax.device_put(np.asarray(0.0 if lr is None else lr, dtype)),
-        sub=subsample_design(problem, plan),  # a sparse X's step subsample, without the other rows' entries
-        plan=plan,
-    )
+    args = (jax.device_put(padded), jax.device_put(np.int32(n_iter)), jax.device_put(np.asarray(0.0 if lr is None else lr, dtype)))
+    sub = subsample_design(problem, plan)  # a sparse X's step subsample, without the other rows' entries
+    grid = problem.grid
+    finishing = _finishing(k, n_iter, dtype, tol, max_iter, l1, grid)
+    # one program (schedule + polish + survivors), unless the polish needs the host between them: a
+    # refine's rounds, a large sparse X (its memory handed back, its support compacted apart)
+    large = sparse and not traced and problem.design.data.size >= _LARGE_ENTRIES
+    apart = large or (polish and compacts_support(problem.design, int(widths[-1])))
+    if not refine and not apart:
+        out = solve(problem, *args, finishing, None, sub, plan=plan, polish=bool(polish))
+        bar.update(n_iter)
+        bar.close()
+        return make_result(out, k, n_iter, schedule, m, traced)
+    state, cols, objective, step_size, mean, inv_scale, basis_mean = run(*((problem,) + args), sub=sub, plan=plan)
     bar.update(n_iter)
     _release_after_large(problem.design)
-    grid = problem.grid
+    local = None
     if refine:  # the polish on the schedule's support, then rounds of gradient support pursuit
         _postfix(bar, phase="refine", width=int(widths[-1]))
         box = [problem]
@@ -815,6 +969,7 @@ def fsa(
         cols, mean, inv_scale, fit = refined.cols, refined.mean, refined.inv_scale, refined.fit
         state = state._replace(coef=fit.coef, intercept=fit.intercept, active=refined.active)
         del refined
+        polished = fit
     elif polish:  # the converged fit on the final support (width W, the k survivors active)
         _postfix(bar, phase="polish", width=int(widths[-1]))
         target, compacted = polish_problem(problem, cols)
@@ -822,38 +977,15 @@ def fsa(
             del problem, data
         fit = polish_prepared(target, cols, state.coef, state.intercept, state.active, tol, max_iter, compacted, l1)
         state = state._replace(coef=fit.coef, intercept=fit.intercept)
+        polished = fit
+    else:
+        polished = None
     bar.close()
-    support, coef, intercept, loss_path, status, basis_mean, x_min, bin_width = finish(
-        state,
-        cols,
-        objective,
-        mean,
-        inv_scale,
-        basis_mean,
-        None if grid is None else grid.x_min,
-        None if grid is None else grid.bin_width,
-        k=k,
-        n_iter=n_iter,
-    )
-    status = merge_status(status, fit) if polish else status
-    result = FSAResult(
-        support=support,
-        coef=coef,
-        intercept=intercept,
-        loss_path=loss_path,
-        n_kept=jax.device_put(schedule),
-        step_size=step_size,
-        status=status,
-        x_min=x_min,
-        bin_width=bin_width,
-        basis_mean=basis_mean,
-        n_features=m,
-    )
-    if not traced:  # the one host sync, after the run
-        code = int(result.status)
-        if code != OK:
-            warnings.warn(f"fsa: {status_message(code)}", RuntimeWarning, stacklevel=2)
-    return result
+    out = finish_program(None, state, cols, objective, step_size, mean, inv_scale, basis_mean, finishing, local,
+                         polish=False)
+    if polished is not None:
+        out = out._replace(status=merge_status(out.status, polished))
+    return make_result(out, k, n_iter, schedule, m, traced)
 
 
 @any_mesh

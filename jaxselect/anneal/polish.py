@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import optax
 
 from .._repr import short_repr
-from ..losses import GLMLoss, huber_hinge_margin, logistic_margin, lorenz_margin, signed_labels
+from ..losses import loss_names, GLMLoss, huber_hinge_margin, logistic_margin, lorenz_margin, signed_labels
 from ..newton import choose_solver, glm_newton
 from ..design import SparseDesign
 from ..design.sparse import pad_entries, square_sums
@@ -65,7 +65,7 @@ __all__ = [
 #: Default cap on the polish's iterations (Newton steps, or L-BFGS updates).
 POLISH_MAX_ITER = 100
 #: Losses whose polish is the damped Newton solver on linear learners (the others use L-BFGS).
-NEWTON_LOSSES = ("squared", "logistic", "huber_hinge", "lorenz")
+NEWTON_LOSSES = loss_names(fsa=True, pointwise=True)
 _MARGINS = {"logistic": logistic_margin, "lorenz": lorenz_margin}
 
 
@@ -128,10 +128,12 @@ def support_design(design, cols, compacted: bool = False):
     return design.take(cols).materialize()
 
 
-def _scores(design_s, coef):
+def _scores(design_s, coef, operator: bool):
+    """Scores on the support: a PL design's, the compacted operator's (``operator``), or the dense
+    support columns' (:func:`support_design`)."""
     if isinstance(design_s, PLDesign):
         return design_s.mv(coef)
-    if isinstance(design_s, SparseDesign):
+    if operator:
         return design_s.mv(coef[:, 0])
     return design_s @ coef[:, 0]
 
@@ -295,13 +297,21 @@ def polish_problem(problem: FSAProblem, cols, *, dense_bytes=None):
     longer refers to the full design, so a caller that drops its own references to that design
     before :func:`polish_prepared` frees X's entries during the polish."""
     design = problem.design
-    limit = DENSE_SUPPORT_BYTES if dense_bytes is None else int(dense_bytes)
-    if isinstance(design, SparseDesign) and not is_traced((design, cols)):
-        width = int(cols.shape[0])
-        if design.n_rows * width * design.dtype.itemsize > limit:
-            support = pad_entries(design.compact(cols, pad=True))
-            return problem._replace(design=support), True
+    if not is_traced(cols) and compacts_support(design, int(cols.shape[0]), dense_bytes):
+        support = pad_entries(design.compact(cols, pad=True))
+        return problem._replace(design=support), True
     return problem, False
+
+
+def compacts_support(design, width: int, dense_bytes=None) -> bool:
+    """The polish of a support of ``width`` columns runs on the support's own stored entries
+    (:func:`polish_problem`): a concrete sparse design whose dense support columns exceed
+    ``dense_bytes`` (default :data:`DENSE_SUPPORT_BYTES`)."""
+    limit = DENSE_SUPPORT_BYTES if dense_bytes is None else int(dense_bytes)
+    return (
+        design.sparse and not is_traced(design)
+        and design.n_rows * width * design.dtype.itemsize > limit
+    )
 
 
 def polish_prepared(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, compacted: bool,
@@ -332,7 +342,7 @@ def _polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, c
     def objective(theta):
         c, b = unpack(theta)
         c = c * mask
-        value = jnp.asarray(loss_fn(_scores(design_s, c) + b, problem.target), dtype)
+        value = jnp.asarray(loss_fn(_scores(design_s, c, operator) + b, problem.target), dtype)
         return value + prior(c, l2, smooth)
 
     def scaled_objective(z):

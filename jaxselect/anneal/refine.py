@@ -53,7 +53,7 @@ class Refined(NamedTuple):
       intercept: () intercept.
       active: (W,) bool.
       mean, inv_scale: (W,) the support's column means and inverse scales (raw coefficients are
-        ``coef · inv_scale``, see :func:`~jaxselect.anneal.run.finish`).
+        ``coef · inv_scale``, see :func:`~jaxselect.anneal.solver.extract`).
       fit: the :class:`~jaxselect.anneal.polish.PolishResult` of the accepted support's polish
         (the result's coefficients; its status joins the result's).
     """

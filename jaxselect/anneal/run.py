@@ -1,22 +1,26 @@
-"""FSA's whole annealing schedule as one compiled program (DESIGN.md §5).
+"""FSA's whole annealing schedule, its polish and its survivors as one compiled program (DESIGN.md §5).
 
-:func:`run` takes an :class:`~jaxselect.anneal.FSAProblem`, the schedule M_e of eq. (3) as data
-(an int32 array padded to a power-of-two length ``cap``) and the traced ``n_iter`` and ``lr``, and
-runs every stage, compaction and step-size estimate in one XLA program; :func:`finish` (tiny,
-static ``k`` and ``n_iter``) extracts the k survivors. Only the static :class:`RunPlan` shapes the
-program: the stage widths (successive halvings of M down to the k-bucket, without M/2,
-:func:`~jaxselect.anneal.stage_widths`), ``cap``, how the step is set, and whether the squared
-loss may iterate in moment space. So a call that changes only ``mu``, ``lr``, ``l2`` or
-``smoothness`` compiles nothing, one that changes ``k`` within its bucket or ``n_iter`` within
-its ``cap`` compiles only :func:`finish`.
+:func:`solve` takes an :class:`~jaxselect.anneal.FSAProblem`, the schedule M_e of eq. (3) as data
+(an int32 array padded to a power-of-two length ``cap``), the traced ``n_iter`` and ``lr`` and the
+end's data (:class:`Finishing`: k, the polish's tolerance, cap and L1 weight), and runs every
+stage, compaction and step-size estimate (:func:`stages`), the polish on the final support and the
+extraction of the survivors (:func:`~jaxselect.anneal.solver.extract`) in one XLA program. Only
+the static :class:`RunPlan` and the polish switch shape the program: the stage widths (successive
+halvings of M down to the k-bucket, without M/2, :func:`~jaxselect.anneal.stage_widths`), ``cap``,
+how the step is set, and whether the squared loss may iterate in moment space. So a call that
+changes only ``mu``, ``lr``, ``l2``, ``smoothness``, ``k`` within its bucket or ``n_iter`` within
+its ``cap`` compiles nothing. :func:`run` is the stages alone (a refine, or a polish on a compacted
+sparse support, runs between it and :func:`finish_program`).
 
-Inside the program (:func:`run`): the bounds of each stage (the iterations whose active count fits
-its width, :func:`~jaxselect.anneal.plan_stages`) are computed from the schedule; between stages
-the kept columns are gathered into a smaller array (``design.compact``: a dense linear design
-becomes its transposed copy, see :mod:`.design`); each stage sets its step (power iteration, warm-started, with a
-traced number of iterations) and runs its iterations as a ``lax.fori_loop`` with traced bounds,
-a ``while`` loop that does no masked padding work. For the squared loss one of the last two stages
-that is narrower than its length iterates in moment space (``G = AᵀA/N``, :func:`~jaxselect.anneal.step.gram_oracle`),
+Inside the program (:func:`stages`): the bounds of each stage (the iterations whose active count
+fits its width, :func:`~jaxselect.anneal.plan_stages`) are computed from the schedule; between
+stages the kept columns are gathered into a smaller array (``design.compact``: a dense linear
+design becomes its transposed copy, see :mod:`.design`); each stage sets its step (power
+iteration, warm-started, with a traced number of iterations) and runs its iterations by the
+library's driver, :func:`jaxselect.solver.iterate` of FSA's solver
+(:func:`~jaxselect.anneal.fsa_solver`): a ``while`` loop until the stage's end, which does no
+masked padding work. For the squared loss one of the last two stages that is narrower than its
+length iterates in moment space (``G = AᵀA/N``, :class:`~jaxselect.anneal.step.MomentOracle`),
 chosen by ``lax.cond``. Nothing leaves the device.
 
 Reverse-mode differentiation cannot go through a ``while`` loop, so when :func:`~jaxselect.fsa`
@@ -29,20 +33,22 @@ stage's iterations, and ``coef``/``intercept``/``loss_path`` are differentiable 
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._validation import is_traced
-from ..status import NONFINITE, OK
+from ..programs import jit
+from ..solver import iterate
 from .design import PLDesign
-from .step import FSAProblem, FSAState, Params, advance, default_step, design_shape, direct_oracle, gram_oracle
-from .step import start_vector
+from .polish import polish_prepared
+from .solver import FSACarry, FSAEnding, FSAOutput, FSAStage, fsa_solver
+from .step import FSAProblem, FSAState, default_step, design_shape, moment_oracle, start_vector
 from .stepsize import WeightedTarget
 
-__all__ = ["RunPlan", "RunStart", "run", "finish", "iteration_cap", "stage_bounds"]
+__all__ = ["Finishing", "RunPlan", "RunStart", "run", "solve", "finish_program", "iteration_cap", "stage_bounds"]
 
 # default step: power iterations for the first (cold) and later (warm-started) estimates, at most
 # half the stage's own iterations; the first estimate of a short wide stage uses a row subsample
@@ -163,14 +169,13 @@ def subsample_design(problem: FSAProblem, plan: "RunPlan"):
     entries become zeros: two arrays the size of X's entries and full-size products); taken here
     on concrete arrays it holds only the subsample's ~nnz/stride entries (padded to
     :func:`~jaxselect.design.sparse.nnz_bucket`, so similar problems share the compiled run)."""
-    from ..design import SparseDesign
     from ..design.sparse import pad_entries
 
     design = problem.design
     rows = design.shape[0]
     if (
         plan.step_mode != "power" or plan.first_stage != 0 or problem.config.curvature is None
-        or type(design) is not SparseDesign or rows <= 2 * _SUBSAMPLE_ROWS  # a row-sharded design: in the run
+        or not design.sparse or design.sharded or rows <= 2 * _SUBSAMPLE_ROWS  # a row-sharded design: in the run
         or is_traced((design.data, design.rows, design.cols))
     ):
         return None
@@ -200,55 +205,31 @@ def _stage_step(problem: FSAProblem, index: int, length, v_coef, v_icpt, lam, su
     )
 
 
-def _iterate(problem: FSAProblem, state: FSAState, objective, start, end, gram: bool):
-    """Iterations ``start .. end − 1`` of Algorithm 1 on one stage (``fori_loop``; a scan when the
-    bounds are Python ints), writing F of each into ``objective``."""
+def _iterate(problem: FSAProblem, carry, start, end, gram: bool, solver):
+    """Iterations ``start .. end − 1`` of Algorithm 1 on one stage: the driver's
+    :func:`~jaxselect.solver.iterate` of FSA's solver (a ``while`` loop until the stage's end, or a
+    scan of exactly its iterations when the bounds are Python ints), F of each in the carry."""
 
-    def loop(make_oracle):
-        def go(state, objective):
-            oracle = make_oracle()
-
-            def body(e, carry):
-                s, obj = carry
-                s = advance(oracle, problem, s)
-                return s, obj.at[e].set(s.objective)
-
-            return jax.lax.fori_loop(start, end, body, (state, objective))
+    def loop(moments: bool):
+        def go(carry):
+            oracle = moment_oracle(problem.design, problem.target) if moments else None
+            stage = FSAStage(problem, end, oracle)
+            n_steps = end - start if isinstance(end, int) else carry.objective.shape[0]
+            return iterate(solver, stage, carry, n_steps)[0]
 
         return go
 
-    direct = loop(lambda: direct_oracle(problem.design, problem.target, problem.config.loss_fn))
     if not gram:
-        return direct(state, objective)
-    width = state.active.shape[0]
-    moments = loop(lambda: gram_oracle(problem.design, problem.target))
-    return _cond(width < end - start, moments, direct, state, objective)
+        return loop(False)(carry)
+    width = carry.state.active.shape[0]
+    return _cond(width < end - start, loop(True), loop(False), carry)
 
 
-@functools.partial(jax.jit, static_argnames=("plan",))
-def run(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = None, sub=None, *, plan: RunPlan):
-    """The whole schedule of :func:`~jaxselect.fsa` in one program (see module docstring).
-
-    Args:
-      problem: the :class:`~jaxselect.anneal.FSAProblem` at full width M.
-      schedule: (cap,) int32 M_e of eq. (3), padded with k after ``n_iter``.
-      n_iter: () int32 number of iterations (≤ cap).
-      lr: () step of ``step_mode="fixed"`` (ignored otherwise).
-      start: None (from β = 0), or the :class:`RunStart` of stage ``plan.first_stage``; then
-        ``problem.design`` holds that stage's W columns (``start.cols``) only.
-      sub: None, or the first stage's row subsample of ``problem.design`` made beforehand
-        (:func:`subsample_design`: a sparse design's, without the other rows' entries).
-      plan: the static :class:`RunPlan`.
-
-    Returns:
-      ``(state, cols, objective, steps, mean, inv_scale, basis_mean)`` at the last width W:
-      the :class:`~jaxselect.anneal.FSAState`, (W,) original index of each column, (cap,) F per
-      iteration (NaN after ``n_iter``), (n_stages,) step of each stage (NaN with an optimizer),
-      and the last design's (W,) column means and inverse scales (linear) or (W, P) PL centring.
-    """
+def stages(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = None, sub=None, *, plan: RunPlan):
+    """The body of :func:`run` (traced: also the first part of :func:`solve`)."""
     widths = plan.widths
-    p, dtype = design_shape(problem.design)
     m = widths[0]
+    solver = fsa_solver(plan.step_mode, plan.bounds is not None)
     if plan.bounds is None:
         prev = jnp.concatenate([jnp.full((1,), m, jnp.int32), schedule[:-1]])
         valid = jnp.arange(plan.cap, dtype=jnp.int32) < n_iter
@@ -258,31 +239,21 @@ def run(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = None
         starts, ends = (list(b) for b in zip(*plan.bounds))
     first = plan.first_stage
     if start is None:
-        coef = jnp.zeros((m, p), dtype)
-        intercept = jnp.zeros((), dtype)
-        opt_state = problem.config.optimizer.init(Params(coef, intercept))
-        if plan.step_mode == "fixed":
-            opt_state = opt_state._replace(step=jnp.asarray(lr, dtype))
-        state = FSAState(
-            coef,
-            intercept,
-            jnp.asarray(problem.live).astype(bool),
-            opt_state,
-            jnp.zeros((), jnp.int32),
-            schedule,
-            jnp.full((), jnp.nan, dtype),
-        )
+        carry = solver.init(problem, schedule, lr)
+        p, dtype = design_shape(problem.design)
         cols = jnp.arange(m, dtype=jnp.int32)
         v_coef, v_icpt, lam = start_vector(m, p, dtype), jnp.ones((), dtype), jnp.ones((), dtype)
-        objective = jnp.full((plan.cap,), jnp.nan, dtype)
         steps = []
     else:
         state, cols, v_coef, v_icpt, lam, objective = start[:6]
+        dtype = state.coef.dtype
+        carry = FSACarry(state, objective)
         steps = [start.steps[j] for j in range(first)]
     design = problem.design
     for i, width in enumerate(widths):
         if i < first:
             continue
+        state = carry.state
         if i > first:
             keep = _first_true(state.active, width)
             design = design.compact(keep, plan.gather_block)
@@ -305,28 +276,93 @@ def run(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = None
         # moment space: only the last two stages, where the schedule's long flat tail runs (each
         # candidate stage compiles both loops); never for a width no stage length can exceed
         gram = plan.gram and i >= len(widths) - 2 and width < plan.cap
-        state, objective = _iterate(stage, state, objective, starts[i], ends[i], gram)
+        carry = _iterate(stage, carry._replace(state=state), starts[i], ends[i], gram, solver)
     if isinstance(design, PLDesign):
         mean = inv_scale = None
         basis_mean = design.basis_mean
     else:  # a linear design operator carries its standardisation (the kept columns' μ and f)
         mean, inv_scale, basis_mean = design.mean, design.factor, None
-    return state, cols, objective, jnp.stack(steps), mean, inv_scale, basis_mean
+    return carry.state, cols, carry.objective, jnp.stack(steps), mean, inv_scale, basis_mean
 
 
-@functools.partial(jax.jit, static_argnames=("k", "n_iter"))
-def finish(state: FSAState, cols, objective, mean, inv_scale, basis_mean, x_min, bin_width, *, k, n_iter):
-    """The k survivors of a run: ``(support, coef, intercept, loss_path, status, basis_mean, x_min,
-    bin_width)``, linear coefficients mapped back to raw feature space."""
-    keep = _first_true(state.active, k)
-    coef = jnp.take(state.coef, keep, axis=0)
-    support = jnp.take(cols, keep)
-    loss_path = objective[:n_iter]
-    finite = jnp.isfinite(loss_path).all() & jnp.isfinite(coef).all() & jnp.isfinite(state.intercept)
-    status = jnp.where(finite, OK, NONFINITE).astype(jnp.int32)
-    if basis_mean is None:
-        raw = coef[:, 0] * jnp.take(inv_scale, keep)
-        intercept = state.intercept - jnp.dot(jnp.take(mean, keep), raw)
-        return support, raw, intercept, loss_path, status, None, None, None
-    pl = (jnp.take(basis_mean, keep, axis=0), jnp.take(x_min, support), jnp.take(bin_width, support))
-    return (support, coef, state.intercept, loss_path, status) + pl
+@functools.partial(jit, static_argnames=("plan",))
+def run(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = None, sub=None, *, plan: RunPlan):
+    """The whole schedule of :func:`~jaxselect.fsa` in one program (see module docstring).
+
+    Args:
+      problem: the :class:`~jaxselect.anneal.FSAProblem` at full width M.
+      schedule: (cap,) int32 M_e of eq. (3), padded with k after ``n_iter``.
+      n_iter: () int32 number of iterations (≤ cap).
+      lr: () step of ``step_mode="fixed"`` (ignored otherwise).
+      start: None (from β = 0), or the :class:`RunStart` of stage ``plan.first_stage``; then
+        ``problem.design`` holds that stage's W columns (``start.cols``) only.
+      sub: None, or the first stage's row subsample of ``problem.design`` made beforehand
+        (:func:`subsample_design`: a sparse design's, without the other rows' entries).
+      plan: the static :class:`RunPlan`.
+
+    Returns:
+      ``(state, cols, objective, steps, mean, inv_scale, basis_mean)`` at the last width W:
+      the :class:`~jaxselect.anneal.FSAState`, (W,) original index of each column, (cap,) F per
+      iteration (NaN after ``n_iter``), (n_stages,) step of each stage (NaN with an optimizer),
+      and the last design's (W,) column means and inverse scales (linear) or (W, P) PL centring.
+    """
+    return stages(problem, schedule, n_iter, lr, start, sub, plan=plan)
+
+
+class Finishing(NamedTuple):
+    """The data of the end of a run: the survivors' count and the polish's options (traced).
+
+    Attributes:
+      k: () int32 survivors; n_iter: () int32 iterations.
+      tol: () the polish's tolerance; max_iter: () int32 its cap; l1: None or () λ.
+      x_min, bin_width: (M,) PL grid (None for linear learners).
+    """
+
+    k: jax.Array
+    n_iter: jax.Array
+    tol: Any = None
+    max_iter: Any = None
+    l1: Any = None
+    x_min: Any = None
+    bin_width: Any = None
+
+
+def end_of_run(problem, state, cols, objective, steps, mean, inv_scale, basis_mean, finishing: Finishing, *,
+               polish: bool, local=None) -> FSAOutput:
+    """The polish (``polish``: on the problem's design, whose columns ``local`` — default ``cols`` —
+    are the survivors' positions) and the survivors (:func:`~jaxselect.anneal.solver.extract`)."""
+    fit_status = None
+    if polish:
+        fit = polish_prepared(problem, cols if local is None else local, state.coef, state.intercept, state.active,
+                              finishing.tol, finishing.max_iter, False, finishing.l1)
+        state = state._replace(coef=fit.coef, intercept=fit.intercept)
+        fit_status = fit.status
+    ending = FSAEnding(cols, mean, inv_scale, basis_mean, finishing.x_min, finishing.bin_width, finishing.k,
+                       finishing.n_iter)
+    out = fsa_solver().finish(ending, FSACarry(state, objective), None)
+    status = out.status if fit_status is None else jnp.bitwise_or(out.status, fit_status)
+    return out._replace(status=status, steps=steps)
+
+
+@functools.partial(jit, static_argnames=("plan", "polish"))
+def solve(problem: FSAProblem, schedule, n_iter, lr, finishing: Finishing, start: RunStart | None = None, sub=None,
+          *, plan: RunPlan, polish: bool) -> FSAOutput:
+    """One compiled program for a whole in-memory call of :func:`~jaxselect.fsa`: the schedule's
+    stages (:func:`run`'s body), the polish on the final support (``polish``), and the survivors
+    (:class:`~jaxselect.anneal.solver.FSAOutput`: ``finishing.k`` and ``n_iter`` are data, so a new
+    k in its bucket compiles nothing). With ``start`` (a streamed phase's hand-over) the design
+    holds ``start.cols`` only and the polish reads the survivors' positions among them."""
+    state, cols, objective, steps, mean, inv_scale, basis_mean = stages(
+        problem, schedule, n_iter, lr, start, sub, plan=plan
+    )
+    local = None if start is None else jnp.searchsorted(start.cols, cols).astype(jnp.int32)
+    return end_of_run(problem, state, cols, objective, steps, mean, inv_scale, basis_mean, finishing,
+                      polish=polish, local=local)
+
+
+@functools.partial(jit, static_argnames=("polish",))
+def finish_program(problem, state, cols, objective, steps, mean, inv_scale, basis_mean, finishing: Finishing, local=None,
+                   *, polish: bool) -> FSAOutput:
+    """:func:`end_of_run` as its own program (after a streamed phase, a refine, or a polish run apart)."""
+    return end_of_run(problem, state, cols, objective, steps, mean, inv_scale, basis_mean, finishing, polish=polish,
+                      local=local)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ..design import DenseDesign, SparseDesign
+from ..design import SparseDesign
 
 __all__ = ["SCALES", "check_scale_rule", "column_fill", "rescale_design"]
 
@@ -60,9 +60,9 @@ def column_fill(design, weights=None):
     """(D,) the fraction of rows (weighted by ``weights`` (n,), if given) where each column of the
     design's stored X is non-zero; a :class:`~jaxselect.design.SparseDesign` counts its stored
     non-zero entries, a dense design its non-zero values."""
-    if isinstance(design, SparseDesign):
+    if design.sparse:
         return _fill_sparse(design, weights)
-    if isinstance(design, DenseDesign):
+    if hasattr(design, "X"):
         return _fill_dense(design.X, weights)
     raise TypeError(
         f"scale='sparse' needs the design on the device (a DenseDesign or SparseDesign); got {type(design).__name__}"

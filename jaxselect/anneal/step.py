@@ -36,8 +36,9 @@ from .update import gradient_descent
 
 __all__ = ["FSAConfig", "FSAProblem", "FSAState", "fsa_init", "fsa_step", "advance"]
 
-LOSSES = ("squared", "logistic", "huber_hinge", "lorenz", "ranking")
-CLASSIFICATION_LOSSES = ("logistic", "huber_hinge", "lorenz")
+#: FSA's built-in losses and its classification ones (read off :data:`jaxselect.losses.LOSS_KINDS`)
+LOSSES = _losses.loss_names(fsa=True)
+CLASSIFICATION_LOSSES = _losses.loss_names(fsa=True, classification=True)
 # power iterations of the default step's first (cold) estimate
 _POWER_COLD = 12
 # _DEFAULT_STEP_NOTE: for the three classification losses the default step uses the logistic
@@ -246,15 +247,32 @@ def direct_oracle(design: FSADesign, target, loss_fn):
     return oracle
 
 
-def gram_oracle(design, y):
-    """Moment-space oracle for the squared loss on a standardized linear design (an operator).
+class MomentOracle(NamedTuple):
+    """Moment-space oracle for the squared loss on a standardized linear design (a pytree).
 
     With ``G = AᵀA/N`` (``design.gram``), ``c = Aᵀy/N`` (A centered), ``ȳ = mean y``,
     ``v = mean (y − ȳ)²``: ``½ mean (A β + b − y)² = ½ (βᵀGβ − 2cᵀβ + v + (b − ȳ)²)``, gradient
     ``(Gβ − c, b − ȳ)`` — the same iterates as :func:`direct_oracle` in exact arithmetic, at O(W²)
-    per iteration after one O(N W²) Gram product. Used for the long narrow stages at the end of the
-    schedule. Weighted: the moments of ``diag(rel)`` (``rel`` has mean 1, so ``Σ rel = N``).
+    per iteration after one O(N W²) Gram product (:func:`moment_oracle`). Used for the long narrow
+    stages at the end of the schedule.
     """
+
+    gram: jax.Array
+    cross: jax.Array
+    ybar: jax.Array
+    vy: jax.Array
+
+    def __call__(self, coef, intercept):
+        beta = coef[:, 0]
+        gb = self.gram @ beta
+        delta = intercept - self.ybar
+        val = 0.5 * (jnp.dot(beta, gb) - 2.0 * jnp.dot(self.cross, beta) + self.vy + delta * delta)
+        return val, (gb - self.cross)[:, None], delta
+
+
+def moment_oracle(design, y) -> MomentOracle:
+    """The :class:`MomentOracle` of a linear design operator and the squared loss's target.
+    Weighted: the moments of ``diag(rel)`` (``rel`` has mean 1, so ``Σ rel = N``)."""
     rel = None
     if isinstance(y, WeightedTarget):
         y, rel = y.value, y.rel.astype(y.value.dtype)
@@ -264,15 +282,11 @@ def gram_oracle(design, y):
     gram = design.gram(rel)
     cross = design.rmv(yc if rel is None else rel * yc) / n
     vy = jnp.mean(yc * yc) if rel is None else jnp.mean(rel * yc * yc)
+    return MomentOracle(gram, cross, ybar, vy)
 
-    def oracle(coef, intercept):
-        beta = coef[:, 0]
-        gb = gram @ beta
-        delta = intercept - ybar
-        val = 0.5 * (jnp.dot(beta, gb) - 2.0 * jnp.dot(cross, beta) + vy + delta * delta)
-        return val, (gb - cross)[:, None], delta
 
-    return oracle
+#: the moment oracle under its former name
+gram_oracle = moment_oracle
 
 
 def keep_largest(coef, active, n_keep):

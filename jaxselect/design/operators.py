@@ -137,6 +137,9 @@ class DenseDesign(NamedTuple):
     mean: jax.Array
     factor: jax.Array
 
+    #: the storage holds only non-zero entries (solvers read this, never the class)
+    sparse = False
+
     __repr__ = short_repr
 
     @classmethod
@@ -249,6 +252,9 @@ class HostDesign:
     numpy arrays in the compute dtype; X is read block by block and never copied whole (a memmap
     stays on disk). :meth:`to_device` gives the :class:`DenseDesign` of the same data.
     """
+
+    #: the storage holds only non-zero entries (solvers read this, never the class)
+    sparse = False
 
     __slots__ = ("X", "mean", "factor", "dtype")
 
@@ -418,6 +424,9 @@ class TransposedDesign(NamedTuple):
     Xt: jax.Array
     mean: jax.Array
     factor: jax.Array
+
+    #: the storage holds only non-zero entries (solvers read this, never the class)
+    sparse = False
 
     __repr__ = short_repr
 

@@ -263,6 +263,11 @@ class SparseDesign:
     True
     """
 
+    #: the storage holds only non-zero entries (solvers read this, never the class)
+    sparse = True
+    #: rows split over devices (:class:`~jaxselect.design.ShardedSparseDesign`)
+    sharded = False
+
     __slots__ = ("data", "rows", "cols", "mean", "factor", "n_rows", "alias", "n_slots")
 
     def __init__(self, data, rows, cols, mean, factor, n_rows: int, alias=None, n_slots: int | None = None):
@@ -628,6 +633,9 @@ class HostSparseDesign:
     :meth:`gram` and the s columns of :meth:`gram_columns`. :meth:`to_device` gives the
     :class:`SparseDesign` of the same data.
     """
+
+    #: the storage holds only non-zero entries (solvers read this, never the class)
+    sparse = True
 
     __slots__ = ("X", "mean", "factor", "dtype")
 

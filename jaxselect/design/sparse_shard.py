@@ -61,6 +61,8 @@ class ShardedSparseDesign(SparseDesign):
 
     __slots__ = ("mesh", "axis")
 
+    sharded = True
+
     def __init__(self, data, rows, cols, mean, factor, n_rows: int, alias=None, n_slots=None, *, mesh, axis: str):
         super().__init__(data, rows, cols, mean, factor, n_rows, alias, n_slots)
         self.mesh = mesh

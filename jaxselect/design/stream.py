@@ -42,6 +42,7 @@ __all__ = [
     "STREAM_BLOCK_BYTES",
     "StreamSource",
     "as_stream_source",
+    "stream_kind",
     "is_stream_input",
     "stream_summary",
     "subsample_rows",
@@ -84,6 +85,13 @@ class ArraySource:
     asked for. No target (pass ``y`` to the solver).
     """
 
+    #: no fused products or gradient (see :class:`ColumnSource`); targets never come in the batches
+    fused = gradient = summary = batch_targets = False
+
+    def host_array(self, dtype) -> bool:
+        """A pass may run on host BLAS: X is a numpy array or memmap already in ``dtype``."""
+        return isinstance(self.X, np.ndarray) and self.X.dtype == dtype and self.X.ndim == 2
+
     def __init__(self, X, rows: int | None = None):
         shape = tuple(int(s) for s in X.shape)
         if len(shape) != 2:
@@ -113,6 +121,17 @@ class BatchSource:
 
     N is learnt on the first pass; later passes must yield the same rows (checked per pass).
     """
+
+    fused = gradient = summary = False
+    rows = None  # block rows: the batches' own
+
+    @property
+    def batch_targets(self) -> bool:
+        """The batches carry the targets (a ``y`` given beside them is ambiguous)."""
+        return bool(self.has_targets)
+
+    def host_array(self, dtype) -> bool:
+        return False
 
     def __init__(self, fn):
         if not callable(fn):
@@ -230,6 +249,11 @@ class ColumnSource:
     def __repr__(self) -> str:
         return f"ColumnSource(shape={self.shape}, source={type(self.src).__name__})"
 
+    batch_targets = False
+
+    def host_array(self, dtype) -> bool:
+        return False
+
     def block_rows(self, width: int) -> int:
         return _rows_per_block(width, self.dtype.itemsize, self.rows)
 
@@ -264,6 +288,18 @@ def is_stream_input(X) -> bool:
     except TypeError:
         return False
     return len(X.shape) == 2
+
+
+def stream_kind(X) -> str | None:
+    """How a solver that can stream may read X: ``"source"`` (it only streams: a batch callable, a
+    column source, a row-sliceable array-like), ``"memmap"`` (an ``np.memmap``: streamed, or read
+    whole when the solver's options need X in memory), ``"array"`` (a plain 2-D float numpy array:
+    in memory, or streamed from the host array above a memory budget), or None (in memory only)."""
+    if is_stream_input(X):
+        return "memmap" if isinstance(X, np.memmap) else "source"
+    if type(X) is np.ndarray and X.ndim == 2 and X.dtype.kind == "f" and X.shape[0] >= 2:
+        return "array"
+    return None
 
 
 def as_stream_source(X, rows: int | None = None):
