@@ -107,7 +107,7 @@ from sklearn.utils.validation import (
 
 from jaxselect._budget import within_budget
 from jaxselect.design import HostDesign, HostSparseDesign, as_sparse_csr, is_sparse
-from jaxselect.design.stream import is_stream_input
+from jaxselect.design.stream import stream_kind
 from jaxselect._validation import check_float, check_int
 from jaxselect.anneal import PiecewiseLinear, Polish, fsa, fsa_predict
 from jaxselect.losses import HuberHinge, loss_names
@@ -734,7 +734,7 @@ class _FSABase(_Selector, _Base):
         """As :class:`_Base`'s, but an ``np.memmap`` or a row-sliceable array-like (h5py, zarr) X is
         left as it is — :func:`jaxselect.fsa` streams it (validating every block) — and only y and
         the weights are checked here."""
-        streamed = isinstance(X, np.memmap) or (is_stream_input(X) and not callable(X))
+        streamed = stream_kind(X) in ("memmap", "source") and not callable(X)
         if not streamed or np.dtype(X.dtype) not in (np.float32, np.float64):
             return super()._validate_fit(X, y, sample_weight, multi_output=multi_output, numeric=numeric)
         if len(X.shape) != 2:
