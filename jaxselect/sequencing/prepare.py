@@ -286,14 +286,14 @@ def _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_c
             "columns of each chosen group, one sparse product per step: every sequencing solver runs on it)"
         )
     use_gram = dense and (d <= GRAM_AUTO_MAX_FEATURES if gram == "auto" else bool(gram))
-    if use_gram:
-        X = data.X
-        moments = xla_moments(X, Y, w, summary, centre=not raw_gram)
-        scales = _concrete(lambda: scale_vectors(moments))
+    if use_gram:  # the moments, their scale vectors and the problem: one program, checked after it
+        problem, scales = _gram_problem(
+            data.X, Y, w, summary, groups, l2, centre=not raw_gram, whiten=bool(whiten), rank_tol=rank_tol
+        )
         bar.update()
+        scales = _concrete(lambda: scales)
         if scales is not None:
             check_scales(*scales)
-        problem = _from_moments(moments, groups, l2, whiten=bool(whiten), rank_tol=rank_tol)
         bar.update()
         return problem
     # The boundary's design operator over X itself (no copy), or — dense X only — over a centred
@@ -611,6 +611,14 @@ def _from_moments(m: Moments, groups: Groups, l2, *, whiten: bool, rank_tol: flo
         None,
         _status(C, b0t),
     )
+
+
+@partial(jit, static_argnames=("centre", "whiten", "rank_tol"))
+def _gram_problem(X, Y, w, summary, groups: Groups, l2, *, centre: bool, whiten: bool, rank_tol: float):
+    """The device Gram path of :func:`prepare` in one program: :func:`xla_moments`, the scale-check
+    vectors (:func:`scale_vectors`, checked on the host after the program) and :func:`_from_moments`."""
+    moments = xla_moments(X, Y, w, summary, centre=centre)
+    return _from_moments(moments, groups, l2, whiten=whiten, rank_tol=rank_tol), scale_vectors(moments)
 
 
 def _target_scale(Y, Yc, nf, w):
