@@ -11,7 +11,7 @@ Data model → solvers → evaluation:
 """
 
 from jaxselect import datasets, design, losses
-from jaxselect.anneal import FSAResult, annealing_schedule, fsa
+from jaxselect.anneal import Execution, FSAResult, PiecewiseLinear, Polish, annealing_schedule, fsa
 from jaxselect.sequencing.anytime import (
     Curve,
     alpha_stopping_cost,
@@ -102,12 +102,15 @@ __all__ = [
     "DWSMReport",
     "DWSMTrace",
     "Design",
+    "Execution",
     "FSAResult",
     "GLMInfo",
     "NewtonOptions",
     "GroupLassoFit",
     "Groups",
     "Moments",
+    "PiecewiseLinear",
+    "Polish",
     "Problem",
     "RLSResult",
     "SelectionPath",

@@ -92,5 +92,38 @@ def test_conventions_on_argument_names():
             assert p.kind is inspect.Parameter.KEYWORD_ONLY, f"{name}: {option} must be keyword-only"
 
 
+#: the most parameters a public function takes (issue 34: related options are grouped in records)
+MAX_PARAMETERS = 15
+
+
+def test_no_public_function_takes_more_than_15_parameters():
+    """Related options travel as one record (``js.Polish``, ``js.Execution``, ``js.NewtonOptions``,
+    DWSM's ``MDPOptions``/``RCPIOptions``, ...); ``**deprecated`` (old keywords for one release) and
+    ``*arrays`` do not count."""
+    too_many = {}
+    for name, fn in public_functions().items():
+        named = [
+            p for p in inspect.signature(fn).parameters.values()
+            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+        if len(named) > MAX_PARAMETERS:
+            too_many[name] = len(named)
+    assert too_many == {}, too_many
+
+
+def test_k_directly_follows_the_data():
+    """One position for ``k`` (the number of features, groups or steps): right after the data
+    arguments, positional-or-keyword, wherever a function takes it."""
+    data = {"X", "Y", "y", "groups", "problem", "key"}
+    for name, fn in public_functions().items():
+        params = list(inspect.signature(fn).parameters.values())
+        names = [p.name for p in params]
+        if "k" not in names or name in ("annealing_schedule",):
+            continue
+        i = names.index("k")
+        assert params[i].kind is params[i].POSITIONAL_OR_KEYWORD, f"{name}: k must be positional-or-keyword"
+        assert all(n in data for n in names[:i]), f"{name}: k must directly follow the data ({names[:i]})"
+
+
 if __name__ == "__main__":
     print(rendered_block(), end="")
