@@ -804,13 +804,13 @@ def glm_omp(
         0..C−1 (bool = 0/1; every class must occur); ``"squared"`` / callable: (n,) or (n, T) real
         targets.
       groups: None (singletons, unit costs), (D,) group ids, or a :class:`Groups` with costs.
+      k: number of groups to sequence (default None: all J; clipped to J); positional or keyword.
       loss: "logistic", "softmax", "squared" or a callable ``loss(scores (n, T), Y (n, T))``
         returning (n,) per-example losses (or their mean); smooth, convex, separable. A callable is
         a static argument: an equal function (e.g. the same lambda built afresh) is not recompiled.
       l2: λ ≥ 0: the risk is the mean loss + (λ/2)‖W‖² on the coefficients of the standardised,
         group-whitened features (the intercept is not penalised) — the library's one ``l2``.
         sklearn's ``LogisticRegression(C=…)`` on the same columns is ``λ = 1/(C·n)``. May be traced.
-      k: number of groups to sequence (default None: all J; clipped to J).
       criterion: "whiten" (Alg. 3 on whitened groups), "no_whiten" (gradient w.r.t. the merely
         standardised features) or "single" (its best single feature), as in :func:`cs_omp`.
       cost_sensitive: divide the criterion by c(g) (False: cost-blind G-OMP).

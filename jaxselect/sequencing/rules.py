@@ -181,11 +181,11 @@ def cs_omp(
 
     Args:
       problem: from :func:`jaxselect.prepare`.
-      criterion: one of "whiten", "no_whiten", "single".
-      cost_sensitive: divide the criterion by c(g).
       k: number of groups to sequence (default all J; values above J are clipped to J). On a
         ``gram=False`` problem the default is the most steps whose slots fit in min(n, D), and the
         path is in slot space (:class:`~jaxselect.SelectionPath`, ``path.dense()``).
+      criterion: one of "whiten", "no_whiten", "single".
+      cost_sensitive: divide the criterion by c(g).
       progress: show a ``tqdm`` progress bar (needs the optional ``tqdm``, the ``[progress]``
         extra); the steps then run in a few compiled chunks. Default False: one compiled program.
 
@@ -217,8 +217,8 @@ def cs_fr(problem: Problem, k=None, *, cost_sensitive: bool = True, progress: bo
 
     Args:
       problem: from :func:`jaxselect.prepare`.
-      cost_sensitive: divide the gain by c(g) (False: plain group forward regression).
       k: number of groups to sequence (default all J; on a ``gram=False`` problem see :func:`cs_omp`).
+      cost_sensitive: divide the gain by c(g) (False: plain group forward regression).
       progress: a progress bar, as in :func:`cs_omp`.
 
     Raises:
@@ -251,8 +251,8 @@ def doubling(problem: Problem, k=None, *, c_min=None, progress: bool = False) ->
 
     Args:
       problem: from :func:`jaxselect.prepare`.
-      c_min: cap of the first pick (default: the cheapest group's cost); may be traced.
       k: number of groups to sequence (default all J; on a ``gram=False`` problem see :func:`cs_omp`).
+      c_min: cap of the first pick (default: the cheapest group's cost); may be traced.
       progress: a progress bar, as in :func:`cs_omp`.
 
     Returns:
