@@ -13,6 +13,7 @@ inputs) only shapes and dtypes can be checked; value checks (NaN/Inf, constant c
 from __future__ import annotations
 
 import numbers
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -292,12 +293,25 @@ def as_targets(Y, n: int, name: str = "Y", *, dtype=None):
         if not np.isfinite(Y).all():
             raise_nonfinite(original, name, target, "remove those rows first")
         return jax.device_put(Y), was_1d  # (jnp.asarray would compile a copy program per shape)
+    if isinstance(Y, jax.Array) and not is_traced(Y) and Y.is_fully_addressable:
+        Y, finite = _column_and_finite(Y, target=np.dtype(target))  # one program, not three eager ops
+        if not bool(finite):
+            raise_nonfinite(original, name, target, "remove those rows first")
+        return Y, was_1d
     Y = _cast(Y, target, name)
     if was_1d:
         Y = Y[:, None]
     if not _all_finite(Y):
         raise_nonfinite(original, name, target, "remove those rows first")
     return Y, was_1d
+
+
+@partial(jit, static_argnames=("target",))
+def _column_and_finite(Y, *, target):
+    """``(Y as (n, T) of dtype target, all entries finite)`` for a concrete device Y."""
+    Y = Y.astype(target)
+    Y = Y[:, None] if Y.ndim == 1 else Y
+    return Y, jnp.all(jnp.isfinite(Y))
 
 
 def _squeeze_column(y, name: str):
