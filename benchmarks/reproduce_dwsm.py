@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import l1_logistic  # noqa: E402
 from jaxselect.datasets import BINARY_UCI_SETS, MULTICLASS_SETS, load_adult, load_binary_uci, load_multiclass, load_pima  # noqa: E402
 from jaxselect import Groups  # noqa: E402
-from jaxselect.dwsm import dwsm_evaluate, dwsm_fit  # noqa: E402
+from jaxselect.dwsm import MDPOptions, RCPIOptions, dwsm_evaluate, dwsm_fit  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "results", "dwsm")
 LAMBDAS = (0.0, 0.001, 0.01, 0.1, 0.15, 0.2, 0.3)
@@ -445,7 +445,7 @@ def part_cost(args, fit_kw, summary, penalties=(400.0, 800.0), folds=5):
                 y[te],
                 lam=1.0,
                 groups=Groups.from_ids(ds.groups, costs=ds.costs),
-                cost_matrix=P * (1.0 - np.eye(2)),
+                mdp=MDPOptions(cost_matrix=P * (1.0 - np.eye(2))),
                 **fit_kw,
             )
             costs.append(float(rep.average_cost))
@@ -513,7 +513,7 @@ def part_relational(args, fit_kw, summary, lam=0.005, gamma=0.02):
     tr, te = perm[:k], perm[k : 2 * k if args.quick else None]
     groups, related = digit_blocks()
     rep, pol = dwsm_point(
-        jax.random.key(0), X[tr], y[tr], X[te], y[te], lam=lam, gamma=gamma, groups=groups, related=related, **fit_kw
+        jax.random.key(0), X[tr], y[tr], X[te], y[te], lam=lam, groups=groups, mdp=MDPOptions(gamma=gamma, related=related), **fit_kw
     )
     usage = np.asarray(rep.class_usage)  # (10, 64) over correctly classified test digits
     import matplotlib
@@ -576,8 +576,8 @@ def part_diagnose(args, summary, lam=0.03, n_iter=10, alpha=0.7):
     d = X.shape[1]
     spec = make_spec(d, 2, lam=lam)
     # the paper's RCPI as before 0.3: uniform states only, no terminal-state data
-    opts = dict(states_per_example=10, policy_states=0, terminal_weight=0.0, alpha=alpha, l2=1e-3)
-    prob = rcpi_problem(spec, jnp.asarray(Xtr), jnp.asarray(ytr), **opts)
+    opts = RCPIOptions(states_per_example=10, policy_states=0, terminal_weight=0.0, alpha=alpha, l2=1e-3, n_states=None, acquisitions=None)
+    prob = rcpi_problem(spec, jnp.asarray(Xtr), jnp.asarray(ytr), options=opts)
     test = prob._replace(
         X=jnp.where(prob.live[None, :], (jnp.asarray(Xte) - prob.mean[None, :]) / prob.scale[None, :], 0.0),
         y=jnp.asarray(yte, jnp.int32),
@@ -886,7 +886,13 @@ def main():
         choices=["policy", "uniform"],
         help="dwsm_fit(states=...): 'policy' (default) or the paper's 'uniform'",
     )
-    ap.add_argument("--select", default="best", choices=["best", "last"], help="dwsm_fit(select=...)")
+    ap.add_argument("--select", default="best", choices=["best", "last"], help="RCPIOptions(select=...)")
+    ap.add_argument(
+        "--paper-rollouts",
+        action="store_true",
+        help="RCPIOptions(n_states=None, acquisitions=None): S states per row and every allowed action "
+        "(the protocol before 0.4; the default samples a state budget and the acquisition actions)",
+    )
     ap.add_argument("--adult-train", type=int, default=2000)
     ap.add_argument("--adult-test", type=int, default=2000)
     ap.add_argument("--relational-lam", type=float, default=0.02)
@@ -901,7 +907,10 @@ def main():
         args.parts = ["binary", "cost"]
         args.sets, args.splits, args.ratios, args.lambdas = ["heart_statlog"], 1, [0.5], [0.0, 0.01, 0.1]
         args.n_iter, args.states = 3, 4
-    fit_kw = dict(n_iter=args.n_iter, states_per_example=args.states, states=args.sampling, select=args.select)
+    rcpi = RCPIOptions(states_per_example=args.states, states=args.sampling, select=args.select)
+    if args.paper_rollouts:  # every allowed action of S states per row (the cost grows with the rows)
+        rcpi = rcpi.replace(n_states=None, acquisitions=None)
+    fit_kw = dict(n_iter=args.n_iter, rcpi=rcpi)
     os.makedirs(OUT, exist_ok=True)
     summary, full = {}, {}
     t0 = time.perf_counter()

@@ -149,7 +149,9 @@ def unit_contribution(
     tt = theta if transposed else theta.T
     tz = jnp.take(tt, cols, axis=0)  # (s_max, A)
     tx = jnp.take(tt, cols + d, axis=0)
-    return v @ tz + (jnp.take(x, cols) * v) @ tx
+    # elementwise, summed over the unit's members: no (1, s)·(s, A) dot, which becomes a batched
+    # GEMM call per datum under vmap on the CPU
+    return jnp.sum(v[:, None] * tz + (jnp.take(x, cols) * v)[:, None] * tx, axis=0)
 
 
 def unit_contribution_table(theta: jax.Array, spec: DWSMSpec, x: jax.Array) -> jax.Array:

@@ -22,6 +22,7 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg  # noqa: F401 - cho_factor / cho_solve
 
 __all__ = [
     "MixtureRule",
@@ -128,6 +129,20 @@ def ridge_solve(m, Bs, Gs, l2, theta_prev):
     G = jnp.where((m > 0)[:, None, None], G, jnp.eye(p, dtype=dt)[None, :, :])
     sol = jnp.linalg.solve(G, B[:, :, None])[:, :, 0]
     return jnp.where((m > 0)[:, None], sol, theta_prev)
+
+
+def shared_ridge_solve(m, B, G, l2, theta_prev):
+    """:func:`ridge_solve` for actions that share their states and weights (the classification
+    actions): one (p, p) system ``(G/m + l2·D) θ_cᵀ = B_cᵀ/m`` for all of them (a Cholesky factor
+    solved for C right-hand sides); ``theta_prev`` (C, p) when m = 0."""
+    p = B.shape[1]
+    dt = B.dtype
+    msafe = jnp.where(m > 0, m, jnp.ones_like(m))
+    D = jnp.concatenate([jnp.ones((p - 1,), dt), jnp.zeros((1,), dt)])
+    H = G / msafe + (l2 * D)[None, :] * jnp.eye(p, dtype=dt)
+    H = jnp.where(m > 0, H, jnp.eye(p, dtype=dt))
+    sol = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), (B / msafe).T).T
+    return jnp.where(m > 0, sol, theta_prev)
 
 
 def ridge_fit(Phi, Q, W, l2, theta_prev, *, gram_batch: int = 8):

@@ -65,7 +65,7 @@ class RCPIOptions:
         classification action is always evaluated: its Q is exact, no rollout): each acquisition
         unit is rolled out from ``ceil(N · acquisitions / J)`` of the N sampled states where it is
         allowed, drawn at random. None, or a value ≥ J: every allowed action of every state (the
-        paper's RCPI).
+        paper's RCPI; the default 64 keeps every table of the paper, J ≤ 60, there).
       alpha: α-mixture weight in [0, 1) (paper: 0.7).
       l2: ridge weight > 0 of the per-action regressions (see :func:`~jaxselect.dwsm.dwsm_fit`).
       mixture: ``"stochastic"`` (paper footnote 11), ``"average"``, or a
@@ -82,9 +82,9 @@ class RCPIOptions:
         (None: 1 with ``states="policy"``, 0 with ``"uniform"``).
     """
 
-    n_states: int | None = None
+    n_states: int | None = 4096
     states_per_example: int = 10
-    acquisitions: int | None = None
+    acquisitions: int | None = 64
     alpha: float = 0.7
     l2: float = 0.01
     mixture: str = "stochastic"
@@ -92,7 +92,7 @@ class RCPIOptions:
     explore: float = 0.1
     select: str = "best"
     patience: int | None = None
-    rollout_batch: int = 16
+    rollout_batch: int = 1024
     policy_states: int | None = None
     terminal_weight: float | None = None
 

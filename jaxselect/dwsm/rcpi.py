@@ -101,11 +101,12 @@ from .policy_fit import (  # noqa: F401 - the names this module had before it wa
     MixtureRule,
     ridge_solve,
     ridge_stats,
+    shared_ridge_solve,
     mixture_weights,
     ridge_fit,
 )
 from .problem import RCPIConfig, RCPIProblem, check_key, rcpi_problem  # noqa: F401
-from .rollouts import rollout_capacity, rollout_statistics, row_state_action_values, state_action_values  # noqa: F401
+from .rollouts import rollout_capacity, row_state_action_values, sampled_rollouts, state_action_values  # noqa: F401
 from .states import (  # noqa: F401
     max_units_within_budget,
     policy_episodes,
@@ -195,6 +196,20 @@ def initial_policy(problem: RCPIProblem) -> jax.Array:
     return jnp.zeros((C + J, 2 * d + 1), dt).at[:, -1].set(bias)
 
 
+def initial_evaluation(problem: RCPIProblem):
+    """:func:`rcpi_evaluate` of θ_0 in closed form: θ_0 classifies every datum at once as the first
+    class of least mean cost, so its loss is that mean cost, its accuracy that class's (weighted)
+    share, and it acquires nothing (no episode loop to compile)."""
+    spec = problem.spec
+    dt = problem.X.dtype
+    w = problem.weights
+    total = jnp.sum(w)
+    q_cls = -((spec.cost_matrix[:, problem.y].astype(dt) @ w) / total)  # (C,), as initial_policy
+    c = jnp.argmax(q_cls).astype(jnp.int32)  # ties: the lowest class, as the greedy policy
+    acc = jnp.sum(jnp.where(problem.y == c, w, jnp.zeros_like(w))) / total
+    return -q_cls[c], acc, jnp.zeros((), dt)
+
+
 def rcpi_init(problem: RCPIProblem, key, n_iter: int) -> RCPIState:
     """θ_0 = :func:`initial_policy` (classify at once as the cheapest class), ``n_iter`` free slots, the key.
 
@@ -265,12 +280,13 @@ def rcpi_evaluate(theta, problem: RCPIProblem) -> tuple[jax.Array, jax.Array, ja
 
 
 def rcpi_step(problem: RCPIProblem, state: RCPIState) -> RCPIState:
-    """One policy iteration: sample states, roll out every allowed action, ridge fit, α-mixture.
+    """One policy iteration: sample N states, roll out a sample of the actions, ridge fit, α-mixture.
 
     Pure ``(problem, state) -> state`` (``jax.jit`` it as it is: the problem's options are arrays
     or its static config). The random numbers of iteration t are ``split(state.key, n_iter)[t]``
-    (n_iter = ``state.thetas.shape[0] − 1``), split again into the states, mixture components and
-    trajectories.
+    (n_iter = ``state.thetas.shape[0] − 1``). The work does not grow with the rows once
+    ``S·n`` exceeds ``config.n_states`` (:class:`~.problem.RCPIOptions`): N states, J·M rollouts,
+    one Gram for the classification actions and J Grams of M states each.
 
     Args:
       problem: :class:`RCPIProblem` from :func:`rcpi_problem` (data, hyper-parameters, config).
@@ -281,65 +297,72 @@ def rcpi_step(problem: RCPIProblem, state: RCPIState) -> RCPIState:
       The state with ``thetas[t + 1]`` filled, ``t + 1`` and the step's :class:`RCPIInfo`.
     """
     cfg = problem.config
-    mixture = cfg.mixture
-    Xs, spec, rw = problem.X, problem.spec, problem.weights
+    Xs, yall, spec, rw = problem.X, problem.y, problem.spec, problem.weights
     n, d = Xs.shape
     dt = Xs.dtype
-    C = spec.cost_matrix.shape[0]
-    k, n_pol = cfg.states_per_example, cfg.policy_states
-    n_unif = k - n_pol
+    C, J = spec.cost_matrix.shape[0], spec.groups.costs.shape[0]
+    A, p = C + J, 2 * d + 1
+    S, n_pol = cfg.states_per_example, cfg.policy_states
     K = state.thetas.shape[0]
-    alpha = problem.alpha
     thetas, t = state.thetas, state.t
     key = jax.random.split(state.key, K - 1)[t]
+    k_rows, k_slot, kc, kz, kp, ka = jax.random.split(key, 6)
 
-    kz, kc, kp = jax.random.split(key, 3)
-    probs = mixture.weights(t, K, alpha)
-    comp = jax.random.categorical(kc, jnp.log(probs), shape=(n, k))
-    parts_z, parts_d = [], []
-    if n_unif > 0:
-        parts_z.append(sample_states(kz, spec, n, n_unif))
-        parts_d.append(jnp.zeros((n, n_unif), bool))
-    if n_pol > 0:
-        draws = trajectory_draws(kp, (n, n_pol), spec, dt, problem.explore)
-        traj = partial(trajectory_states_given_draws, batch=max(cfg.rollout_batch, n_pol))
-        if cfg.row_axes is None:
-            zp, dev = traj(thetas, comp[:, n_unif:], spec, Xs, *draws)
-        else:
-            # each device runs the episodes of its own rows (the random numbers were drawn for all rows)
-            rows = PartitionSpec(cfg.row_axes)
-            spec_in = jax.tree.map(lambda _: PartitionSpec(), spec)
-            zp, dev = jax.shard_map(
-                traj,
-                mesh=cfg.mesh,
-                in_specs=(PartitionSpec(), rows, spec_in, rows, rows, rows, rows),
-                out_specs=(rows, rows),
-                check_vma=False,
-            )(thetas, comp[:, n_unif:], spec, Xs, *draws)
-        parts_z.append(zp)
-        parts_d.append(dev)
-    Z = jnp.concatenate(parts_z, axis=1) if len(parts_z) > 1 else parts_z[0]
-    # deviated states teach the acquisitions only: the classification rows are fitted where the
-    # policy itself goes (its states and the terminal states of its rollouts)
-    cls_w = ~(jnp.concatenate(parts_d, axis=1) if len(parts_d) > 1 else parts_d[0])
+    # 1. the N sampled states: S per row, or N rows drawn ∝ weight (then every state weighs 1)
+    if cfg.all_rows:
+        N = n * S
+        rows = jnp.repeat(jnp.arange(n, dtype=jnp.int32), S)
+        slot = jnp.tile(jnp.arange(S, dtype=jnp.int32), n)
+        sw = rw[rows]
+    else:
+        N = cfg.n_states
+        rows = jax.random.choice(k_rows, n, (N,), p=rw / jnp.sum(rw)).astype(jnp.int32)
+        slot = jax.random.randint(k_slot, (N,), 0, S, dtype=jnp.int32)
+        sw = jnp.ones((N,), dt)
+    X, y = Xs[rows], yall[rows]
+    probs = cfg.mixture.weights(t, K, problem.alpha)
+    comp = jax.random.categorical(kc, jnp.log(probs), shape=(N,)).astype(jnp.int32)
+    thetasT = jnp.swapaxes(thetas, 1, 2)  # (K, p, A): a unit's rows are contiguous
+    u, e, pick = trajectory_draws(kp, (N, 1), spec, dt, problem.explore)
+    ret0, corr0, Z, dev, _ = policy_episodes(
+        thetasT, comp, spec, X, y, u[:, 0], e[:, 0], pick[:, 0], batch=cfg.rollout_batch
+    )
+    if n_pol < S:  # the first S − P slots of a row: the paper's uniform states
+        uniform = slot < S - n_pol
+        Z = jnp.where(uniform[:, None], sample_states(kz, spec, N, 1)[:, 0], Z)
+        dev = dev & ~uniform
+    Phi = jax.vmap(phi)(X, feature_mask(spec, Z))  # (N, p)
+    scores = jnp.take_along_axis(
+        (Phi @ thetas.reshape(K * A, p).T).reshape(N, K, A), comp[:, None, None], axis=1
+    )[:, 0]  # (N, A) θ_comp · φ
 
-    m, Bs, Gs, ret_sum, corr_sum, *tstats = rollout_statistics(problem, thetas, Z, comp, cls_w)
+    # 2. classification actions: exact targets −C[c, y] at every state (deviated ones excepted)
+    wc = jnp.where(dev, jnp.zeros((), dt), sw)
+    q_cls = -spec.cost_matrix[:, y].T.astype(dt)  # (N, C)
+    m_cls = jnp.sum(wc)
+    b_cls = (q_cls * wc[:, None]).T @ Phi
+    G_cls = (Phi * wc[:, None]).T @ Phi
+    # 3. a sample of the acquisition actions, rolled out (and the rollouts' terminal states)
+    m_acq, B_acq, G_acq, *tstats = sampled_rollouts(problem, thetasT, comp, X, y, Z, Phi, sw, wc, scores, ka)
     theta_prev = jax.lax.dynamic_index_in_dim(thetas, t, axis=0, keepdims=False)
     if cfg.terminal:
         # the classification rows are also fitted on the states where the rollouts classified,
         # with a total weight terminal_weight times that of the sampled states
         mT, bT, GT = tstats
-        tau = problem.terminal_weight * m[:C] / jnp.maximum(mT, jnp.ones_like(mT))
-        m = m.at[:C].add(tau * mT)
-        Bs = Bs.at[:C].add(tau[:, None] * bT)
-        Gs = Gs.at[:C].add(tau[:, None, None] * GT[None])
-    theta_new = ridge_solve(m, Bs, Gs, problem.l2, theta_prev)
+        tau = problem.terminal_weight * m_cls / jnp.maximum(mT, jnp.ones_like(mT))
+        m_cls, b_cls, G_cls = m_cls + tau * mT, b_cls + tau * bT, G_cls + tau * GT
+    theta_new = jnp.concatenate(
+        [
+            shared_ridge_solve(m_cls, b_cls, G_cls, problem.l2, theta_prev[:C]),
+            ridge_solve(m_acq, B_acq, G_acq, problem.l2, theta_prev[C:]),
+        ]
+    )
     # constant columns are inert: the weights of their values x⊙z_f are exactly 0
     keep = jnp.concatenate([jnp.ones((d,), dt), problem.live.astype(dt), jnp.ones((1,), dt)])
-    theta_new = mixture.update(theta_prev, theta_new * keep[None, :], alpha)
+    theta_new = cfg.mixture.update(theta_prev, theta_new * keep[None, :], problem.alpha)
     thetas = jax.lax.dynamic_update_index_in_dim(thetas, theta_new, t + 1, axis=0)
-    total = jnp.sum(rw) * k
-    info = RCPIInfo(ret_sum / total, corr_sum / total)
+    total = jnp.sum(sw)
+    info = RCPIInfo(jnp.sum(sw * ret0) / total, jnp.sum(sw * corr0.astype(dt)) / total)
     return RCPIState(thetas, t + 1, state.key, info)
 
 
@@ -409,7 +432,7 @@ def rcpi_solver(n_iter: int, *, report: bool = False) -> Solver:
 
     def init(problem: RCPIProblem, key, patience, use_best, call_id) -> RCPIRun:
         st = rcpi_init(problem, key, n_iter)
-        ev0 = rcpi_evaluate(st.thetas[0], problem)
+        ev0 = initial_evaluation(problem)
         dt = problem.X.dtype
         nan = jnp.asarray(jnp.nan, dt)
         info = RCPIStepInfo(nan, nan, nan, RCPIInfo(nan, nan))

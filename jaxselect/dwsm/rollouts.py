@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec
 
-from .mdp import DWSMSpec, acquire_allowed, acquire_reward, classify_reward, feature_mask
+from .mdp import DWSMSpec, acquire_allowed, acquire_reward, budget_rtol, classify_reward, feature_mask
 from .policy import phi, run_episode, unit_contribution_table
-from .policy_fit import ridge_stats
+from .states import component_delta
 
-__all__ = ["rollout_capacity", "row_state_action_values", "state_action_values", "rollout_statistics"]
+__all__ = ["rollout_capacity", "row_state_action_values", "state_action_values", "sampled_rollouts", "slot_rollouts"]
 
 
 def rollout_capacity(J: int, states_per_example: int, kmax: int, exact_sizes: bool) -> int:
@@ -153,98 +152,179 @@ def state_action_values(theta, spec: DWSMSpec, x, y, z):
 
 
 
-def rollout_statistics(problem, thetas, Z, comp, cls_w):
-    """Roll out every allowed action in the sampled states of every row; sum the ridge statistics.
+def sampled_rollouts(problem, thetasT, comp, X, y, Z, Phi, sw, wc, scores, key):
+    """Roll out a sample of the acquisition actions in the N sampled states; their ridge statistics.
 
-    Each state r of row i is evaluated under its own greedy policy ``thetas[comp[i, r]]``
-    (:func:`row_state_action_values`), and every state counts with the row's weight
-    ``problem.weights[i]``. Rows are processed a chunk at a time (``lax.scan``; the chunk is padded
-    so that one body is compiled). With ``problem.config.row_axes`` set each device rolls out its
-    own rows (``jax.shard_map``) and the sums are ``psum``-ed: the result does not depend on the
-    device count.
+    Every acquisition unit j is rolled out from M = ``problem.config.action_states`` of the N
+    states where it is allowed (drawn uniformly; all of them when M = N): the lane (j, m) runs the
+    greedy policy ``thetasT[comp[s]]`` of its state s from ``z_s ∪ {j}`` until it classifies, in
+    chunks of ``config.rollout_batch`` lanes (a ``lax.scan`` of vmapped ``while_loop``s: fixed
+    shapes, each chunk stops when its own rollouts end). ``Q(s, j) = r(s, j) + return``.
 
     Args:
-      problem: an :class:`~.RCPIProblem` (its static ``config`` gives the lanes, batches, mesh).
-      thetas: (K, A, p) policy iterates; Z: (n, S, J) bool sampled states; comp: (n, S) int32
-        index into ``thetas`` of each state's policy; cls_w: (n, S) bool, the states where the
-        classification actions are fitted (not the deviated ones).
+      problem: the :class:`~.RCPIProblem` (config, spec, hyper-parameters).
+      thetasT: (K, p, A) iterates transposed; comp: (N,) int32 component of each state.
+      X: (N, d) standardised data of the states; y: (N,) labels; Z: (N, J) bool states;
+        Phi: (N, p) their features φ(x, z).
+      sw: (N,) state weights; wc: (N,) weights of the states in the classification regressions
+        (0 for deviated states): the weights of the rollouts' terminal states.
+      scores: (N, A) ``θ_comp · φ(x, z)`` of every state; key: PRNG key of the action sample.
 
     Returns:
-      ``(m, Bs, Gs, ret_sum, corr_sum)`` — the statistics of :func:`~.policy_fit.ridge_stats`
-      ((A,), (A, p), (A, p, p)) and the weighted sums of the rollout policy's return and
-      correctness over the sampled states — followed, when ``config.terminal``, by
-      ``(m_T, b_T, G_T)``: the weighted number of rollouts that classified, (C, p)
-      ``Σ −C[c, y] φ_T`` and (p, p) ``Σ φ_T φ_Tᵀ`` over their terminal states.
+      ``(m, B, G)`` of the J acquisition actions ((J,), (J, p), (J, p, p): weighted count,
+      ``Σ w Q φ`` and ``Σ w φ φᵀ``) and, with ``config.terminal``, ``(m_T, b_T, G_T)`` over the
+      rollouts' terminal states (weight ``wc``; ``b_T`` is (C, p) with the targets ``−C[c, y]``).
     """
     cfg = problem.config
-    Xs, y, spec, rw = problem.X, problem.y, problem.spec, problem.weights
-    n, d = Xs.shape
-    dt = Xs.dtype
+    spec = problem.spec
+    dt = X.dtype
+    N, d = X.shape
     C, J = spec.cost_matrix.shape[0], spec.groups.costs.shape[0]
-    A, p, k = C + J, 2 * d + 1, cfg.states_per_example
-    terminal, cap, rollout_batch, row_axes = cfg.terminal, cfg.cap, cfg.rollout_batch, cfg.row_axes
-    parts = 1 if row_axes is None else cfg.n_parts
-    rows_per_chunk = max(1, min(n // parts, rollout_batch // cap))
+    p = 2 * d + 1
+    costs = spec.groups.costs
+    units = jnp.arange(J, dtype=jnp.int32)
+    spent = jnp.sum(jnp.where(Z, costs[None, :], jnp.zeros_like(costs)[None, :]), axis=1)
+    allowed = jax.vmap(acquire_allowed, in_axes=(None, 0, 0))(spec, Z, spent)  # (N, J)
+    r_acq = jax.vmap(acquire_reward, in_axes=(None, 0))(spec, Z)  # (N, J)
+    ok = allowed & (sw > 0)[:, None]
+    M = cfg.action_states
+    if M >= N:
+        idx = jnp.broadcast_to(jnp.arange(N, dtype=jnp.int32)[None, :], (J, N))
+        valid = ok.T
+    else:
+        # M states per unit, uniformly among those where it is allowed (draws laid out state-major:
+        # rows appended with weight 0 change no draw of the others)
+        u = jax.random.uniform(key, (N, J), dt)
+        vals, idx = jax.lax.top_k(jnp.where(ok, u, -1.0).T, M)
+        valid = vals >= 0
+    q_cls = -spec.cost_matrix[:, y].T.astype(dt)  # (N, C)
 
-    def rollouts(thetas, spec, Xs, y, Z, comp, cls_w, rw):
-        # rollouts of these rows (all rows, or one device's block) and their ridge statistics;
-        # every state of row i counts with the row's weight rw[i]
-        nb = Xs.shape[0]
+    # lanes m-major (lane m·J + j: the m-th sampled state of unit j): the first 8N lanes are a
+    # random sample spread over every unit, whose terminal states enter the classification
+    # regressions (their total weight is set by terminal_weight; one Gram over them afterwards)
+    L = J * M
+    lane_s, lane_j, lane_v = idx.T.reshape(L), jnp.tile(units, M), valid.T.reshape(L)
+    L_T = min(L, 8 * N) if cfg.terminal else 0
+    ret, zT = slot_rollouts(
+        spec, thetasT, comp, X, y, Z, spent, scores, lane_s, lane_j, lane_v, L_T, batch=int(cfg.rollout_batch)
+    )
+    ret = ret.reshape(M, J).T
+    tstats = ()
+    if L_T:
+        s_T = lane_s[:L_T]
+        phT = jax.vmap(phi)(X[s_T], feature_mask(spec, zT))
+        wT = jnp.where(lane_v[:L_T], wc[s_T], jnp.zeros((), dt))
+        tstats = (jnp.sum(wT), (q_cls[s_T] * wT[:, None]).T @ phT, (phT * wT[:, None]).T @ phT)
+    Q = jnp.take_along_axis(r_acq.T, idx, axis=1) + ret  # (J, M)
+    wa = jnp.where(valid, sw[idx], jnp.zeros((), dt))
 
-        def per_row(args):
-            x, yi, zr, cr, valid, wr, wt = args
-            out = row_state_action_values(
-                thetas[cr], spec, x, yi, zr, cap, terminal=terminal, lanes_per_loop=rollout_batch, terminal_states=wr
-            )
-            ph, Q, allowed, correct, s0 = out[:5]
-            a = jnp.argmax(jnp.where(allowed, s0, jnp.asarray(-jnp.inf, dt)), axis=1)
-            pick = jnp.arange(k, dtype=jnp.int32)
-            if terminal:
-                mT, bT, GT = out[5]
-                v = valid.astype(dt) * wt
-                tstats = (v * mT, v * bT, v * GT)
-            else:
-                tstats = ()
-            W = allowed.at[:, :C].set(wr[:, None]).astype(dt) * wt
-            return (ph, Q, W, Q[pick, a] * wt, correct[pick, a].astype(dt) * wt), tstats
+    def stats(args):
+        idx_j, w_j, q_j = args
+        P = Phi[idx_j]
+        return jnp.sum(w_j), (w_j * q_j) @ P, (P * w_j[:, None]).T @ P
 
-        # pad the rows to a multiple of the chunk (one compiled body, no remainder copy)
-        n_pad = -nb % rows_per_chunk
-        args = (Xs, y, Z, comp, jnp.ones((nb,), bool), cls_w, rw)
-        if n_pad:
-            args = jax.tree.map(lambda a: jnp.concatenate([a, a[:1].repeat(n_pad, axis=0)], axis=0), args)
-            args = args[:4] + (args[4].at[nb:].set(False),) + args[5:]
-        args = jax.tree.map(lambda a: a.reshape((-1, rows_per_chunk) + a.shape[1:]), args)
+    m, Bs, Gs = jax.lax.map(stats, (idx, wa, Q), batch_size=max(1, int(cfg.gram_batch)))
+    return (m, Bs, Gs) + tuple(tstats)
 
-        def chunk(acc, a):
-            out, tstats = jax.vmap(per_row)(a)
-            return jax.tree.map(lambda u, v: u + jnp.sum(v, axis=0), acc, tstats), out
 
-        acc0 = (jnp.zeros((), dt), jnp.zeros((C, p), dt), jnp.zeros((p, p), dt)) if terminal else ()
-        tstats, out = jax.lax.scan(chunk, acc0, args)
-        Phi, Q, W, pi_ret, pi_corr = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:])[:nb], out)
-        Phi, Q, W = Phi.reshape(nb * k, p), Q.reshape(nb * k, A), W.reshape(nb * k, A)
-        m, Bs, Gs = ridge_stats(Phi, Q, W, gram_batch=cfg.gram_batch)
-        return (m, Bs, Gs, jnp.sum(pi_ret), jnp.sum(pi_corr)) + tuple(tstats)
+def slot_rollouts(spec: DWSMSpec, thetasT, comp, X, y, Z, spent, scores, lane_s, lane_j, lane_v, n_terminal: int, *,
+                  batch: int = 1024):
+    """Roll out L lanes (state ``lane_s``, first acquisition ``lane_j``) in a pool of ``batch`` slots.
 
-    args = (thetas, spec, Xs, y, Z, comp, cls_w, rw)
-    if row_axes is None:
-        return rollouts(*args)
+    One ``while_loop`` steps every slot's episode (greedy policy ``thetasT[comp[s]]``, incremental
+    scores, §5.1); a slot whose lane classified writes its result and loads the next lane, so the
+    loop runs about ``Σ lengths / batch + max length`` steps (no slot waits for the longest rollout
+    of a fixed group). Lanes with ``lane_v`` False are not run (return 0).
 
-    # X is split by rows: every device runs the rollouts of its own rows (the per-row states and
-    # mixture components were drawn for all rows, so the result does not depend on the device
-    # count); the ridge statistics are summed across devices
-    def local(*a):
-        return jax.lax.psum(rollouts(*a), row_axes)
+    Returns:
+      ``(ret, zT)``: (L,) the return collected after the first acquisition (its own reward
+      excluded), and (n_terminal, J) bool the final units of the first ``n_terminal`` lanes.
+    """
+    C, J = spec.cost_matrix.shape[0], spec.groups.costs.shape[0]
+    d = spec.groups.ids.shape[0]
+    L = lane_s.shape[0]
+    B = max(1, min(int(batch), L))
+    dt = scores.dtype
+    costs = spec.groups.costs
+    units = jnp.arange(J, dtype=jnp.int32)
+    has_rel = spec.related.shape[0] > 0
+    limit = spec.budget * jnp.asarray(1.0 + budget_rtol(spec.budget.dtype), spec.budget.dtype)
+    neg_inf = jnp.asarray(-jnp.inf, dt)
+    # invalid lanes are skipped: the run order lists the valid lanes first
+    order = jnp.argsort(~lane_v, stable=True).astype(jnp.int32)
+    n_valid = jnp.sum(lane_v, dtype=jnp.int32)
 
-    rows = PartitionSpec(row_axes)
-    spec_in = jax.tree.map(lambda _: PartitionSpec(), spec)
-    return jax.shard_map(
-        local,
-        mesh=cfg.mesh,
-        in_specs=(PartitionSpec(), spec_in, rows, rows, rows, rows, rows, rows),
-        out_specs=PartitionSpec(),
-        # the rollout loops start from constants (invariant) and carry per-row values (varying);
-        # the only cross-device step is the psum above, after which the statistics are replicated
-        check_vma=False,
-    )(*args)
+    def delta(c, st, j):
+        """(B, A) score change of acquiring unit j[b] in slot b (policy c[b], datum st[b])."""
+        cols_ok = spec.groups.mask[j]  # (B, s_max)
+        cols = jnp.where(cols_ok, spec.groups.index[j], 0)
+        v = cols_ok.astype(dt)
+        tz = thetasT[c[:, None], cols]  # (B, s_max, A)
+        tx = thetasT[c[:, None], cols + d]
+        xv = X[st[:, None], cols] * v
+        return jnp.sum(v[..., None] * tz + xv[..., None] * tx, axis=1)
+
+    def load(pos):
+        """The slots' state for run positions ``pos`` (B,) (inactive beyond the valid lanes)."""
+        ok = pos < n_valid
+        lane = order[jnp.minimum(pos, L - 1)]
+        st, j = lane_s[lane], lane_j[lane]
+        c = comp[st]
+        z1 = Z[st] | (units[None, :] == j[:, None])
+        out = dict(
+            lane=lane,
+            ok=ok,
+            st=st,
+            c=c,
+            z1=z1,
+            s=scores[st] + delta(c, st, j),
+            avail=(~z1) & spec.live[None, :],
+            left=limit - (spent[st] + costs[j]).astype(spec.budget.dtype),
+            ret=jnp.zeros((B,), dt),
+        )
+        if has_rel:
+            out["bad"] = jnp.any(~spec.related[None, :, :] & z1[:, None, :], axis=2)
+        return out
+
+    def body(carry):
+        sl, nxt, out_ret, out_z = carry
+        allowed = sl["avail"] & (costs[None, :] <= sl["left"][:, None])
+        masked = jnp.where(jnp.concatenate([jnp.ones((B, C), bool), allowed], axis=1), sl["s"], neg_inf)
+        a = jnp.argmax(masked, axis=1).astype(jnp.int32)
+        is_cls = a < C
+        j = jnp.clip(a - C, 0, J - 1)
+        if has_rel:
+            rho = jnp.where(jnp.take_along_axis(sl["bad"], j[:, None], axis=1)[:, 0], spec.gamma, spec.lam)
+        else:
+            rho = spec.lam
+        r = jnp.where(is_cls, -spec.cost_matrix[jnp.clip(a, 0, C - 1), y[sl["st"]]], -costs[j] * rho)
+        onehot = (units[None, :] == j[:, None]) & ~is_cls[:, None]
+        stepped = dict(sl)
+        stepped["s"] = jnp.where(is_cls[:, None], sl["s"], sl["s"] + delta(sl["c"], sl["st"], j))
+        stepped["avail"] = sl["avail"] & ~onehot
+        stepped["left"] = sl["left"] - jnp.where(is_cls, jnp.zeros_like(sl["left"]), costs[j])
+        stepped["ret"] = sl["ret"] + r
+        if has_rel:
+            stepped["bad"] = sl["bad"] | (~spec.related[:, j].T & ~is_cls[:, None])
+        finished = is_cls & sl["ok"]
+        out_ret = out_ret.at[jnp.where(finished, sl["lane"], L)].set(stepped["ret"], mode="drop")
+        if n_terminal:
+            zT = sl["z1"] | (spec.live[None, :] & ~stepped["avail"])
+            out_z = out_z.at[jnp.where(finished & (sl["lane"] < n_terminal), sl["lane"], n_terminal)].set(zT, mode="drop")
+        # finished (or empty) slots take the next lanes in the run order
+        refill = is_cls | ~sl["ok"]
+        pos = nxt + jnp.cumsum(refill, dtype=jnp.int32) - 1
+        fresh = load(pos)
+        new = jax.tree.map(
+            lambda f, o: jnp.where(refill.reshape((B,) + (1,) * (o.ndim - 1)), f, o), fresh, stepped
+        )
+        return new, nxt + jnp.sum(refill, dtype=jnp.int32), out_ret, out_z
+
+    def cond(carry):
+        return jnp.any(carry[0]["ok"])
+
+    out_ret = jnp.zeros((L,), dt)
+    out_z = jnp.zeros((max(n_terminal, 1), J), bool)
+    init = (load(jnp.arange(B, dtype=jnp.int32)), jnp.asarray(B, jnp.int32), out_ret, out_z)
+    _, _, out_ret, out_z = jax.lax.while_loop(cond, body, init)
+    return out_ret, out_z[:n_terminal]

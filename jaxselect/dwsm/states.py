@@ -135,7 +135,9 @@ def component_delta(thetasT, c, spec: DWSMSpec, x, j):
     v = valid.astype(thetasT.dtype)
     tz = thetasT[c, cols]  # (s_max, A)
     tx = thetasT[c, cols + d]
-    return v @ tz + (jnp.take(x, cols) * v) @ tx
+    # elementwise and a sum over the unit's members (no dot: a vmapped (1, s)·(s, A) product is a
+    # batched GEMM call per lane on the CPU, many times slower than this fused loop)
+    return jnp.sum(v[:, None] * tz + (jnp.take(x, cols) * v)[:, None] * tx, axis=0)
 
 
 def policy_episodes(thetasT, comp, spec: DWSMSpec, X, y, u, e, pick, *, batch: int = 256):
@@ -147,8 +149,9 @@ def policy_episodes(thetasT, comp, spec: DWSMSpec, X, y, u, e, pick, *, batch: i
     largest ``pick``) added — :func:`trajectory_states` for one state per datum.
 
     Returns:
-      ``(ret, correct, Z, deviated)``: (N,) episode return and whether it ends in the right class,
-      (N, J) bool sampled states and (N,) whether the state was deviated.
+      ``(ret, correct, Z, deviated, length)``: (N,) episode return and whether it ends in the right
+      class, (N, J) bool sampled states, (N,) whether the state was deviated and (N,) int32 the
+      number of units the episode acquired.
     """
     N = comp.shape[0]
     J = spec.groups.costs.shape[0]
@@ -176,6 +179,6 @@ def policy_episodes(thetasT, comp, spec: DWSMSpec, X, y, u, e, pick, *, batch: i
         ok = acquire_allowed(spec, z, spent)
         j = jnp.argmax(jnp.where(ok, pi, -1.0)).astype(jnp.int32)
         dev = ok[j] & ei
-        return ret, label == yi, z | ((units == j) & dev), dev
+        return ret, label == yi, z | ((units == j) & dev), dev, L
 
     return jax.lax.map(one, (X, y, comp, u, e, pick), batch_size=max(1, min(N, int(batch))))
