@@ -55,3 +55,38 @@ def test_a_new_k_in_its_bucket_and_new_hyperparameters_compile_nothing():
     with count_compiles() as again:
         js.fsa(X, y, 19, mu=100.0, l2=0.1, n_iter=400)
     assert again[0] == 0
+
+
+@pytest.mark.parametrize("learner", [None, js.anneal.PiecewiseLinear(8)], ids=["linear", "piecewise"])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_first_predict_compiles_at_most_one_program(learner, sparse):
+    """js.predict(FSAResult, X): X validated once by js.predict, then ONE jitted core (the support
+    columns and the scores); linear learners on sparse X run on the host (no program)."""
+    import scipy.sparse as sps
+
+    X, y, _ = _data()
+    jax.clear_caches()
+    clear_compiled()
+    res = js.fsa(X, y, 20, learner=learner)
+    Xp = sps.csr_matrix(X) if sparse else X
+    with count_compiles() as first:
+        pred = jax.block_until_ready(js.predict(res, Xp))
+    assert first[0] <= 1, f"a first js.predict compiled {first[0]} programs"
+    with count_compiles() as second:
+        again = jax.block_until_ready(js.predict(res, Xp))
+    assert second[0] == 0
+    np.testing.assert_array_equal(np.asarray(pred), np.asarray(again))
+    np.testing.assert_allclose(np.asarray(pred), np.asarray(js.fsa_predict(res, X)), rtol=1e-5, atol=1e-5)
+
+
+def test_first_classifier_predict_compiles_at_most_one_program():
+    X, _, labels = _data()
+    for bins in (None, 8):
+        clf = FSAClassifier(k=20, bins=bins).fit(X, labels)
+        jax.clear_caches()
+        clear_compiled()
+        with count_compiles() as first:
+            clf.predict(X)
+            clf.decision_function(X)
+            clf.predict_proba(X)
+        assert first[0] <= 1, f"bins={bins}: FSAClassifier.predict compiled {first[0]} programs"

@@ -61,11 +61,11 @@ from .._validation import (
     raise_nonfinite,
     scale_error,
     check_float,
-    check_finite_output,
     check_int,
     check_result_type,
     check_scale,
     float_dtype_for,
+    host_array,
     host_value,
     is_traced,
 )
@@ -73,6 +73,8 @@ from .. import losses as _losses
 from .._progress import check_progress, progress_bar
 from ..design import Data, as_data, as_sample_weight, as_sparse_csr, check_constant_columns, is_sparse
 from ..design.operators import on_one_device
+from .._predict import check_predictions, host_predictions
+from ..programs import jit
 from ..design.stream import ArraySource, as_stream_source, stream_kind, stream_summary, subsample_rows
 from .._memory import release_free_memory
 from ..sharding import any_mesh
@@ -1012,22 +1014,58 @@ def fsa_predict(result: FSAResult, X) -> jax.Array:
     """
     check_result_type(result, FSAResult, "result", "jaxselect.fsa")
     Xj = as_sparse_csr(X, "X") if is_sparse(X) else as_float_matrix(X, "X")
-    width = result.n_features  # None (built by hand), an int, or a 0-d array after a jit boundary
-    width = None if width is None or is_traced(width) or np.ndim(width) else int(width)
-    if width is not None and Xj.shape[1] != width:
-        raise ValueError(f"X has {Xj.shape[1]} columns but the model was trained on {width}; pass X with {width}")
-    if width is None and not is_traced(result.support) and Xj.shape[1] <= int(jnp.max(result.support)):
-        raise ValueError(f"X has {Xj.shape[1]} columns but the model uses feature {int(jnp.max(result.support))}")
-    if is_sparse(Xj):  # only the k selected columns are densified: (n, k)
-        Xs = jnp.asarray(Xj[:, np.asarray(result.support)].toarray())
-    else:
-        Xs = jnp.take(Xj, result.support, axis=1)
-    if result.x_min is None:
-        scores = Xs @ result.coef.astype(Xs.dtype) + result.intercept.astype(Xs.dtype)
-        return check_finite_output(scores, Xs, "fsa_predict")
-    bins = result.coef.shape[1] - 1
-    idx, alpha = pl_encode(Xs, PLGrid(result.x_min.astype(Xs.dtype), result.bin_width.astype(Xs.dtype)), bins)
-    scores = pl_scores(
-        idx, alpha, result.basis_mean.astype(Xs.dtype), result.coef.astype(Xs.dtype)
-    ) + result.intercept.astype(Xs.dtype)
-    return check_finite_output(scores, Xs, "fsa_predict")
+    return fsa_scores(result, Xj)
+
+
+def check_fsa_width(result: FSAResult, width: int) -> None:
+    """ValueError unless X of ``width`` columns fits ``result``: exactly ``n_features`` columns, or
+    (a result built by hand, without ``n_features``) more columns than its largest support index.
+    Host values only (no compiled program); nothing is checked on a traced result."""
+    trained = result.n_features  # None (built by hand), an int, or a 0-d array after a jit boundary
+    trained = None if trained is None or is_traced(trained) or np.ndim(trained) else int(trained)
+    if trained is not None and width != trained:
+        raise ValueError(f"X has {width} columns but the model was trained on {trained}; pass X with {trained}")
+    if trained is None and not is_traced(result.support):
+        top = int(np.max(np.asarray(result.support)))
+        if width <= top:
+            raise ValueError(f"X has {width} columns but the model uses feature {top}")
+
+
+def _scores(support, coef, intercept, x_min, bin_width, basis_mean, X):
+    """The FSA model's scores on X (traceable): X's ``support`` columns (``support`` None: X holds
+    exactly the k support columns), then ``Xs @ coef + b`` or the PL responses, in X's dtype."""
+    Xs = X if support is None else jnp.take(X, support, axis=1)
+    dtype = Xs.dtype
+    intercept = intercept.astype(dtype)
+    if x_min is None:
+        return Xs @ coef.astype(dtype) + intercept
+    bins = coef.shape[1] - 1
+    idx, alpha = pl_encode(Xs, PLGrid(x_min.astype(dtype), bin_width.astype(dtype)), bins)
+    return pl_scores(idx, alpha, basis_mean.astype(dtype), coef.astype(dtype)) + intercept
+
+
+_scores_program = jit(_scores)
+
+
+def fsa_scores(result: FSAResult, X) -> jax.Array:
+    """:func:`fsa_predict` on an already validated X (a float ``jax.Array`` or numpy array, or a
+    scipy CSR): the width check on the host, the scores in ONE compiled program, their finiteness
+    read on the host. Sparse X: linear learners take one sparse product on the host (no program),
+    piecewise-linear ones densify only the (n, k) support columns."""
+    check_fsa_width(result, X.shape[1])
+    model = (result.coef, result.intercept, result.status)
+    if is_sparse(X):
+        cols = X[:, host_array(result.support)]
+        if result.x_min is None:  # in X's dtype (js.predict gives X in the model's)
+            pred = np.asarray(cols @ host_array(result.coef).astype(X.dtype, copy=False))
+            pred = pred + host_array(result.intercept).astype(X.dtype)
+            return host_predictions(pred.astype(X.dtype, copy=False), X)
+        dense = jax.device_put(cols.toarray())
+        pred = _scores_program(None, result.coef, result.intercept, result.x_min, result.bin_width,
+                               result.basis_mean, dense)
+        return check_predictions(pred, dense, model)
+    if isinstance(X, np.ndarray):
+        X = jax.device_put(X)
+    pred = _scores_program(result.support, result.coef, result.intercept, result.x_min, result.bin_width,
+                           result.basis_mean, X)
+    return check_predictions(pred, X, model)
