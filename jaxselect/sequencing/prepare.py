@@ -279,7 +279,7 @@ def _prepare_on_device(X, Y, groups, sample_weight, l2, whiten, gram, constant_c
     rank_tol = _rank_tol(rank_tol, dtype)
     l2 = as_hyper(l2, "l2", dtype, low=0.0)
     raw_gram = _moderate_offsets(summary)
-    dense = isinstance(data.design, DenseDesign)
+    dense = not data.design.sparse  # the device front door gives a dense or a sparse operator
     if gram is True and not dense:
         raise ValueError(
             "gram=True forms the D×D Gram from a dense X; with sparse X use gram=False or 'auto' (the lazy Gram "

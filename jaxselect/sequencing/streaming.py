@@ -19,6 +19,7 @@ import numpy as np
 from jaxselect._progress import check_progress, progress_bar
 from jaxselect._validation import check_int, float_dtype_for
 from jaxselect.design.moments import MomentAccumulator, chunk_rows
+from jaxselect.design.pages import PageReleaser
 from jaxselect.sequencing.prepare import Problem, problem_from_moments
 
 __all__ = ["RowBatches", "prepare_from_batches", "row_batches"]
@@ -165,7 +166,7 @@ class RowBatches:
 
     def __iter__(self):
         n, step = self.n_rows, self.batch_rows
-        pagers = [_Pager(a) if self.release else None for a in self.arrays]
+        pagers = [PageReleaser(a) if self.release else None for a in self.arrays]
         for start in range(0, n, step):
             stop = min(n, start + step)
             yield tuple(None if a is None else a[start:stop] for a in self.arrays)
@@ -224,37 +225,3 @@ def row_batches(X, Y, sample_weight=None, *, batch_rows: int | None = None, rele
     if not isinstance(release, (bool, np.bool_)):
         raise TypeError(f"release must be True or False; got {release!r}")
     return RowBatches((X, Y) if w is None else (X, Y, w), int(batch_rows), bool(release))
-
-
-class _Pager:
-    """Drops the resident pages of rows of a C-contiguous ``np.memmap`` (no-op for other arrays)."""
-
-    def __init__(self, a):
-        self.mm = None
-        mm = getattr(a, "_mmap", None)
-        if not isinstance(a, np.memmap) or not isinstance(mm, mmap.mmap) or not hasattr(mm, "madvise"):
-            return
-        if not a.flags.c_contiguous or not hasattr(mmap, "MADV_DONTNEED") or a.shape[0] == 0:
-            return
-        if getattr(a, "mode", None) == "c":  # copy-on-write: dropping pages would drop the user's edits
-            return
-        probe = np.frombuffer(mm, np.uint8, count=1)
-        self.start = a.ctypes.data - probe.ctypes.data  # byte offset of row 0 inside the mapping
-        del probe
-        self.row_bytes = a.strides[0] if a.ndim else a.itemsize
-        self.size = len(mm)
-        self.page = mmap.PAGESIZE
-        self.done = 0  # bytes of the mapping already released
-        self.mm = mm
-
-    def release(self, start: int, stop: int) -> None:
-        if self.mm is None:
-            return
-        lo = self.start + start * self.row_bytes
-        hi = min(self.size, self.start + stop * self.row_bytes)
-        lo -= lo % self.page
-        if hi > lo:
-            try:
-                self.mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-            except (OSError, ValueError):  # a closed or unusual mapping: paging is only an optimisation
-                self.mm = None
