@@ -1134,10 +1134,13 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
 
     ``fit`` learns an acquisition-and-classification policy by RCPI (:func:`jaxselect.dwsm_fit`);
     ``predict`` classifies every datum after the features its episode acquired; ``acquired(X)``
-    gives the per-datum (n_samples, n_features) mask. Being datum-wise, ``transform`` keeps every
-    column and sets the entries a datum did not acquire to ``fill_value`` (NaN by default — a
-    downstream estimator that handles missing values, e.g. ``HistGradientBoostingClassifier``,
-    then sees only what was paid for; use ``fill_value=0.0`` for one that does not).
+    gives the per-datum (n_samples, n_features) mask. Being datum-wise, ``transform`` keeps the
+    columns the policy can acquire (``acquirable_``: the non-constant features of acquirable units;
+    ``get_feature_names_out`` names them) and gives the entries a datum did not acquire
+    ``fill_value``: by default ``"mean"``, the feature's training mean, so the next step of a
+    ``Pipeline`` gets finite values (``make_pipeline(DWSMClassifier(), LogisticRegression())``
+    works at defaults); ``np.nan`` hands them to an estimator that handles missing values
+    (``HistGradientBoostingClassifier``). The mask is ``acquired(X)[:, acquirable_]``.
     ``get_support()`` marks the features at least one training datum acquired.
     Dense X only (a policy reads single entries of each datum): sparse X gets scikit-learn's "dense
     data is required" ``TypeError`` — pass ``X.toarray()``.
@@ -1150,12 +1153,16 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
       n_iter, states_per_example, alpha, l2, gamma: as in :func:`jaxselect.dwsm_fit`.
       cost_matrix: None (0/1 loss) or (n_classes, n_classes) ``C[predicted, true]`` in the order of
         ``classes_``.
-      fill_value: the value of unacquired entries in ``transform``.
+      fill_value: the value of unacquired entries in ``transform``: ``"mean"`` (default: the
+        feature's (weighted) training mean) or a number (``np.nan``: missing).
 
     Attributes:
       classes_: the labels.
       policy_: the :class:`jaxselect.DWSMPolicy` (numpy leaves).
       support_: (n_features,) bool, the features at least one training datum acquired.
+      acquirable_: (n_features,) bool, the features the policy can acquire (the columns of
+        ``transform``): non-constant features of units that are not all constant.
+      feature_means_: (n_features,) the training means ``transform`` fills in.
       mean_features_: mean number of features acquired per training datum.
       status_: int, the solver's status flags (0 = fine).
 
@@ -1166,7 +1173,7 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
     A fit runs RCPI (seconds to minutes; ``examples/dwsm_quickstart.py`` times one), so this
     example only configures the estimator; ``tests/test_sklearn.py`` fits it:
 
-    >>> clf = DWSMClassifier(lam=0.01, budget=2.0, random_state=0, fill_value=0.0)
+    >>> clf = DWSMClassifier(lam=0.01, budget=2.0, random_state=0)
     >>> clf.get_params()["budget"], clf.get_params()["lam"]
     (2.0, 0.01)
     >>> # clf.fit(X, y).predict(X); clf.acquired(X) is the (n_samples, n_features) mask of each datum
@@ -1186,7 +1193,7 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
         l2=0.01,
         gamma=None,
         cost_matrix=None,
-        fill_value=np.nan,
+        fill_value="mean",
     ):
         self.lam = lam
         self.budget = budget
@@ -1242,6 +1249,12 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
             counts = np.ones(acquired.shape[0])
         self.support_ = acquired.any(axis=0)
         self.mean_features_ = float(np.average(acquired.sum(axis=1), weights=counts))
+        Xf = np.asarray(X, np.float64)
+        rows = Xf if w is None else Xf[w > 0]
+        self.feature_means_ = np.average(rows, axis=0, weights=None if w is None else w[w > 0])
+        spec = self.policy_.spec
+        unit_live = np.asarray(spec.live)[np.asarray(spec.groups.ids)]
+        self.acquirable_ = unit_live & (rows.max(axis=0) > rows.min(axis=0))
         return self
 
     def _episodes(self, X):
@@ -1261,10 +1274,20 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
         return self._episodes(X)[2]
 
     def transform(self, X):
-        """X with the entries each datum did not acquire set to ``fill_value`` (same shape)."""
+        """The columns the policy can acquire (``acquirable_``), with the entries each datum did not
+        acquire set to ``fill_value`` (``"mean"``: the training mean; finite for the next step)."""
         X, _, acquired = self._episodes(X)
-        out = np.array(X, copy=True)
-        out[~acquired] = self.fill_value
+        keep = self.acquirable_
+        out = np.array(X[:, keep], copy=True)
+        if isinstance(self.fill_value, str):
+            if self.fill_value != "mean":
+                raise ValueError(f"fill_value must be 'mean' or a number; got {self.fill_value!r}")
+            fill = np.broadcast_to(self.feature_means_[keep].astype(out.dtype, copy=False), out.shape)
+        else:
+            fill = np.full(out.shape, self.fill_value, dtype=np.result_type(out.dtype, np.float32))
+            out = out.astype(fill.dtype, copy=False)
+        mask = acquired[:, keep]
+        out[~mask] = fill[~mask]
         return out
 
     def get_support(self, indices: bool = False):
@@ -1273,6 +1296,6 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
         return np.flatnonzero(self.support_) if indices else self.support_
 
     def get_feature_names_out(self, input_features=None):
-        """Every input feature name: ``transform`` keeps all columns."""
+        """The names of the features the policy can acquire (``acquirable_``): ``transform``'s columns."""
         check_is_fitted(self)
-        return _check_feature_names_in(self, input_features)
+        return _check_feature_names_in(self, input_features)[self.acquirable_]

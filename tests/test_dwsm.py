@@ -1279,3 +1279,28 @@ def test_progress_bar_gives_the_same_policy(capsys):
     np.testing.assert_allclose(np.asarray(b.theta), np.asarray(a.theta), rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(np.asarray(b.train_loss), np.asarray(a.train_loss))
     assert "dwsm" in capsys.readouterr().err
+
+
+def test_classifier_in_a_pipeline_at_defaults():
+    """make_pipeline(DWSMClassifier(), LogisticRegression()) works at defaults: transform gives
+    finite values (the training mean where a datum did not acquire a feature) on the columns the
+    policy can acquire, and get_feature_names_out names them (a constant column is not one)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from jaxselect.sklearn import DWSMClassifier
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(120, 5)).astype(np.float32)
+    X[:, 3] = 2.0  # constant: the policy can never acquire it
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+    pipe = make_pipeline(DWSMClassifier(n_iter=2, random_state=0), LogisticRegression()).fit(X, y)
+    clf = pipe[0]
+    Xt = clf.transform(X)
+    assert np.isfinite(Xt).all() and Xt.shape == (120, 4)
+    assert clf.acquirable_.tolist() == [True, True, True, False, True]
+    assert clf.get_feature_names_out().tolist() == ["x0", "x1", "x2", "x4"]
+    mask = clf.acquired(X)[:, clf.acquirable_]
+    np.testing.assert_allclose(Xt[~mask], np.broadcast_to(clf.feature_means_[clf.acquirable_], Xt.shape)[~mask], rtol=1e-6)
+    np.testing.assert_array_equal(Xt[mask], X[:, clf.acquirable_][mask])
+    assert pipe.score(X, y) > 0.8

@@ -166,12 +166,14 @@ def test_dwsm_classifier_transform_and_budget():
     np.testing.assert_array_equal(acquired, ref_acq)
     np.testing.assert_array_equal(est.predict(X), np.array(["neg", "pos"])[np.asarray(ref_labels)])
     assert acquired.sum(axis=1).max() <= 2
-    Xt = est.transform(X)
-    assert Xt.shape == X.shape and np.isnan(Xt[~acquired]).all() and (Xt[acquired] == X[acquired]).all()
-    zero = clone(est).set_params(fill_value=0.0).fit(X, labels).transform(X)
-    np.testing.assert_array_equal(zero, np.where(acquired, X, 0.0))
+    # transform: the columns the policy can acquire, unacquired entries at the training mean
+    Xt, keep = est.transform(X), est.acquirable_
+    assert Xt.shape == (X.shape[0], keep.sum()) and np.isfinite(Xt).all()
+    np.testing.assert_allclose(Xt, np.where(acquired[:, keep], X[:, keep], est.feature_means_[keep]), rtol=1e-6)
+    nan = clone(est).set_params(fill_value=np.nan).fit(X, labels).transform(X)
+    assert np.isnan(nan[~acquired[:, keep]]).all() and (nan[acquired[:, keep]] == X[:, keep][acquired[:, keep]]).all()
     np.testing.assert_array_equal(est.get_support(), acquired.any(axis=0))
-    assert est.get_feature_names_out().tolist() == [f"x{i}" for i in range(D)]
+    assert est.get_feature_names_out().tolist() == [f"x{i}" for i in range(D) if keep[i]]
 
 
 # ---------------------------------------------------------------------------------------------

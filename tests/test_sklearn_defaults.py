@@ -72,6 +72,11 @@ ESTIMATOR_ONLY = {
         "costs": _COSTS,
         "random_state": _REQUIRED + " (dwsm_fit's `key`)",
         "fill_value": "the value transform gives the entries a datum did not acquire",
+        "states_per_example": "dwsm_fit(rcpi=RCPIOptions(states_per_example=10)): a field of the RCPI options record",
+        "alpha": "dwsm_fit(rcpi=RCPIOptions(alpha=0.7)): a field of the RCPI options record",
+        "l2": "dwsm_fit(rcpi=RCPIOptions(l2=0.01)): a field of the RCPI options record",
+        "gamma": "dwsm_fit(mdp=MDPOptions(gamma=None)): a field of the MDP options record",
+        "cost_matrix": "dwsm_fit(mdp=MDPOptions(cost_matrix=None)): a field of the MDP options record",
     },
 }
 

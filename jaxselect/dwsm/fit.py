@@ -285,7 +285,9 @@ def dwsm_fit(
         it surfaces as JAX's runtime error instead, and the callback stays registered for as long
         as the process runs (the compiled function may run again).
       verbose: print a progress line per iteration: the iterate's training datum-wise loss,
-        accuracy and features per datum, and the best iterate so far (the one returned).
+        accuracy and features per datum, and the best iterate so far (the one returned);
+        iterations are numbered as the iterates (``iteration t/n_iter`` makes θ_t; a first line
+        ``iteration 0/n_iter`` is θ_0, classify at once, which "best so far" may also name).
       sample_weight: None or (n,) row weights ``w ≥ 0`` (at least 2 positive): the datum-wise
         loss becomes ``Σ_i w_i ℓ_i / Σ_i w_i`` — weighted standardisation, θ_0, ridge statistics
         (every sampled state of row i counts w_i) and iterate selection. Rows of weight 0 change
@@ -298,9 +300,10 @@ def dwsm_fit(
       ``NONFINITE`` when θ or the rollouts' returns are not finite
       (:func:`jaxselect.raise_for_status` raises on it).
 
-    Cost per iteration: ``n·states_per_example·J`` rollouts of at most J+1 steps, each step
-    O(A + A·|g|) (incremental scores), plus J+1 Gram matrices of size (2d+1)², plus n episodes to
-    evaluate the new iterate.
+    Cost per iteration, independent of n once ``S·n`` exceeds ``RCPIOptions.n_states`` (N_s): N =
+    min(S·n, N_s) policy episodes, ``J·ceil(N·acquisitions/J)`` rollouts (about N·min(J,
+    acquisitions)) of at most J+1 steps, each step O(A + A·|g|) (incremental scores), J+1 Gram
+    matrices of size (2d+1)², plus n episodes to evaluate the new iterate.
 
     Raises:
       ValueError: labels that are not integers 0..C−1 (or a single class), NaN/Inf in X, negative
