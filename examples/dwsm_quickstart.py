@@ -19,7 +19,7 @@ perm = np.random.default_rng(0).permutation(len(y))
 tr, te = perm[: len(y) // 2], perm[len(y) // 2 :]
 
 t = time.perf_counter()
-policy = js.raise_for_status(js.dwsm_fit(jax.random.key(0), X[tr], y[tr], lam=0.01, n_iter=10, states_per_example=10))
+policy = js.raise_for_status(js.dwsm_fit(jax.random.key(0), X[tr], y[tr], lam=0.01, n_iter=10))
 rep = js.dwsm_evaluate(policy, X[te], y[te])
 print(
     f"DWSM λ=0.01 ({time.perf_counter() - t:.1f}s incl. compilation): accuracy {float(rep.accuracy):.3f}, "
