@@ -310,16 +310,16 @@ def rcpi_step(problem: RCPIProblem, state: RCPIState) -> RCPIState:
 
     # 1. the N sampled states: S per row, or N rows drawn ∝ weight (then every state weighs 1)
     if cfg.all_rows:
+        # every row S times: a repeat, local to each device of a row-sharded X (no gather)
         N = n * S
-        rows = jnp.repeat(jnp.arange(n, dtype=jnp.int32), S)
         slot = jnp.tile(jnp.arange(S, dtype=jnp.int32), n)
-        sw = rw[rows]
+        X, y, sw = jnp.repeat(Xs, S, axis=0), jnp.repeat(yall, S), jnp.repeat(rw, S)
     else:
         N = cfg.n_states
         rows = jax.random.choice(k_rows, n, (N,), p=rw / jnp.sum(rw)).astype(jnp.int32)
         slot = jax.random.randint(k_slot, (N,), 0, S, dtype=jnp.int32)
         sw = jnp.ones((N,), dt)
-    X, y = Xs[rows], yall[rows]
+        X, y = Xs[rows], yall[rows]
     probs = cfg.mixture.weights(t, K, problem.alpha)
     comp = jax.random.categorical(kc, jnp.log(probs), shape=(N,)).astype(jnp.int32)
     thetasT = jnp.swapaxes(thetas, 1, 2)  # (K, p, A): a unit's rows are contiguous
