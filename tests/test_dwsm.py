@@ -46,7 +46,7 @@ from jaxselect.dwsm import (
     rcpi_run,
     rcpi_step,
 )
-from jaxselect.dwsm.mdp import budget_rtol
+from jaxselect.dwsm.mdp import budget_rtol, feature_mask
 from jaxselect.status import NONFINITE
 from jaxselect.dwsm.policy_fit import mixture_weights, ridge_fit
 from jaxselect.dwsm.rollouts import rollout_capacity, row_state_action_values, state_action_values
@@ -279,6 +279,47 @@ def test_rollout_q_values_equal_exact_returns(variant, dtype, request):
         np.testing.assert_array_equal(np.asarray(allowed), allowed_ref)
         np.testing.assert_allclose(np.asarray(Q)[allowed_ref], Q_ref[allowed_ref], rtol=rtol, atol=atol)
         np.testing.assert_allclose(np.asarray(s0), np_scores(theta, x, z[S["ids"]]), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_slot_pool_rollouts_equal_exact_returns(variant):
+    """The slot pool of RCPI's rollouts (one while_loop; a finished slot loads the next lane), with
+    several policies, a pool smaller than the lanes and invalid lanes skipped, gives the numpy
+    oracle's Q(s, j) = r(s, j) + return for every lane, and each lane's terminal units."""
+    from jaxselect.dwsm.mdp import acquire_reward
+    from jaxselect.dwsm.rollouts import slot_rollouts
+
+    rng = np.random.default_rng(7 + sum(map(ord, variant)))
+    d, C, N, K = 5, 3, 12, 3
+    spec = random_spec(rng, d, C, variant)
+    S = np_spec(spec)
+    J = S["costs"].shape[0]
+    thetas = rng.normal(size=(K, C + J, 2 * d + 1)).astype(np.float32)
+    X = rng.normal(size=(N, d)).astype(np.float32)
+    y = rng.integers(C, size=N).astype(np.int32)
+    Z = rng.random((N, J)) < 0.3
+    Z[S["costs"][None, :].repeat(N, 0).__mul__(Z).sum(1) > S["budget"]] = False
+    comp = rng.integers(K, size=N).astype(np.int32)
+    lane_s = np.repeat(np.arange(N, dtype=np.int32), J)
+    lane_j = np.tile(np.arange(J, dtype=np.int32), N)
+    allowed = np.stack([np_q_values(thetas[comp[i]], S, X[i], int(y[i]), Z[i])[1][C:] for i in range(N)])
+    lane_v = allowed.reshape(-1) & (rng.random(N * J) < 0.8)
+    zf = np.asarray(feature_mask(spec, jnp.asarray(Z)))
+    Phi = np.concatenate([zf, X * zf, np.ones((N, 1))], axis=1).astype(np.float32)
+    scores = np.einsum("nap,np->na", thetas[comp], Phi)
+    spent = (Z * S["costs"][None, :]).sum(1).astype(np.float32)
+    ret, zT = jax.jit(slot_rollouts, static_argnames=("n_terminal", "batch"))(
+        spec, jnp.swapaxes(jnp.asarray(thetas), 1, 2), jnp.asarray(comp), jnp.asarray(X), jnp.asarray(y),
+        jnp.asarray(Z), jnp.asarray(spent), jnp.asarray(scores), jnp.asarray(lane_s), jnp.asarray(lane_j),
+        jnp.asarray(lane_v), n_terminal=N * J, batch=7,
+    )
+    r_acq = np.asarray(jax.vmap(acquire_reward, in_axes=(None, 0))(spec, jnp.asarray(Z)))
+    for lane in np.flatnonzero(lane_v):
+        i, j = lane_s[lane], lane_j[lane]
+        Q_ref, _ = np_q_values(thetas[comp[i]], S, X[i], int(y[i]), Z[i])
+        np.testing.assert_allclose(r_acq[i, j] + float(ret[lane]), Q_ref[C + j], rtol=1e-4, atol=1e-4)
+        assert np.asarray(zT[lane])[j] and (np.asarray(zT[lane]) >= Z[i]).all()
+    assert not np.asarray(ret)[~lane_v].any()
 
 
 def test_packed_rollouts_match_unpacked():
