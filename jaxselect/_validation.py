@@ -13,6 +13,9 @@ inputs) only shapes and dtypes can be checked; value checks (NaN/Inf, constant c
 from __future__ import annotations
 
 import numbers
+import os
+import sys
+import warnings
 from functools import partial
 
 import jax
@@ -23,6 +26,7 @@ from jaxselect.programs import jit
 from jaxselect._compat import is_tracer
 
 __all__ = [
+    "clip_k",
     "default_float",
     "is_traced",
     "host_value",
@@ -641,3 +645,68 @@ def check_magnitudes(values: dict, dtype, *, fix: str, limit: float | None = Non
         raise ValueError(
             f"{name} is {worst:.3g}: too large for {np.dtype(dtype)} (it must stay below {limit:.3g}); {fix}"
         )
+
+
+def _caller_outside_package() -> int:
+    """``warnings.warn``'s stacklevel (counted from the caller of this function) of the first frame
+    outside the jaxselect package: the user's line, however deep inside the library the warning is."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def clip_k(k, n_usable: int, who: str, *, unit: str = "features", stacklevel: int | None = None):
+    """The library's one rule for a ``k`` above the usable features (issue 37): a ``UserWarning``
+    naming k and the count, and all usable ones kept (as scikit-learn's ``SelectKBest``).
+
+    Usable: columns that are not constant (max == min over the rows of positive weight — the data
+    layer's ``live`` mask), or groups with such a column (``unit="groups"``). Every caller —
+    :func:`jaxselect.fsa`, :func:`jaxselect.greedy_rls` and the estimators of
+    :mod:`jaxselect.sklearn` — goes through here, so the wording is one.
+
+    Args:
+      k: the requested number (an int ≥ 1), a sequence of them (a CV grid: each one above the count
+        is replaced by it, one warning for all), or None (returned as is).
+      n_usable: the number of usable features (groups). Below 1 nothing is clipped: the caller's
+        own error says that X has nothing to select.
+      who: the function or estimator named at the start of the message.
+      unit: ``"features"`` or ``"groups"``.
+      stacklevel: as ``warnings.warn``'s, counted from the caller of ``clip_k`` (1: that caller's
+        line); None: the first line outside jaxselect (the user's call).
+
+    Returns:
+      ``min(k, n_usable)`` (elementwise for a sequence, as a numpy array).
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     clip_k(5, 3, "fsa"), clip_k(2, 3, "fsa")
+    (3, 2)
+    >>> print(caught[0].message)
+    fsa: k=5 is larger than the number of usable features of X (3; constant columns are never selected); all 3 are kept
+    """
+    if k is None or n_usable < 1:
+        return k
+    level = _caller_outside_package() if stacklevel is None else stacklevel + 1  # as warnings.warn's, from here
+    if np.ndim(k):
+        ks = np.asarray(k)
+        big = sorted(set(ks[ks > n_usable].tolist()))
+        if big:
+            warnings.warn(
+                f"{who}: ks {big} are larger than the number of usable {unit} of X ({n_usable}; constant columns "
+                f"are never selected); they are replaced by {n_usable} (all {unit} kept)",
+                UserWarning,
+                stacklevel=level,
+            )
+        return np.minimum(ks, n_usable)
+    if k <= n_usable:
+        return k
+    warnings.warn(
+        f"{who}: k={k} is larger than the number of usable {unit} of X ({n_usable}; constant columns are never "
+        f"selected); all {n_usable} are kept",
+        UserWarning,
+        stacklevel=level,
+    )
+    return int(n_usable)

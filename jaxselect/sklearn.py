@@ -108,7 +108,7 @@ from sklearn.utils.validation import (
 from jaxselect._budget import within_budget
 from jaxselect.design import HostDesign, HostSparseDesign, as_sparse_csr, is_sparse
 from jaxselect.design.stream import stream_kind
-from jaxselect._validation import check_float, check_int
+from jaxselect._validation import check_float, check_int, clip_k
 from jaxselect.anneal import PiecewiseLinear, Polish, fsa, fsa_predict
 from jaxselect.losses import HuberHinge, loss_names
 from jaxselect.rls import greedy_rls
@@ -213,19 +213,12 @@ def _live_columns(X, w) -> np.ndarray:
 
 
 def _cap_k(est, k, n_usable: int, unit: str, *, stacklevel: int = 3):
-    """``k``, or ``n_usable`` with a UserWarning when k exceeds it (as ``SelectKBest``: all are kept).
+    """``k``, or ``n_usable`` with a UserWarning when k exceeds it (as ``SelectKBest``: all are kept):
+    the library's one rule, :func:`jaxselect._validation.clip_k`, named after the estimator.
 
     ``stacklevel``: as ``warnings.warn``'s, counted from here (3: the caller of the caller).
     """
-    if k is None or k <= n_usable or n_usable < 1:
-        return k  # no usable unit at all: the solver's own error says so
-    warnings.warn(
-        f"{type(est).__name__}: k={k} is larger than the number of usable {unit} of X ({n_usable}; constant "
-        f"columns are never selected); all {n_usable} are kept",
-        UserWarning,
-        stacklevel=stacklevel,
-    )
-    return n_usable
+    return clip_k(k, n_usable, type(est).__name__, unit=unit, stacklevel=stacklevel)
 
 
 def _make_groups(groups, costs, n_features: int) -> Groups:
@@ -926,15 +919,7 @@ class FSARegressorCV(FSARegressor):
         if ks.size == 0 or ks.dtype.kind not in "iu" or (ks < 1).any():
             raise ValueError(f"ks must be a non-empty sequence of integers >= 1; got {self.ks!r}")
         n_live = int(_live_columns(X, w).sum())
-        big = sorted(set(ks[ks > n_live].tolist()))
-        if big and n_live >= 1:
-            warnings.warn(
-                f"FSARegressorCV: ks {big} are larger than the number of usable features of X ({n_live}; "
-                f"constant columns are never selected); they are replaced by {n_live} (all features kept)",
-                UserWarning,
-                stacklevel=2,
-            )
-            ks = np.minimum(ks, n_live)
+        ks = clip_k(ks, n_live, "FSARegressorCV", stacklevel=2)
         folds = list(check_cv(self.cv, y, classifier=False).split(X, y))
         with _precision(X.dtype):
             cv = cross_validate_fsa(

@@ -574,9 +574,12 @@ def test_constant_columns_inert_raise_and_k_check():
         fsa(X, y, K, constant_columns="raise", **kw)
     with pytest.raises(ValueError, match="constant_columns must be one of"):
         fsa(X, y, K, constant_columns="drop", **kw)
-    with pytest.raises(ValueError, match=r"larger than the number of non-constant columns of X \(14 of 16\)"):
-        fsa(X, y, M - 1, **kw)
     full = fsa(X, y, M - 2, **kw)
+    # k above the 14 non-constant columns: a UserWarning, all 14 kept (issue 37: the one k rule)
+    with pytest.warns(UserWarning, match=r"fsa: k=15 is larger than the number of usable features of X \(14; "):
+        clipped = fsa(X, y, M - 1, **kw)
+    assert clipped.support.tolist() == full.support.tolist()
+    np.testing.assert_array_equal(np.asarray(clipped.coef), np.asarray(full.coef))
     assert full.support.tolist() == [j for j in range(M) if j not in (0, 9)]
     # traced X: k cannot be checked; the support is padded with constant columns, coefficient 0
     traced = jax.jit(lambda X, y: fsa(X, y, M - 1, **kw))(X, y)
@@ -600,7 +603,6 @@ def test_degenerate_duplicated_and_k_equals_m():
     "kwargs, err, match",
     [
         (dict(k=0), ValueError, "k must be >= 1"),
-        (dict(k=M + 1), ValueError, "larger than the number of features"),
         (dict(k=2.5), TypeError, "k must be an integer"),
         (dict(loss="hinge"), ValueError, "loss must be one of"),
         (dict(loss="logistic", y="reg"), ValueError, "binary labels"),

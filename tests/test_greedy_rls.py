@@ -348,8 +348,12 @@ def test_constant_columns_are_never_selected(dtype):
     assert sorted(sel) == [i for i in range(15) if i not in (0, 5)]
     assert np.asarray(res.coef)[[0, 5]].tolist() == [[0.0] * 3] * 2
     _assert_path_is_greedy(X, Y, res, l2, 0.0, rtol=_tol(dtype, 1e-9, 1e-4))
-    with pytest.raises(ValueError, match=r"non-constant columns of X \(13 of 15"):
-        greedy_rls(X, Y, 14, l2=l2)
+    # k above the 13 non-constant columns: a UserWarning, all 13 kept (issue 37: the one k rule)
+    with pytest.warns(UserWarning, match=r"greedy_rls: k=14 is larger than the number of usable features of X \(13; "):
+        with _precision(dtype):
+            clipped = greedy_rls(X, Y, 14, l2=l2)
+    assert np.asarray(clipped.selected).tolist() == sel
+    np.testing.assert_array_equal(np.asarray(clipped.coef), np.asarray(res.coef))
     with pytest.raises(ValueError, match=r"constant column\(s\) \[0, 5\]"):
         greedy_rls(X, Y, 3, l2=l2, constant_columns="raise")
     with pytest.raises(ValueError, match="constant_columns"):
@@ -413,7 +417,6 @@ def test_short_repr():
 @pytest.mark.parametrize(
     "kwargs, exc, match",
     [
-        (dict(k=16), ValueError, "exceeds the number of features"),
         (dict(k=0), ValueError, "k must be >= 1"),
         (dict(k=2.0), TypeError, "k must be an integer"),
         (dict(l2=0.0), ValueError, "l2 must be >"),

@@ -63,6 +63,7 @@ from .._validation import (
     check_float,
     check_int,
     check_result_type,
+    clip_k,
     check_scale,
     float_dtype_for,
     host_array,
@@ -269,9 +270,7 @@ def validate_fsa_options(X_shape, k, n_iter, mu, lr, optimizer, bins, smoothness
     """Host checks of :func:`fsa`'s options (also run by :func:`jaxselect.cross_validate_fsa`
     before it vmaps); returns ``(k, n_iter, mu, lr, smoothness, bins, huber_h)`` as Python values."""
     n, m = X_shape
-    k = check_int(k, "k", low=1)
-    if k > m:
-        raise ValueError(f"k={k} is larger than the number of features M={m}; choose 1 <= k <= {m}")
+    k = min(check_int(k, "k", low=1), m)  # above the usable columns: clipped by fsa (clip_k) once they are known
     n_iter = check_int(n_iter, "n_iter", low=1)
     mu = check_float(mu, "mu", low=0.0)
     if lr is not None:
@@ -345,17 +344,21 @@ def _check_refine(refine, bins, polish) -> int:
     return refine
 
 
-def _check_k_live(live, k: int) -> None:
-    """k must not exceed the number of non-constant columns (checked when the data is concrete)."""
+def _check_k_live(live, k: int) -> int:
+    """``k``, clipped to the number of non-constant columns with the library's UserWarning
+    (:func:`~jaxselect._validation.clip_k`); a ValueError when every column is constant. With traced
+    X the count is unknown: k is clipped to the width M (the support is then padded with constant
+    columns, see fsa's docstring)."""
     values = host_value(lambda: live)
     if values is None:
-        return  # traced X: see fsa's docstring (the support is then padded with constant columns)
+        return clip_k(k, int(np.shape(live)[0]), "fsa")
     n_live = int(values.sum())
-    if k > n_live:
+    if n_live < 1:
         raise ValueError(
-            f"k={k} is larger than the number of non-constant columns of X ({n_live} of {values.size}); "
-            f"constant columns (max == min) carry no information and are never selected: choose k <= {n_live}"
+            f"every column of X is constant (max == min; {values.size} columns): constant columns carry no "
+            "information and are never selected"
         )
+    return clip_k(k, n_live, "fsa")
 
 
 # --------------------------------------------------------------------------- preparation
@@ -490,6 +493,7 @@ def _fsa_streamed(source, y, sample_weight, l2, options: FSAOptions, lean: bool)
     polish, tol, max_iter, l1 = opts.polish.enabled, opts.polish.tol, opts.polish.max_iter, opts.polish.l1
     m = source.shape[1]
     dtype = np.dtype(source.dtype)
+    k_asked = check_int(k, "k", low=1)
     k, n_iter, mu, lr, _, _, huber_h = validate_fsa_options((0, m), k, n_iter, mu, lr, None, None, 0.0, huber_h)
     polish, tol, max_iter = _check_polish(polish, tol, max_iter, None, dtype)
     l1, polish = _check_l1(l1, polish, None, dtype)
@@ -516,7 +520,14 @@ def _fsa_streamed(source, y, sample_weight, l2, options: FSAOptions, lean: bool)
             raise ValueError(f"loss={loss!r} needs y: pass y, or a source whose batches or targets(rows) carry it")
         y = y_src
     check_constant_columns(summary.live, constant_columns)
-    _check_k_live(summary.live, k)
+    k_plan, k = k, _check_k_live(summary.live, k_asked)
+    if k != k_plan:  # k above the non-constant columns: the schedule of the clipped k
+        schedule, padded, widths = schedule_plan(m, k, n_iter, mu)
+        cap = padded.shape[0]
+        length0 = stage_bounds(padded, n_iter, widths)[0]
+        needs_sub = mode == "power" and min(12, (length0[1] - length0[0]) // 2) < 6
+        if needs_sub and sub is None and n > 2048:
+            sub = subsample_rows(source, -(-n // 1024))
     target = _check_target(y, n, dtype, loss, None)  # (the squared loss's y: its scale too)
     if w is not None:
         target = _weight_target(target, jnp.asarray(w, dtype), loss)
@@ -768,7 +779,9 @@ def fsa(
         bool, (N,) or (N, 1) (classification losses); for ``"ranking"`` the pairs: (P, 3) rows
         (i, j, r_ij) with r_ij ∈ [0, 1], or a tuple ``(ij (P, 2) int, r (P,))``; or anything a
         callable loss accepts; None with a source that carries its targets.
-      k: number of features to select, 1 ≤ k ≤ the number of non-constant columns.
+      k: number of features to select, k ≥ 1; above the number of non-constant columns, a
+        ``UserWarning`` and all of them are selected (k clipped to that count,
+        :func:`~jaxselect._validation.clip_k`).
       loss: ``"squared"`` (½·mean, eq. 4/10), ``"logistic"`` (6), ``"huber_hinge"`` (7; its h
         0.1 as in the authors' code, or ``js.losses.HuberHinge(h)``), ``"lorenz"`` (8),
         ``"ranking"`` (9), or a callable ``loss(scores (N,), y) -> scalar`` differentiated with
@@ -875,13 +888,13 @@ def fsa(
       call is not traced; ``js.raise_for_status`` raises.
 
     Raises:
-      ValueError / TypeError: on bad input (shapes, fewer than 2 rows, NaN/Inf, k outside
-        [1, M] or above the number of non-constant columns, unknown loss, labels not binary for a
+      ValueError / TypeError: on bad input (shapes, fewer than 2 rows, NaN/Inf, k < 1, every
+        column constant, unknown loss, labels not binary for a
         classification loss, pairs out of range, bins < 1, mu < 0, n_iter < 1, l2 < 0, ...).
 
     Inside a user's ``jax.jit`` (traced X, y): value checks are skipped. In particular a k above
-    the number of non-constant columns cannot be detected; the support is then padded with
-    constant columns, whose coefficient is 0. Classification labels are then read as ``y > 0``.
+    the number of non-constant columns cannot be detected (k is only clipped to M, with the
+    warning); the support is then padded with constant columns, whose coefficient is 0. Classification labels are then read as ``y > 0``.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -928,7 +941,7 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
     problem = _prepare(data, y, loss, bins, opts.pairs, config, l2, jax.device_put(np.asarray(smoothness, dtype)))
     if opts.scale != "std" and bins is None:
         problem = problem._replace(design=rescale_design(problem.design, w, opts.scale))
-    _check_k_live(problem.live, k)
+    k = _check_k_live(problem.live, check_int(opts.k, "k", low=1))
 
     schedule, padded, widths = schedule_plan(m, k, n_iter, mu)
     cap = padded.shape[0]

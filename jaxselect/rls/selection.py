@@ -34,7 +34,8 @@ model from the start (regularised like every other feature, never counted in ``k
 contribution to predictions is the intercept ``b = bias · 1ᵀA``.
 
 Constant columns (``max == min``, the library's one rule) are inert: they start as "taken", so they
-are never selected. With concrete data, ``k`` above the number of non-constant columns raises; with
+are never selected. With concrete data, ``k`` above the number of non-constant columns is clipped to
+it with a ``UserWarning`` (the library's one rule, :func:`~jaxselect._validation.clip_k`); with
 traced data (inside a user's ``jit``) the steps past the last selectable column select nothing
 (``selected = −1``, the model is unchanged).
 
@@ -88,6 +89,7 @@ from jaxselect._validation import (
     as_float_matrix,
     as_hyper,
     check_finite_output,
+    clip_k,
     check_int,
     host_value,
     scale_error,
@@ -579,7 +581,8 @@ def greedy_rls(
         alternatives. The solver computes in X's floating dtype (float32 by default, float64 under
         x64 for float64 input); ``Y`` is cast to it.
       Y: (n,) or (n, T) real targets.
-      k: number of features to select, ``1 <= k <=`` the number of non-constant columns.
+      k: number of features to select, ``k >= 1``; above the number of non-constant columns, a
+        ``UserWarning`` and all of them are selected (k clipped to that count).
       l2: ridge penalty ``> 0`` on the mean loss (RLScore's ``regparam / n``). The default 1e-3
         is light shrinkage for columns of unit mean square (RLScore's ``regparam = n/1000``; the
         old default ``regparam = 1`` is ``l2 = 1/n``) and keeps the float32 rank-one updates about
@@ -617,8 +620,8 @@ def greedy_rls(
       when fine (check with :func:`jaxselect.raise_for_status`).
 
     Raises:
-      ValueError: non-finite or wrongly shaped input, fewer than 2 rows, mismatched rows, ``k``
-        outside ``[1, number of non-constant columns]``, ``l2 <= 0``, ``bias < 0``, or constant
+      ValueError: non-finite or wrongly shaped input, fewer than 2 rows, mismatched rows, ``k < 1``,
+        every column constant, ``l2 <= 0``, ``bias < 0``, or constant
         columns with ``constant_columns="raise"``.
       TypeError: non-numeric input or non-integer ``k``/``chunk_size``.
 
@@ -647,20 +650,17 @@ def greedy_rls(
     X, Y2, was_1d, w, live = data.X, data.Y, data.y_1d, data.weights, data.summary.live
     n, d = X.shape
     k = check_int(k, "k", low=1)
-    if k > d:
-        raise ValueError(f"k={k} exceeds the number of features d={d}; choose k <= {d}")
     dt = X.dtype
     l2 = as_hyper(l2, "l2", dt, low=0.0, strict_low=True)
     bias = as_hyper(bias, "bias", dt, low=0.0)
     chunk = _resolve_chunk(chunk_size, n, d, dt)
     n_recheck = min(check_int(n_recheck, "n_recheck", low=0), d)
     _check_target_scale(Y2)  # LOO errors are squares of Y's scale
-    n_live = host_value(lambda: live)
-    if n_live is not None and k > int(n_live.sum()):
-        raise ValueError(
-            f"k={k} exceeds the number of non-constant columns of X ({int(n_live.sum())} of {d}; constant "
-            f"columns are never selected); choose k <= {int(n_live.sum())}"
-        )
+    n_live = host_value(lambda: live)  # None with traced X: only the width bounds k then
+    n_usable = d if n_live is None else int(n_live.sum())
+    if n_usable < 1:
+        raise ValueError(f"every column of X is constant ({d} columns; constant columns are never selected)")
+    k = clip_k(k, n_usable, "greedy_rls")  # above the usable columns: a UserWarning, all of them kept
     solve = _solve_with_progress if check_progress(progress) else _solve
     return solve(X, Y2, live, l2, bias, w, k=k, chunk=chunk, n_recheck=n_recheck, y_1d=was_1d)
 
