@@ -97,7 +97,7 @@ def enable_persistent_cache(directory: str | os.PathLike | None = None) -> str:
 def _leaf_key(x):
     if isinstance(x, jax.Array):
         sharding = x.sharding if len(x.sharding.device_set) > 1 else None
-        return (x.shape, x.dtype, x.weak_type, sharding)
+        return (x.shape, x.dtype, getattr(x, "weak_type", False), sharding)  # typed PRNG keys have none
     if isinstance(x, (np.ndarray, np.generic)):
         return (x.shape, x.dtype)
     if isinstance(x, (bool, int, float, complex)):

@@ -112,3 +112,13 @@ def test_enable_persistent_cache_sets_the_directory(tmp_path):
     finally:
         for k, v in saved.items():
             jax.config.update(k, v)
+
+
+def test_typed_prng_keys_are_a_signature_like_any_array(small_cache):
+    @programs.jit
+    def draw(key):
+        return jax.random.normal(key, (3,))
+
+    a = draw(jax.random.key(0))
+    b = draw(jax.random.key(1))
+    assert a.shape == (3,) and not np.allclose(a, b) and draw._cache_size() == 1
