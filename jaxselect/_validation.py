@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxselect.programs import jit
-from jaxselect._compat import is_tracer
+from jaxselect._compat import is_tracer, top_level
 
 __all__ = [
     "clip_k",
@@ -297,7 +297,7 @@ def as_targets(Y, n: int, name: str = "Y", *, dtype=None):
         if not np.isfinite(Y).all():
             raise_nonfinite(original, name, target, "remove those rows first")
         return jax.device_put(Y), was_1d  # (jnp.asarray would compile a copy program per shape)
-    if isinstance(Y, jax.Array) and not is_traced(Y) and Y.is_fully_addressable:
+    if isinstance(Y, jax.Array) and top_level() and not is_traced(Y) and Y.is_fully_addressable:
         Y, finite = _column_and_finite(Y, target=np.dtype(target))  # one program, not three eager ops
         if not bool(finite):
             raise_nonfinite(original, name, target, "remove those rows first")

@@ -28,7 +28,7 @@ import threading
 import jax
 import numpy as np
 
-from jaxselect._compat import is_tracer, jit_cache_size
+from jaxselect._compat import is_tracer, jit_cache_size, top_level
 
 __all__ = ["clear_compiled", "enable_persistent_cache", "jit", "max_programs", "set_max_programs"]
 
@@ -128,8 +128,8 @@ class BoundedJit:
         return (tree, tuple(_leaf_key(leaf) for leaf in leaves), static)
 
     def _instance(self, args, kwargs):
-        signature = self._signature(args, kwargs)
-        if signature is None:
+        signature = None if not top_level() else self._signature(args, kwargs)
+        if signature is None:  # inside a traced program: it traces into the caller's, nothing cached
             return self._traced
         key = (self, signature)  # the owner itself: an id could be reused after it is freed
         with _LOCK:
