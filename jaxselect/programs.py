@@ -39,14 +39,26 @@ _MAX = [int(os.environ.get("JAXSELECT_MAX_PROGRAMS", _DEFAULT_MAX))]
 
 
 def max_programs() -> int:
-    """The bound of the library's program cache (entries, one compiled signature each)."""
+    """The bound of the library's program cache (entries, one compiled signature each).
+
+    >>> import jaxselect as js
+    >>> js.max_programs() >= 1
+    True
+    """
     return _MAX[0]
 
 
 def set_max_programs(n: int) -> int:
     """Bound the library's program cache to ``n`` ≥ 1 entries (least recently used dropped first);
     returns the previous bound. Each XLA:CPU program keeps about 550 memory mappings: the default
-    32 stays far below Linux's 65 530 per process."""
+    32 stays far below Linux's 65 530 per process.
+
+    >>> import jaxselect as js
+    >>> previous = js.set_max_programs(8)
+    >>> js.max_programs()
+    8
+    >>> _ = js.set_max_programs(previous)
+    """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"max programs must be an integer >= 1; got {n!r}")
     with _LOCK:
@@ -58,7 +70,12 @@ def set_max_programs(n: int) -> int:
 def clear_compiled() -> int:
     """Drop every compiled program of the library (their executables are freed); returns how many
     cache entries were dropped. The next call of each function compiles again (or loads from the
-    persistent cache, :func:`enable_persistent_cache`)."""
+    persistent cache, :func:`enable_persistent_cache`).
+
+    >>> import jaxselect as js
+    >>> js.clear_compiled() >= 0
+    True
+    """
     with _LOCK:
         n = len(_CACHE)
         while _CACHE:
@@ -83,6 +100,13 @@ def enable_persistent_cache(directory: str | os.PathLike | None = None) -> str:
     cache only programs that took over a second). Call it once, before the first fit. The cache
     directory holds executable code that JAX loads and runs without checking it: use a directory
     only you can write to, as JAX's documentation warns.
+
+    >>> import tempfile, jax, jaxselect as js
+    >>> saved = jax.config.values["jax_compilation_cache_dir"]
+    >>> where = js.enable_persistent_cache(tempfile.mkdtemp())
+    >>> jax.config.values["jax_compilation_cache_dir"] == where
+    True
+    >>> jax.config.update("jax_compilation_cache_dir", saved)
     """
     if directory is None:
         directory = os.environ.get("JAXSELECT_CACHE_DIR") or os.path.join("~", ".cache", "jaxselect", "xla")

@@ -42,6 +42,10 @@ class SolverTraits(NamedTuple):
         leading axis and hands it to ``finish`` (else ``finish`` gets ``None``).
       until_done: the driver runs a ``lax.while_loop`` until ``done`` (at most ``n_steps`` steps)
         instead of a fixed-length scan; needs ``done`` and excludes ``stacks_info``.
+
+    >>> import jaxselect as js
+    >>> js.SolverTraits("halving", stacks_info=True)
+    SolverTraits(name='halving', stacks_info=True, until_done=False)
     """
 
     name: str
@@ -61,6 +65,26 @@ class Solver(NamedTuple):
       traits: the solver's static :class:`SolverTraits`.
       done: ``done(problem, state) -> bool[]`` or None (never done before ``n_steps``); the driver
         leaves a done state unchanged.
+
+    A toy solver that halves a number until it is below a tolerance, run by the one driver:
+
+    >>> from typing import NamedTuple
+    >>> import jax.numpy as jnp, jaxselect as js
+    >>> from jaxselect.solver import run
+    >>> class State(NamedTuple):
+    ...     x: jnp.ndarray
+    ...     info: jnp.ndarray
+    >>> def halving(tol):
+    ...     return js.Solver(
+    ...         init=lambda problem, x0: State(x0, x0),
+    ...         step=lambda problem, s: State(s.x / 2, s.x / 2),
+    ...         finish=lambda problem, s, infos: (s.x, infos),
+    ...         traits=js.SolverTraits("halving", stacks_info=True),
+    ...         done=lambda problem, s: s.x < tol,
+    ...     )
+    >>> x, path = run(halving(1.0), None, jnp.float32(10.0), n_steps=6)
+    >>> float(x), path.tolist()
+    (0.625, [5.0, 2.5, 1.25, 0.625, 0.625, 0.625])
     """
 
     init: Callable[..., Any]

@@ -55,6 +55,12 @@ class Execution(NamedTuple):
       checkpoint: None or a file path: the streamed phase's state at every stage boundary.
       progress: show a progress bar (needs ``tqdm``); the in-memory schedule is then run in
         compiled chunks between which the bar moves.
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(60, 8)).astype(np.float32)
+    >>> y = X[:, 0] - 2 * X[:, 3]
+    >>> js.fsa(X, y, 2, n_iter=50, execution=js.Execution(max_memory=None)).support.tolist()
+    [0, 3]
     """
 
     max_memory: Any = "auto"
@@ -69,6 +75,13 @@ class PiecewiseLinear(NamedTuple):
     Attributes:
       bins: B ≥ 1.
       smoothness: weight c ≥ 0 of the second-order smoothness prior of eq. (13).
+
+    >>> import numpy as np, jaxselect as js
+    >>> X = np.random.default_rng(0).normal(size=(80, 6)).astype(np.float32)
+    >>> y = np.sin(2 * X[:, 1]) + X[:, 4] ** 2
+    >>> res = js.fsa(X, y, 2, n_iter=60, learner=js.PiecewiseLinear(bins=6, smoothness=0.1))
+    >>> sorted(res.support.tolist())
+    [1, 4]
     """
 
     bins: int

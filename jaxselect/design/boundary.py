@@ -214,7 +214,7 @@ def as_data(
     ...     js.as_data(X, X[:, 0])
     ... except ValueError as e:
     ...     print(e)
-    X contains NaN or Inf in row(s) [2]; remove or impute those entries first
+    X contains NaN or Inf in row(s) [2] and column(s) [1]; remove or impute those entries first
     >>> X[2, 1] = 0.0
     >>> data = js.as_data(X, np.arange(30) % 2, targets="binary", sample_weight=np.ones(30))
     >>> data.design.shape, data.Y.dtype.name, float(data.summary.n_samples)
