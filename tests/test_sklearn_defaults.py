@@ -63,7 +63,12 @@ ESTIMATOR_ONLY = {
         "costs": _COSTS,
         "rule": "which CVResult field picks the budget: `best` or `best_1se`",
     },
-    GroupSequencingClassifier: {"costs": _COSTS, "budget": _BUDGET},
+    GroupSequencingClassifier: {
+        "costs": _COSTS,
+        "budget": _BUDGET,
+        "tol": "glm_omp(newton=js.NewtonOptions(tol=...)): a field of the Newton options record",
+        "max_iter": "glm_omp(newton=js.NewtonOptions(max_iter=...)): a field of the Newton options record",
+    },
     FSARegressor: {"k": _REQUIRED, "bins": _PL},
     FSAClassifier: {"k": _REQUIRED, "bins": _PL},
     FSARegressorCV: {"ks": _REQUIRED, "rule": "which CVResult field picks k: `best` or `best_1se`"},

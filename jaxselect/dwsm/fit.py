@@ -29,7 +29,8 @@ from .._progress import check_progress
 from .._validation import check_int, host_array, is_traced
 from ..design import as_data
 from .mdp import make_spec
-from .policy import DWSMPolicy, _predict
+from .policy import DWSMPolicy
+from .policy import predict_policy as _predict
 from .problem import (
     MDPOptions,
     RCPIOptions,

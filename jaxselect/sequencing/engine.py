@@ -812,3 +812,7 @@ def selectable_groups(index: jax.Array, mask: jax.Array, live: jax.Array) -> jax
     """(J,) bool: groups with at least one live coordinate; the others (constant columns, dropped
     whitening directions only) are inert and never selected, by every greedy solver."""
     return jnp.any(jnp.take(live, index, mode="fill", fill_value=False) & mask, axis=1)
+
+
+#: the solver capacities of a path (shared with the group lasso's refits)
+capacities = _capacities

@@ -69,7 +69,10 @@ from jaxselect.path import SelectionPath, link_code
 from jaxselect.programs import jit
 from jaxselect.sequencing._host import host_hyper
 from jaxselect.sequencing.criteria import OMP_CRITERIA, omp_scores, selectable_groups, slot_capacity
-from jaxselect.sequencing.prepare import Transform, _design, _design_scale_vectors, _rank_tol, design_columns, to_raw_coef
+from jaxselect.sequencing.prepare import Transform, design_columns, to_raw_coef
+from jaxselect.sequencing.prepare import design_arrays as _design
+from jaxselect.sequencing.prepare import design_scale_vectors as _design_scale_vectors
+from jaxselect.sequencing.prepare import rank_tolerance as _rank_tol
 from jaxselect.sharding import any_mesh
 from jaxselect.solver import Solver, SolverTraits, iterate, run
 from jaxselect.status import NONFINITE, NOT_CONVERGED

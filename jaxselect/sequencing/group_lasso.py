@@ -48,8 +48,8 @@ from jaxselect._validation import check_float, check_int, host_value, is_traced
 from jaxselect.linalg import gather_groups
 from jaxselect.path import SelectionPath
 from jaxselect.programs import jit
+from jaxselect.sequencing.engine import capacities as _capacities
 from jaxselect.sequencing.engine import (
-    _capacities,
     c_matvec,
     c_rows,
     default_params,

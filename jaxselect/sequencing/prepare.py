@@ -746,3 +746,9 @@ def to_raw_coef(transform: Transform, w: jax.Array) -> tuple[jax.Array, jax.Arra
     offset = jnp.einsum("d,...dt->...t", transform.x_mean, coef)
     intercept = transform.y_mean.reshape((1,) * len(lead) + (t,)) - offset
     return coef, intercept
+
+
+# the builders GLM OMP shares with prepare (the family's other modules import these names)
+design_arrays = _design
+design_scale_vectors = _design_scale_vectors
+rank_tolerance = _rank_tol
