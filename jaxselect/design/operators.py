@@ -297,9 +297,9 @@ class HostDesign:
                 ww = None if w is None else np.asarray(w[start : start + c.shape[0]], np.float64)
                 sq += (c * c).sum(axis=0) if ww is None else ww @ (c * c)
         dt = self.dtype
-        summary = standardize(
-            mean.astype(dt), (sq / wsum).astype(dt), hi > lo, np.asarray(wsum, dt), xp=np
-        )
+        # the rule in float64, then the dtype: a column of scale 1e25 has a variance float32 cannot hold
+        wide = standardize(mean, sq / wsum, hi > lo, np.asarray(wsum), xp=np)
+        summary = wide._replace(mean=mean.astype(dt), scale=wide.scale.astype(dt), n_samples=np.asarray(wsum, dt))
         return summary, lo.astype(dt), hi.astype(dt)
 
     def standardized(self, summary) -> "HostDesign":
