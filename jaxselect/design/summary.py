@@ -66,7 +66,9 @@ class ColumnSummary(NamedTuple):
             # concrete device values (the boundary's summary): D numbers through the host, no compiled op
             scale, live = np.asarray(self.scale), np.asarray(self.live)
             factor = np.where(live, 1.0 / scale, np.zeros_like(scale)).astype(scale.dtype)
-            return jax.device_put(factor, self.scale.sharding)
+            if len(self.scale.sharding.device_set) > 1:  # replicated over a mesh: keep that placement
+                return jax.device_put(factor, self.scale.sharding)
+            return jax.device_put(factor)  # one device: uncommitted, as jnp's result would be
         return jnp.where(self.live, 1.0 / self.scale, jnp.zeros_like(self.scale)).astype(self.scale.dtype)
 
 
