@@ -91,7 +91,9 @@ from jaxselect._validation import (
     check_finite_output,
     clip_k,
     check_int,
+    host_array,
     host_value,
+    is_traced,
     scale_error,
 )
 from jaxselect.path import RLSResult, check_rls_result, safe_index, rls_to_path
@@ -668,9 +670,9 @@ def greedy_rls(
 def _check_target_scale(Y) -> None:
     """:func:`~jaxselect._validation.check_scale` of the (n, T) targets (squares), on the host: no
     compiled program between the front door and the solve (a no-op on traced Y)."""
-    values = host_value(lambda: Y)
-    if values is None:
+    if is_traced(Y):
         return
+    values = host_array(Y)  # a global Y over several processes is gathered first
     message = scale_error(values.min(axis=0), values.max(axis=0), values.shape[0], "Y", Y.dtype, squares=True)
     if message is not None:
         raise ValueError(message)
