@@ -32,7 +32,7 @@ LAYERS = {
 }
 SOLVER_FAMILIES = ("sequencing", "anneal", "dwsm", "rls", "refit")
 #: private modules whose names are the package's internal API (their own ``_`` marks the module)
-INTERNAL_MODULES = ("_repr", "_static", "_budget", "_compat", "_validation")
+INTERNAL_MODULES = ("_repr", "_static", "_budget", "_compat", "_validation", "_base")
 
 
 def _module_name(path: pathlib.Path) -> str:

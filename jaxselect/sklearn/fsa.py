@@ -1,0 +1,378 @@
+"""scikit-learn estimators of Feature Selection with Annealing: FSARegressor, FSARegressorCV, FSAClassifier."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.model_selection import check_cv
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array
+
+from jaxselect._validation import clip_k
+from jaxselect.anneal import PiecewiseLinear, Polish, fsa, fsa_predict
+from jaxselect.design import is_sparse
+from jaxselect.design.stream import stream_kind
+from jaxselect.losses import HuberHinge, loss_names
+from jaxselect.model_selection import cross_validate_fsa
+from jaxselect.prediction import predict as _predict
+from jaxselect.sklearn._base import (
+    _RULES,
+    _Base,
+    _binary_only,
+    _cap_k,
+    _check_choice,
+    _check_k,
+    _check_weights,
+    _encode_labels,
+    _host,
+    _linear_predict,
+    _live_columns,
+    _precision,
+    _Selector,
+)
+
+
+class _FSABase(_Selector, _Base):
+    _sparse = True
+
+    def _validate_fit(self, X, y, sample_weight, *, multi_output: bool, numeric: bool):
+        """As :class:`_Base`'s, but an ``np.memmap`` or a row-sliceable array-like (h5py, zarr) X is
+        left as it is — :func:`jaxselect.fsa` streams it (validating every block) — and only y and
+        the weights are checked here."""
+        streamed = stream_kind(X) in ("memmap", "source") and not callable(X)
+        if not streamed or np.dtype(X.dtype) not in (np.float32, np.float64):
+            return super()._validate_fit(X, y, sample_weight, multi_output=multi_output, numeric=numeric)
+        if len(X.shape) != 2:
+            raise ValueError(f"X must be 2-D (n_samples, n_features); got shape {tuple(X.shape)}")
+        y = check_array(y, ensure_2d=False, dtype="numeric" if numeric else None, input_name="y")
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"y must have shape ({X.shape[0]},), one target per row of X; got {y.shape}")
+        self.n_features_in_ = X.shape[1]
+        return X, y, _check_weights(sample_weight, X)
+
+    def _check_sparse_bins(self, X) -> None:
+        """ValueError: piecewise-linear learners (``bins``) on sparse X."""
+        if self.bins is not None and is_sparse(X):
+            raise ValueError(
+                f"{type(self).__name__}(bins={self.bins!r}): piecewise-linear learners do not run on sparse X — "
+                "their centred basis values make every entry of the encoded design non-zero, so it would be dense "
+                "(n x n_features x (bins + 1)). Use bins=None (linear learners) for sparse X, or X.toarray() if it "
+                "fits in memory (or select with bins=None, then fit bins on X[:, get_support()].toarray())"
+            )
+
+    def _fsa(self, X, y, w, loss, k):
+        """Fit :func:`jaxselect.fsa` with ``k`` (capped at the usable columns) and set the fitted attributes."""
+        self._check_sparse_bins(X)
+        k = _cap_k(self, _check_k(k, allow_none=False), int(_live_columns(X, w).sum()), "features", stacklevel=4)
+        with _precision(X.dtype):
+            options = {
+                name: getattr(self, name) for name in ("huber_h", "scale", "l1", "refine") if hasattr(self, name)
+            }
+            if loss == "huber_hinge":
+                loss = HuberHinge(options.pop("huber_h", 0.1))
+            options.pop("huber_h", None)
+            polish = Polish(l1=options.pop("l1", None), refine=options.pop("refine", 0))
+            learner = None if self.bins is None else PiecewiseLinear(self.bins, self.smoothness)
+            result = fsa(
+                X,
+                y,
+                k,
+                loss=loss,
+                n_iter=self.n_iter,
+                mu=self.mu,
+                lr=self.lr,
+                l2=self.l2,
+                learner=learner,
+                sample_weight=w,
+                polish=polish,
+                **options,
+            )
+            self.result_ = _host(result)
+        self.status_ = int(self.result_.status)
+        support = np.asarray(self.result_.support)
+        self.support_ = np.zeros(X.shape[1], bool)
+        self.support_[support] = True
+        coef = np.asarray(self.result_.coef, np.float64)
+        dense = np.zeros((X.shape[1],) + coef.shape[1:])
+        dense[support] = coef
+        self.coef_ = dense
+        self.intercept_ = float(self.result_.intercept)
+
+    def _scores(self, X):
+        X = self._validate_X(X)
+        if self.bins is None:
+            return _linear_predict(X, self.coef_, self.intercept_)
+        dtype = np.asarray(self.result_.coef).dtype
+        with _precision(dtype):
+            if is_sparse(X):  # a model fitted on dense X: only its support columns are densified
+                return np.asarray(_predict(self.result_, X), np.float64)
+            return np.asarray(fsa_predict(self.result_, X.astype(dtype, copy=False)), np.float64)
+
+
+class FSARegressor(RegressorMixin, _FSABase):
+    """Feature Selection with Annealing (Barbu et al.) for regression: k features, a linear model.
+
+    Args:
+      k: number of features to keep; a k above the number of usable (non-constant) columns keeps
+        them all, with a UserWarning.
+      loss: "squared" (½·mean squared error) or a callable ``loss(scores, y) -> scalar``.
+      n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa` (``l2``: mean loss +
+        (l2/2)‖β‖² on standardised features; ``bins``: piecewise-linear learners).
+      scale, l1, refine: as in :func:`jaxselect.fsa` (``scale="sparse"``: raw 0/1 indicators keep
+        their scale; ``l1``: the L1 polish; ``refine``: rounds of gradient support pursuit).
+
+    Attributes:
+      support_: (n_features,) bool, the k selected columns.
+      coef_: (n_features,) raw-space coefficients, 0 off the support ((n_features, bins + 1) for
+        piecewise-linear learners).
+      intercept_: float.
+      result_: the :class:`jaxselect.FSAResult`.
+      status_: int, the solver's status flags (0 = fine).
+
+    Raises:
+      ValueError: k < 1, or the data errors of :func:`jaxselect.fsa`.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((200, 50)); y = X[:, 3] - 2 * X[:, 7]
+    >>> FSARegressor(k=2, n_iter=100).fit(X, y).get_support(indices=True).tolist()
+    [3, 7]
+    """
+
+    def __init__(
+        self,
+        k=10,
+        *,
+        loss="squared",
+        n_iter=500,
+        mu=300.0,
+        lr=None,
+        l2=0.0,
+        bins=None,
+        smoothness=0.0,
+        scale="std",
+        l1=None,
+        refine=0,
+    ):
+        self.k = k
+        self.loss = loss
+        self.n_iter = n_iter
+        self.mu = mu
+        self.lr = lr
+        self.l2 = l2
+        self.bins = bins
+        self.smoothness = smoothness
+        self.scale = scale
+        self.l1 = l1
+        self.refine = refine
+
+    def fit(self, X, y, sample_weight=None):
+        """Select ``k`` features of X (n_samples, n_features) for the targets y (n_samples,).
+
+        ``sample_weight``: None or (n_samples,) row weights ≥ 0 (:func:`jaxselect.fsa`'s; built-in
+        losses only): integer weights equal repeated rows, weight-0 rows are left out.
+        """
+        if not callable(self.loss):
+            _check_choice(self.loss, "loss", ("squared",))
+        X, y, w = self._validate_fit(X, y, sample_weight, multi_output=False, numeric=True)
+        self._fsa(X, y, w, self.loss, self.k)
+        return self
+
+    def predict(self, X):
+        """Predictions (n_samples,)."""
+        return self._scores(X)
+
+
+class FSARegressorCV(FSARegressor):
+    """:class:`FSARegressor` whose k is chosen by K-fold cross-validation over a grid.
+
+    :func:`jaxselect.cross_validate_fsa` fits every k of the grid on all folds (one vmapped call
+    per k) and scores the held-out rows; ``k_`` maximises the mean score (``rule="best"``) or is
+    the smallest k within one standard error of it (``rule="1se"``); FSA is then refitted on all rows.
+
+    Args:
+      ks: candidate k values; one above the number of usable (non-constant) features is replaced
+        by that number (all features kept) with a UserWarning.
+      cv: int K (``KFold(K)``), a scikit-learn splitter or (train, test) index pairs.
+      rule: "best" or "1se". scoring: "r2" or "neg_mse".
+      loss, n_iter, mu, lr, l2, bins, smoothness: as in :class:`FSARegressor`.
+
+    Attributes:
+      k_: the chosen k.
+      cv_result_: the :class:`jaxselect.CVResult`.
+      support_: and the other attributes of :class:`FSARegressor`, for the refit at ``k_``.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(60, 10))
+    >>> y = X[:, 3] - 2 * X[:, 7] + 0.3 * rng.normal(size=60)
+    >>> est = FSARegressorCV(ks=[1, 2], cv=5, n_iter=50).fit(X, y)
+    >>> est.k_, est.get_support(indices=True).tolist()
+    (2, [3, 7])
+    """
+
+    def __init__(
+        self,
+        ks=(1, 2, 5, 10, 20),
+        *,
+        cv=5,
+        rule="best",
+        scoring="r2",
+        loss="squared",
+        n_iter=500,
+        mu=300.0,
+        lr=None,
+        l2=0.0,
+        bins=None,
+        smoothness=0.0,
+    ):
+        self.ks = ks
+        self.cv = cv
+        self.rule = rule
+        self.scoring = scoring
+        self.loss = loss
+        self.n_iter = n_iter
+        self.mu = mu
+        self.lr = lr
+        self.l2 = l2
+        self.bins = bins
+        self.smoothness = smoothness
+
+    def fit(self, X, y, sample_weight=None):
+        """Cross-validate k on (X, y), then fit FSA with ``k_`` on all rows.
+
+        ``sample_weight``: None or (n_samples,) row weights ≥ 0, used by every fold's fit and
+        held-out score (:func:`jaxselect.cross_validate_fsa`) and by the final fit.
+        """
+        rule = _check_choice(self.rule, "rule", _RULES)
+        _check_choice(self.loss, "loss", ("squared",))
+        _check_choice(self.scoring, "scoring", ("r2", "neg_mse"))
+        X, y, w = self._validate_fit(X, y, sample_weight, multi_output=False, numeric=True)
+        self._check_sparse_bins(X)
+        ks = np.atleast_1d(np.asarray(self.ks))
+        if ks.size == 0 or ks.dtype.kind not in "iu" or (ks < 1).any():
+            raise ValueError(f"ks must be a non-empty sequence of integers >= 1; got {self.ks!r}")
+        n_live = int(_live_columns(X, w).sum())
+        ks = clip_k(ks, n_live, "FSARegressorCV", stacklevel=2)
+        folds = list(check_cv(self.cv, y, classifier=False).split(X, y))
+        with _precision(X.dtype):
+            cv = cross_validate_fsa(
+                X,
+                y,
+                np.unique(ks),
+                folds=folds,
+                loss="squared",
+                n_iter=self.n_iter,
+                mu=self.mu,
+                lr=self.lr,
+                l2=self.l2,
+                bins=self.bins,
+                smoothness=self.smoothness,
+                score=self.scoring,
+                sample_weight=w,
+            )
+        self.cv_result_ = cv
+        self.k_ = int(cv.best if rule == "best" else cv.best_1se)
+        self._fsa(X, y, w, "squared", self.k_)
+        return self
+
+
+class FSAClassifier(ClassifierMixin, _FSABase):
+    """Feature Selection with Annealing (Barbu et al.) for binary classification: k features.
+
+    Labels may be any two values (``classes_``); ``decision_function`` gives the linear score
+    (> 0: ``classes_[1]``), ``predict_proba`` exists for the logistic loss (σ of the score).
+
+    Args:
+      k: number of features to keep (above the usable columns: all, with a UserWarning).
+      loss: "logistic", "huber_hinge" (``huber_h`` its h) or "lorenz".
+      n_iter, mu, lr, l2, bins, smoothness, scale, l1, refine: as in :func:`jaxselect.fsa` (see
+        :class:`FSARegressor`).
+
+    Attributes:
+      classes_: the two labels.
+      support_: (n_features,) bool; ``coef_``, ``intercept_``, ``result_``, ``status_`` as in
+        :class:`FSARegressor`.
+
+    Raises:
+      ValueError: more or fewer than two classes, an unknown loss, or the data errors of
+        :func:`jaxselect.fsa`.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(60, 5)); y = X[:, 1] - X[:, 4] > 0
+    >>> clf = FSAClassifier(k=2, n_iter=50).fit(X, y)
+    >>> clf.get_support(indices=True).tolist(), clf.score(X, y) > 0.9
+    ([1, 4], True)
+    """
+
+    def __init__(
+        self,
+        k=10,
+        *,
+        loss="logistic",
+        n_iter=500,
+        mu=300.0,
+        lr=None,
+        l2=0.0,
+        bins=None,
+        smoothness=0.0,
+        huber_h=0.1,
+        scale="std",
+        l1=None,
+        refine=0,
+    ):
+        self.k = k
+        self.loss = loss
+        self.n_iter = n_iter
+        self.mu = mu
+        self.lr = lr
+        self.l2 = l2
+        self.bins = bins
+        self.smoothness = smoothness
+        self.huber_h = huber_h
+        self.scale = scale
+        self.l1 = l1
+        self.refine = refine
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def fit(self, X, y, sample_weight=None):
+        """Select ``k`` features of X (n_samples, n_features) for the binary labels y (n_samples,).
+
+        ``sample_weight``: None or (n_samples,) row weights ≥ 0 (:func:`jaxselect.fsa`'s): integer
+        weights equal repeated rows, weight-0 rows are left out.
+        """
+        _check_choice(self.loss, "loss", loss_names(fsa=True, classification=True))
+        X, y, w = self._validate_fit(X, y, sample_weight, multi_output=False, numeric=False)
+        check_classification_targets(y)
+        _binary_only(y)
+        labels = _encode_labels(self, y, w)
+        self._fsa(X, labels, w, self.loss, self.k)
+        return self
+
+    def decision_function(self, X):
+        """Scores (n_samples,); > 0 predicts ``classes_[1]``."""
+        return self._scores(X)
+
+    def predict(self, X):
+        """Predicted labels (n_samples,)."""
+        scores = self.decision_function(X)
+        return self.classes_[(scores > 0).astype(int)]
+
+    def _is_logistic(self):
+        return self.loss == "logistic"
+
+    @available_if(_is_logistic)
+    def predict_proba(self, X):
+        """Probabilities (n_samples, 2) of the logistic model (``loss="logistic"`` only)."""
+        p = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
+        return np.stack([1.0 - p, p], axis=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Greedy RLS (Airola & Pahikkala).
