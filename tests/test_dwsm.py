@@ -1345,3 +1345,116 @@ def test_classifier_in_a_pipeline_at_defaults():
     np.testing.assert_allclose(Xt[~mask], np.broadcast_to(clf.feature_means_[clf.acquirable_], Xt.shape)[~mask], rtol=1e-6)
     np.testing.assert_array_equal(Xt[mask], X[:, clf.acquirable_][mask])
     assert pipe.score(X, y) > 0.8
+
+
+# ----------------------------------------------------------------------------- state budget, action sample (issue 36)
+
+
+def _traced_sizes(n, options, d=4):
+    """Shapes seen while *tracing* one RCPI iteration on n rows (``jax.eval_shape``: nothing compiled):
+    the number of policy episodes and of acquisition rollouts."""
+    import jaxselect.dwsm.rcpi as rcpi_mod
+
+    seen = {}
+    real_ep, real_roll = rcpi_mod.policy_episodes, rcpi_mod.sampled_rollouts
+
+    def episodes(thetasT, comp, *a, **k):
+        seen["episodes"] = comp.shape[0]
+        return real_ep(thetasT, comp, *a, **k)
+
+    def rollouts(problem, thetasT, comp, *a, **k):
+        out = real_roll(problem, thetasT, comp, *a, **k)
+        seen["rollouts"] = problem.config.action_states * problem.spec.groups.costs.shape[0]
+        return out
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int32)
+    spec = make_spec(d, 2, lam=0.05)
+    problem = rcpi_problem(spec, X, y, options=options)
+    state = rcpi_init(problem, jax.random.key(0), 2)
+    rcpi_mod.policy_episodes, rcpi_mod.sampled_rollouts = episodes, rollouts
+    try:
+        jax.eval_shape(rcpi_step, problem, state)
+    finally:
+        rcpi_mod.policy_episodes, rcpi_mod.sampled_rollouts = real_ep, real_roll
+    return seen
+
+
+def test_state_budget_fixes_the_work_per_iteration():
+    """With the state budget N_s the work of one iteration does not grow with the rows: 50 rows and
+    5 000 rows trace the same number of sampled states (N_s) and acquisition rollouts (J·M); below
+    N_s every row keeps its S states (the paper's protocol), and ``n_states=None`` always does."""
+    opts = RCPIOptions(n_states=64, states_per_example=4, acquisitions=2)
+    small, large = _traced_sizes(50, opts), _traced_sizes(5000, opts)
+    assert small == large == {"episodes": 64, "rollouts": 4 * 32}  # M = ceil(64·2/4) states per unit
+    assert _traced_sizes(10, opts) == {"episodes": 40, "rollouts": 4 * 20}  # 10·4 < N_s: every row, M = 20
+    assert _traced_sizes(50, opts.replace(n_states=None))["episodes"] == 200
+    full = _traced_sizes(5000, opts.replace(acquisitions=None))  # every action of every sampled state
+    assert full == {"episodes": 64, "rollouts": 4 * 64}
+
+
+def _full_action_statistics(spec, thetas, comp, X, y, Z, sw):
+    """(m, B, G) of the acquisition actions from every allowed action of every state (state_action_values)."""
+    C = spec.cost_matrix.shape[0]
+    N, J = Z.shape
+    p = 2 * X.shape[1] + 1
+    m, B, G = np.zeros(J), np.zeros((J, p)), np.zeros((J, p, p))
+    for s in range(N):
+        ph, Q, allowed, _, _ = _sav(jnp.asarray(thetas[comp[s]]), spec, jnp.asarray(X[s]), jnp.asarray(y[s]), jnp.asarray(Z[s]))
+        ph, Q, allowed = (np.asarray(v, np.float64) for v in (ph, Q, allowed))
+        for j in range(J):
+            if allowed[C + j] and sw[s] > 0:
+                m[j] += sw[s]
+                B[j] += sw[s] * Q[C + j] * ph
+                G[j] += sw[s] * np.outer(ph, ph)
+    return m, B, G
+
+
+@pytest.mark.parametrize("variant", ["base", "budget"])
+def test_action_sample_covering_every_action_equals_full_evaluation(variant):
+    """RCPI's acquisition statistics from the action sample equal those of the full evaluation (every
+    allowed action of every sampled state, by the exact rollouts of ``state_action_values``) when the
+    sample covers every action: M = N (``acquisitions=None``), and M < N drawn at random when every
+    unit is allowed in at most M states (one state has weight 0, so at most N − 1 count)."""
+    import dataclasses
+
+    from jaxselect.dwsm.policy import phi as phi_fn
+    from jaxselect.dwsm.rollouts import sampled_rollouts
+
+    rng = np.random.default_rng(11)
+    d, C, N, K = 5, 3, 12, 3
+    spec = random_spec(rng, d, C, variant)
+    Snp = np_spec(spec)
+    J = Snp["costs"].shape[0]
+    thetas = rng.normal(size=(K, C + J, 2 * d + 1)).astype(np.float32)
+    X = rng.normal(size=(N, d)).astype(np.float32)
+    y = rng.integers(C, size=N).astype(np.int32)
+    Z = rng.random((N, J)) < 0.3
+    Z[(Z * Snp["costs"][None, :]).sum(1) > Snp["budget"]] = False
+    comp = rng.integers(K, size=N).astype(np.int32)
+    sw = np.ones(N, np.float32)
+    sw[4] = 0.0
+    problem = rcpi_problem(spec, X, y, options=RCPIOptions(terminal_weight=0.0), scale=None)
+    zf = np.asarray(feature_mask(spec, jnp.asarray(Z)))
+    Phi = np.asarray(jax.vmap(phi_fn)(jnp.asarray(X), jnp.asarray(zf)))
+    scores = np.einsum("nap,np->na", thetas[comp], Phi)
+    ref = _full_action_statistics(spec, thetas, comp, X, y, Z, sw)
+    run = jax.jit(sampled_rollouts)
+    for M in (N, N - 1):
+        cfg = dataclasses.replace(problem.config, action_states=M, rollout_batch=5, terminal=False)
+        out = run(
+            problem._replace(config=cfg), jnp.swapaxes(jnp.asarray(thetas), 1, 2), jnp.asarray(comp), jnp.asarray(X),
+            jnp.asarray(y), jnp.asarray(Z), jnp.asarray(Phi), jnp.asarray(sw), jnp.asarray(sw),
+            jnp.asarray(scores), jax.random.key(M),
+        )
+        for got, want in zip(out[:3], ref):
+            np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-4, atol=1e-4)
+    # the sample proper (M < allowed states): unbiased per unit, its states a subset of the allowed ones
+    cfg = dataclasses.replace(problem.config, action_states=3, rollout_batch=5, terminal=False)
+    m3 = run(
+        problem._replace(config=cfg), jnp.swapaxes(jnp.asarray(thetas), 1, 2), jnp.asarray(comp), jnp.asarray(X),
+        jnp.asarray(y), jnp.asarray(Z), jnp.asarray(Phi), jnp.asarray(sw), jnp.asarray(sw),
+        jnp.asarray(scores), jax.random.key(0),
+    )[0]
+    np.testing.assert_array_equal(np.asarray(m3), np.minimum(ref[0], 3))
