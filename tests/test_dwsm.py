@@ -1458,3 +1458,17 @@ def test_action_sample_covering_every_action_equals_full_evaluation(variant):
         jnp.asarray(scores), jax.random.key(0),
     )[0]
     np.testing.assert_array_equal(np.asarray(m3), np.minimum(ref[0], 3))
+
+
+def test_classifier_progress_bar(capsys):
+    """DWSMClassifier(progress=True) shows the driver's bar during fit and learns the same policy."""
+    pytest.importorskip("tqdm")
+    from jaxselect.sklearn import DWSMClassifier
+
+    X, y = grid_problem("x0")
+    kw = dict(lam=0.1, n_iter=3, states_per_example=3, random_state=0)
+    a = DWSMClassifier(**kw).fit(X, y)
+    b = DWSMClassifier(progress=True, **kw).fit(X, y)
+    assert "dwsm" in capsys.readouterr().err
+    np.testing.assert_allclose(np.asarray(b.policy_.theta), np.asarray(a.policy_.theta), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(b.support_, a.support_)

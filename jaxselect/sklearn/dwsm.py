@@ -49,6 +49,8 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
         ``classes_``.
       fill_value: the value of unacquired entries in ``transform``: ``"mean"`` (default: the
         feature's (weighted) training mean) or a number (``np.nan``: missing).
+      progress: a tqdm bar over the RCPI iterations during ``fit`` (the library's option; a fit can
+        run for minutes on hundreds of features); the policy is the same.
 
     Attributes:
       classes_: the labels.
@@ -88,6 +90,7 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
         gamma=None,
         cost_matrix=None,
         fill_value="mean",
+        progress=False,
     ):
         self.lam = lam
         self.budget = budget
@@ -101,6 +104,7 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
         self.gamma = gamma
         self.cost_matrix = cost_matrix
         self.fill_value = fill_value
+        self.progress = progress
 
     def fit(self, X, y, sample_weight=None):
         """Learn the policy on X (n_samples, n_features) and labels y (n_samples,).
@@ -132,6 +136,7 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
                 rcpi=_RCPIOptions(states_per_example=self.states_per_example, alpha=self.alpha, l2=self.l2),
                 n_classes=len(self.classes_),
                 sample_weight=w,
+                progress=self.progress,
             )
             self.policy_ = _host(policy)
         self.status_ = int(self.policy_.status)
