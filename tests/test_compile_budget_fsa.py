@@ -26,16 +26,23 @@ def _data():
     return X, y, (y > 0).astype(np.int32)
 
 
+def _classes(y):
+    """Three classes of the regression target (the multinomial loss, issue 37)."""
+    return np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(np.int32)
+
+
 def _calls():
     X, y, labels = _data()
     return {
         "fsa": lambda: js.fsa(X, y, 20),
         "fsa_logistic": lambda: js.fsa(X, labels, 20, loss="logistic"),
         "FSAClassifier.fit": lambda: FSAClassifier().fit(X, labels).coef_,
+        "fsa_softmax": lambda: js.fsa(X, _classes(y), 20, loss="softmax"),
+        "FSAClassifier.fit_multiclass": lambda: FSAClassifier().fit(X, _classes(y)).coef_,
     }
 
 
-@pytest.mark.parametrize("name", ["fsa", "fsa_logistic", "FSAClassifier.fit"])
+@pytest.mark.parametrize("name", ["fsa", "fsa_logistic", "FSAClassifier.fit", "fsa_softmax", "FSAClassifier.fit_multiclass"])
 def test_first_call_compiles_at_most_two_programs_and_a_second_none(name):
     call = _calls()[name]
     jax.clear_caches()

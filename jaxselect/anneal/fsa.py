@@ -86,6 +86,7 @@ from .scaling import check_scale_rule, rescale_design
 from .options import Execution, PiecewiseLinear, Polish, SPELLING, as_execution, as_learner, as_polish, take_deprecated
 from .polish import POLISH_MAX_ITER, compacts_support, merge_status, polish_prepared, polish_problem, polish_tol
 from .refine import refine_support
+from .multiclass import SOFTMAX_LOSSES, check_softmax_options, class_labels, softmax_run, sum_zero_basis
 from .run import Finishing, RunPlan, finish_program, iteration_cap, run, solve, stage_bounds, subsample_design
 from .solver import FSAOutput
 from .schedule import annealing_schedule, plan_stages, stage_widths
@@ -662,6 +663,8 @@ def _as_loss(loss, old: dict):
         if "huber_h" in old:
             raise TypeError("give h in loss=HuberHinge(h) or as huber_h=, not both")
         loss, huber_h = "huber_hinge", loss.h
+    if isinstance(loss, str) and loss in SOFTMAX_LOSSES:
+        return "softmax", huber_h  # the multinomial loss (:mod:`.multiclass`), "multinomial" its alias
     check_loss(loss)
     return loss, huber_h
 
@@ -784,8 +787,13 @@ def fsa(
         :func:`~jaxselect._validation.clip_k`).
       loss: ``"squared"`` (½·mean, eq. 4/10), ``"logistic"`` (6), ``"huber_hinge"`` (7; its h
         0.1 as in the authors' code, or ``js.losses.HuberHinge(h)``), ``"lorenz"`` (8),
-        ``"ranking"`` (9), or a callable ``loss(scores (N,), y) -> scalar`` differentiated with
-        ``jax.grad`` (a smooth jnp function; a fresh but equal lambda reuses the compiled stages).
+        ``"ranking"`` (9), ``"softmax"`` (alias ``"multinomial"``: the multinomial loss of C
+        classes, y integer labels 0..C−1 with every class present; (k, C) coefficients and (C,)
+        intercepts, one support shared by the classes, features ranked by the norm of their
+        coefficient row — see :mod:`jaxselect.anneal.multiclass`; linear learners on X in memory,
+        no ``optimizer``/``l1``/``refine``), or a callable ``loss(scores (N,), y) -> scalar``
+        differentiated with ``jax.grad`` (a smooth jnp function; a fresh but equal lambda reuses
+        the compiled stages).
       n_iter: N_iter, number of iterations (≥ 1).
       mu: annealing rate μ ≥ 0 of eq. (3).
       lr: gradient step η (> 0). Default: ``1/L`` per compacted stage, L the gradient's Lipschitz
@@ -907,6 +915,8 @@ def fsa(
         k, y, loss=loss, n_iter=n_iter, mu=mu, lr=lr, optimizer=optimizer, learner=learner,
         constant_columns=constant_columns, scale=scale, polish=polish, execution=execution, deprecated=deprecated,
     )
+    if options.loss == "softmax":
+        return _fsa_softmax(X, y, sample_weight, l2, options)
     in_jit = is_traced((y, sample_weight, l2, options.pairs))
     budget = None if in_jit else options.execution.max_memory
     source, lean = _stream_input(X, options.k, budget, options)
@@ -1003,6 +1013,55 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
     return make_result(out, k, n_iter, schedule, m, traced)
 
 
+def _fsa_softmax(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
+    """:func:`fsa` with the multinomial loss (:mod:`.multiclass`): one support of k features shared by
+    the C classes, (k, C) coefficients and (C,) intercepts, in one compiled program."""
+    opts = options
+    check_softmax_options(opts, X)
+    data = _front_door(_on_device(X), sample_weight, "logistic", opts.constant_columns, squares=False)
+    w = data.weights
+    n, m = data.design.shape
+    dtype = data.design.dtype
+    k, n_iter, mu, lr, _, _, _ = validate_fsa_options(
+        (n, m), opts.k, opts.n_iter, opts.mu, opts.lr, None, None, 0.0, opts.huber_h
+    )
+    if is_traced((y, sample_weight, l2)):
+        raise TypeError("loss='softmax' needs concrete y, sample_weight and l2 (call fsa outside jax.jit)")
+    w_host = None if w is None else np.asarray(jax.device_get(w), np.float64)
+    labels, n_classes = class_labels(y, n, w_host)
+    l2 = as_hyper(l2, "l2", dtype, low=0.0)
+    polish, tol, max_iter = _check_polish(opts.polish.enabled, opts.polish.tol, opts.polish.max_iter, None, dtype)
+    design = data.design
+    if opts.scale != "std":
+        design = rescale_design(design, w, opts.scale)
+    k = _check_k_live(data.summary.live, check_int(opts.k, "k", low=1))
+    schedule = annealing_schedule(m, k, n_iter, mu).astype(np.int32)
+    polish = _default_polish(polish, n * n_classes, k, dtype, design.sparse)
+    onehot = np.zeros((n, n_classes), dtype)
+    onehot[np.arange(n), labels] = 1
+    rel = np.ones((n,), dtype) if w_host is None else (w_host * (n / w_host.sum())).astype(dtype)
+    bar = progress_bar(total=n_iter, enabled=opts.execution.progress, desc="fsa", unit="it")
+    _postfix(bar, phase="memory", width=m)
+    put = jax.device_put
+    out = softmax_run(
+        design, put(onehot), put(rel), put(np.asarray(jax.device_get(data.summary.live), bool)), put(schedule),
+        put(np.asarray(0.0 if lr is None else lr, dtype)), l2, tol, max_iter, put(sum_zero_basis(n_classes, dtype)),
+        k=int(k), polish=bool(polish), fixed_lr=lr is not None,
+    )
+    out = jax.device_get(out)
+    bar.update(n_iter)
+    bar.close()
+    fields = jax.device_put(out)
+    result = FSAResult(
+        support=fields.support, coef=fields.coef, intercept=fields.intercept, loss_path=fields.objective,
+        n_kept=put(schedule), step_size=fields.step, status=fields.status, n_features=m,
+    )
+    code = int(out.status)
+    if code != OK:
+        warnings.warn(f"fsa: {status_message(code)}", RuntimeWarning, stacklevel=3)
+    return result
+
+
 @any_mesh
 def fsa_predict(result: FSAResult, X) -> jax.Array:
     """Scores of a fitted FSA model: regression values, classification or ranking scores.
@@ -1051,6 +1110,8 @@ def _scores(support, coef, intercept, x_min, bin_width, basis_mean, X):
     dtype = Xs.dtype
     intercept = intercept.astype(dtype)
     if x_min is None:
+        if intercept.ndim == 1:  # the multinomial loss: (n, C) class scores
+            return Xs @ coef.astype(dtype) + intercept[None, :]
         return Xs @ coef.astype(dtype) + intercept
     bins = coef.shape[1] - 1
     idx, alpha = pl_encode(Xs, PLGrid(x_min.astype(dtype), bin_width.astype(dtype)), bins)

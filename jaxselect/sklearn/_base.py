@@ -20,7 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_selection import SelectorMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from jaxselect._validation import check_float, check_int, clip_k
@@ -153,16 +153,6 @@ def _group_support(order: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """(D,) bool: the features of the groups in ``order`` (entries −1 ignored)."""
     chosen = order[order >= 0]
     return np.isin(ids, chosen)
-
-
-def _binary_only(y) -> None:
-    y_type = type_of_target(y, input_name="y", raise_unknown=True)
-    if y_type != "binary":
-        raise ValueError(
-            f"Only binary classification is supported. The type of the target is {y_type}. "
-            "FSA's classification losses are binary; for several classes use GroupSequencingClassifier "
-            "or DWSMClassifier, or wrap FSAClassifier in sklearn.multiclass.OneVsRestClassifier"
-        )
 
 
 def _encode_labels(est, y, w=None, *, min_classes: int = 2):

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_array
 
 from jaxselect._validation import clip_k
 from jaxselect.anneal import PiecewiseLinear, Polish, fsa, fsa_predict
+from jaxselect.anneal.multiclass import SOFTMAX_LOSSES
 from jaxselect.design import is_sparse
 from jaxselect.design.stream import stream_kind
 from jaxselect.losses import HuberHinge, loss_names
@@ -19,7 +20,6 @@ from jaxselect.prediction import predict as _predict
 from jaxselect.sklearn._base import (
     _RULES,
     _Base,
-    _binary_only,
     _cap_k,
     _check_choice,
     _check_k,
@@ -96,10 +96,17 @@ class _FSABase(_Selector, _Base):
         self.support_ = np.zeros(X.shape[1], bool)
         self.support_[support] = True
         coef = np.asarray(self.result_.coef, np.float64)
+        intercept = np.asarray(self.result_.intercept, np.float64)
+        if loss == "softmax" and coef.shape[1] == 2:  # two classes: the score s₁ − s₀ (σ of it: the softmax)
+            coef, intercept = coef[:, 1] - coef[:, 0], intercept[1] - intercept[0]
         dense = np.zeros((X.shape[1],) + coef.shape[1:])
         dense[support] = coef
-        self.coef_ = dense
-        self.intercept_ = float(self.result_.intercept)
+        if loss == "softmax" and dense.ndim == 2:  # (n_classes, n_features), as scikit-learn's
+            self.coef_ = dense.T.copy()
+            self.intercept_ = intercept
+        else:
+            self.coef_ = dense
+            self.intercept_ = float(intercept)
 
     def _scores(self, X):
         X = self._validate_X(X)
@@ -280,31 +287,44 @@ class FSARegressorCV(FSARegressor):
 
 
 class FSAClassifier(ClassifierMixin, _FSABase):
-    """Feature Selection with Annealing (Barbu et al.) for binary classification: k features.
+    """Feature Selection with Annealing (Barbu et al.) for classification: k features for all classes.
 
-    Labels may be any two values (``classes_``); ``decision_function`` gives the linear score
-    (> 0: ``classes_[1]``), ``predict_proba`` exists for the logistic loss (σ of the score).
+    Labels may be any values (``classes_``: numbers, strings, bools). Two classes: a binary loss on
+    the linear score (> 0: ``classes_[1]``), as :func:`jaxselect.fsa` with that loss. More classes:
+    the multinomial (softmax) loss of :func:`jaxselect.fsa` with ``loss="softmax"`` — one support of
+    k features shared by every class (annealing keeps the features whose coefficient row is
+    largest), class scores (n, n_classes) from ``decision_function`` and softmax probabilities
+    from ``predict_proba``, as scikit-learn's multinomial ``LogisticRegression``.
 
     Args:
       k: number of features to keep (above the usable columns: all, with a UserWarning).
-      loss: "logistic", "huber_hinge" (``huber_h`` its h) or "lorenz".
+      loss: "logistic" (default: the multinomial loss for more than two classes), "softmax" (alias
+        "multinomial": that loss for any number of classes; two classes then give the score
+        s₁ − s₀), or the binary losses "huber_hinge" (``huber_h`` its h) and "lorenz".
       n_iter, mu, lr, l2, bins, smoothness, scale, l1, refine: as in :func:`jaxselect.fsa` (see
-        :class:`FSARegressor`).
+        :class:`FSARegressor`); the multinomial loss takes linear learners (``bins=None``) without
+        ``l1``/``refine``.
 
     Attributes:
-      classes_: the two labels.
-      support_: (n_features,) bool; ``coef_``, ``intercept_``, ``result_``, ``status_`` as in
-        :class:`FSARegressor`.
+      classes_: the labels.
+      support_: (n_features,) bool; ``result_``, ``status_`` as in :class:`FSARegressor`.
+      coef_: (n_features,) raw-space coefficients for two classes; (n_classes, n_features) for
+        more (rows sum to 0 over the classes), 0 off the support.
+      intercept_: float for two classes; (n_classes,) for more.
 
     Raises:
-      ValueError: more or fewer than two classes, an unknown loss, or the data errors of
-        :func:`jaxselect.fsa`.
+      ValueError: one class only, a binary loss on more than two classes, an unknown loss, or the
+        data errors of :func:`jaxselect.fsa`.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0); X = rng.normal(size=(60, 5)); y = X[:, 1] - X[:, 4] > 0
     >>> clf = FSAClassifier(k=2, n_iter=50).fit(X, y)
     >>> clf.get_support(indices=True).tolist(), clf.score(X, y) > 0.9
     ([1, 4], True)
+    >>> y3 = np.array(["a", "b", "c"])[np.argmax(X[:, [0, 2, 3]], axis=1)]   # three classes
+    >>> clf = FSAClassifier(k=3, n_iter=50).fit(X, y3)
+    >>> clf.get_support(indices=True).tolist(), clf.predict_proba(X).shape
+    ([0, 2, 3], (60, 3))
     """
 
     def __init__(
@@ -336,42 +356,66 @@ class FSAClassifier(ClassifierMixin, _FSABase):
         self.l1 = l1
         self.refine = refine
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
+    def _fit_loss(self, n_classes: int) -> str:
+        """The loss :func:`jaxselect.fsa` runs: the binary loss for two classes, else the softmax."""
+        _check_choice(self.loss, "loss", loss_names(fsa=True, classification=True) + SOFTMAX_LOSSES)
+        if self.loss in SOFTMAX_LOSSES:
+            return "softmax"
+        if n_classes > 2:
+            if self.loss != "logistic":
+                raise ValueError(
+                    f"{type(self).__name__}(loss={self.loss!r}) is a binary loss and y has {n_classes} classes: use "
+                    "loss='logistic' or 'softmax' (the multinomial loss, one support for all classes)"
+                )
+            return "softmax"
+        return self.loss
 
     def fit(self, X, y, sample_weight=None):
-        """Select ``k`` features of X (n_samples, n_features) for the binary labels y (n_samples,).
+        """Select ``k`` features of X (n_samples, n_features) for the labels y (n_samples,).
 
         ``sample_weight``: None or (n_samples,) row weights ≥ 0 (:func:`jaxselect.fsa`'s): integer
         weights equal repeated rows, weight-0 rows are left out.
         """
-        _check_choice(self.loss, "loss", loss_names(fsa=True, classification=True))
+        _check_choice(self.loss, "loss", loss_names(fsa=True, classification=True) + SOFTMAX_LOSSES)
         X, y, w = self._validate_fit(X, y, sample_weight, multi_output=False, numeric=False)
         check_classification_targets(y)
-        _binary_only(y)
         labels = _encode_labels(self, y, w)
-        self._fsa(X, labels, w, self.loss, self.k)
+        loss = self._fit_loss(len(self.classes_))
+        self._fsa(X, labels, w, loss, self.k)
         return self
 
     def decision_function(self, X):
-        """Scores (n_samples,); > 0 predicts ``classes_[1]``."""
+        """Scores: (n_samples,) for two classes (> 0 predicts ``classes_[1]``), else
+        (n_samples, n_classes) class scores."""
         return self._scores(X)
 
     def predict(self, X):
         """Predicted labels (n_samples,)."""
         scores = self.decision_function(X)
+        if scores.ndim == 2:
+            return self.classes_[np.argmax(scores, axis=1)]
         return self.classes_[(scores > 0).astype(int)]
 
     def _is_logistic(self):
-        return self.loss == "logistic"
+        return self.loss == "logistic" or self.loss in SOFTMAX_LOSSES
 
     @available_if(_is_logistic)
     def predict_proba(self, X):
-        """Probabilities (n_samples, 2) of the logistic model (``loss="logistic"`` only)."""
-        p = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
+        """Probabilities (n_samples, n_classes) of the logistic / multinomial model (``loss="logistic"``
+        or ``"softmax"``)."""
+        scores = self.decision_function(X)
+        if scores.ndim == 2:
+            shifted = scores - scores.max(axis=1, keepdims=True)
+            e = np.exp(shifted)
+            return e / e.sum(axis=1, keepdims=True)
+        p = 1.0 / (1.0 + np.exp(-scores))
         return np.stack([1.0 - p, p], axis=1)
+
+    @available_if(_is_logistic)
+    def predict_log_proba(self, X):
+        """Log-probabilities (n_samples, n_classes) (``loss="logistic"`` or ``"softmax"``)."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
 
 
 # ---------------------------------------------------------------------------------------------
