@@ -431,32 +431,40 @@ def check_constant_mode(value) -> str:
     return value
 
 
-def as_hyper(value, name: str, dtype, *, low: float | None = None, strict_low: bool = False, high: float | None = None):
-    """A real hyper-parameter that may be traced (``l2``, a cost): checked when concrete, cast to ``dtype``.
+def host_hyper(value, name: str, dtype, *, low: float | None = None, strict_low: bool = False, high: float | None = None):
+    """A real hyper-parameter that may be traced (``l2``, a cost), checked on the host: a concrete
+    value comes back as a 0-d numpy array of ``dtype`` (building it compiles nothing), a traced one
+    as a traced scalar of ``dtype``.
 
     Concrete values are checked for finiteness and range here, *in the dtype the solver computes
     in*: a value that overflows it (1e39 in float32) or comes within 16× of its largest number, or
-    a non-zero value that rounds to 0 in it (1e-46 in float32), is a ValueError. A
-    traced value (inside a user's ``jit``/``vmap``/``grad``) is passed through unchecked. Returns a
-    0-d array of ``dtype``.
+    a non-zero value that rounds to 0 in it (1e-46 in float32), is a ValueError. A traced value
+    (inside a user's ``jit``/``vmap``/``grad``) is checked for shape only.
     """
     if isinstance(value, bool):
         raise TypeError(f"{name} must be a real number; got {value!r}")
-    if not is_traced(value):
-        arr = np.asarray(value)
-        if arr.shape != () or arr.dtype == object or not _is_numeric(arr.dtype):
-            raise TypeError(f"{name} must be a real scalar; got {value!r}")
-        try:
-            as_float = float(arr)
-        except OverflowError:  # an integer beyond every float
-            raise ValueError(f"{name} must be finite; got {value!r}") from None
-        as_float = check_float(as_float, name, low=low, high=high, strict_low=strict_low)
-        _check_in_dtype(as_float, name, dtype)
-    else:
+    if is_traced(value):
         if jnp.shape(value) != ():
             raise TypeError(f"{name} must be a scalar; got shape {jnp.shape(value)}")
-    if not isinstance(value, jax.Array) and not is_traced(value):  # a host number: no compiled cast
-        return jax.device_put(np.asarray(value, np.dtype(dtype)))
+        return jnp.asarray(value, dtype)
+    arr = np.asarray(value)
+    if arr.shape != () or arr.dtype == object or not _is_numeric(arr.dtype):
+        raise TypeError(f"{name} must be a real scalar; got {value!r}")
+    try:
+        as_float = float(arr)
+    except OverflowError:  # an integer beyond every float
+        raise ValueError(f"{name} must be finite; got {value!r}") from None
+    as_float = check_float(as_float, name, low=low, high=high, strict_low=strict_low)
+    _check_in_dtype(as_float, name, dtype)
+    return np.asarray(arr, np.dtype(dtype))
+
+
+def as_hyper(value, name: str, dtype, *, low: float | None = None, strict_low: bool = False, high: float | None = None):
+    """:func:`host_hyper`'s checks, the value on the device: a 0-d array of ``dtype`` (a host
+    number is put there without a compiled cast; a device array or a traced value is cast)."""
+    checked = host_hyper(value, name, dtype, low=low, strict_low=strict_low, high=high)
+    if not isinstance(value, jax.Array) and not is_traced(value):
+        return jax.device_put(checked)
     return jnp.asarray(value, dtype)
 
 

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxselect._compat import top_level
+from jaxselect._compat import is_tracer, top_level
 from jaxselect._validation import check_float, check_int
 
 __all__ = ["EquicorrelatedSource", "equicorrelated_normals"]
@@ -413,7 +413,7 @@ class EquicorrelatedSource:
     def _kernel_cols(self, cols) -> jax.Array:
         """The fused kernels' columns: validated on the host, or taken as they are when traced
         (inside an outer ``jax.jit``, e.g. a working set that changes every iteration)."""
-        if isinstance(cols, jax.core.Tracer):
+        if is_tracer(cols):
             if cols.ndim != 1 or not jnp.issubdtype(cols.dtype, jnp.integer):
                 raise TypeError(f"cols must be a 1-D integer array; got shape {cols.shape}, dtype {cols.dtype}")
             return cols.astype(jnp.int32)

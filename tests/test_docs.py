@@ -32,8 +32,7 @@ def _python_blocks(path):
 
 
 def _run_blocks(path):
-    """Run a page's blocks in order in one namespace (later blocks may use earlier names)."""
-    namespace = {"__name__": "__docs__"}
+    """Run a page's blocks, each alone in a fresh namespace: a reader may copy any one block."""
     ran = 0
     for i, block in enumerate(_python_blocks(path)):
         if block.startswith(SLOW):
@@ -41,13 +40,15 @@ def _run_blocks(path):
                 f"{path}: a slow block must say where the same calls run (examples/ or tests/)"
             )
             continue
+        namespace = {"__name__": "__docs__"}
         exec(compile(block, f"{path}[block {i}]", "exec"), namespace)  # noqa: S102 - running the docs is the test
         ran += 1
     return ran
 
 
 def test_python_blocks_run():
-    """README first, then every docs page, in one process: pages share compiled programs."""
+    """README first, then every docs page, in one process (pages share compiled programs); every
+    block runs alone, in a namespace of its own."""
     failures = []
     ran = {}
     for path in ["README.md"] + PAGES:

@@ -345,7 +345,9 @@ def test_constant_columns_inert_multilabel_and_budgets():
     Y = np.column_stack([(base[:, 0] + 0.3 * rng.normal(size=n) > 0), (base[:, 3] - base[:, 1] > 0)]).astype(int)
     with pytest.raises(ValueError, match="constant"):
         glm_omp(X, Y, js.Groups.from_ids(ids, costs), constant_columns="raise")
-    path = glm_omp(X, Y, js.Groups.from_ids(ids, costs), l2=1e-2, k=10)
+    with pytest.warns(UserWarning, match=r"glm_omp: k=10 is larger than the number of usable groups of X \(4;"):
+        assert glm_omp(X, Y, js.Groups.from_ids(ids, costs), l2=1e-2, k=10).n_steps == 4
+    path = glm_omp(X, Y, js.Groups.from_ids(ids, costs), l2=1e-2)  # k=None: all J = 5 steps
     info = path.info
     assert path.n_steps == 5 and sorted(path.order.tolist()[:4]) == [0, 1, 2, 3]
     assert path.order.tolist()[4] == -1 and np.isinf(float(path.cum_cost[4]))

@@ -132,3 +132,36 @@ def test_streamed_fsa_clips_k_alike():
     assert res.support.tolist() == ref.support.tolist() == [0, 1, 3, 4, 5]
     np.testing.assert_array_equal(np.asarray(res.coef), np.asarray(ref.coef))
     np.testing.assert_array_equal(np.asarray(res.n_kept), np.asarray(ref.n_kept))
+
+
+@pytest.mark.parametrize("method", ["cs_omp", "cs_fr", "doubling"])
+def test_sequencing_clips_k_to_the_usable_groups(method):
+    """cs_omp / cs_fr / doubling: the same rule, counted in groups with a non-constant column."""
+    X, y = _data()
+    problem = js.prepare(X, y)
+    solve = getattr(js, method)
+    ref = solve(problem, M - 1)
+    with pytest.warns(UserWarning, match=_message(method, M + 2, M - 1)) as caught:
+        path = solve(problem, M + 2)
+    assert len(caught) == 1 and caught[0].filename == __file__
+    assert path.order.tolist() == ref.order.tolist() and 2 not in path.order.tolist()
+    np.testing.assert_array_equal(np.asarray(path.coef), np.asarray(ref.coef))
+    groups = js.Groups.from_ids([0, 0, 1, 1, 2, 2])  # group 1 = columns 2 (constant) and 3: usable
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert js.prepare(X, y, groups).n_groups == 3 and solve(js.prepare(X, y, groups), 3).n_steps == 3
+
+
+def test_glm_omp_clips_k_to_the_usable_groups():
+    X, y = _data()
+    labels = (y > 0).astype(np.int32)
+    X[:, [0, 1]] = X[:, [0, 0]]  # duplicated columns stay usable; column 2 is constant
+    groups = js.Groups.from_ids([0, 0, 1, 2, 2, 3])
+    ref = js.glm_omp(X, labels, groups, 3)
+    msg = r"^glm_omp: k=9 is larger than the number of usable groups of X \(3; constant columns are never selected\)"
+    with pytest.warns(UserWarning, match=msg) as caught:
+        path = js.glm_omp(X, labels, groups, 9)
+    assert len(caught) == 1 and caught[0].filename == __file__
+    assert path.order.tolist() == ref.order.tolist() and 1 not in path.order.tolist()
+    with pytest.warns(UserWarning, match=r"^glm_omp_run: k=4 is larger"):
+        assert js.glm_omp_run(js.glm_prepare(X, labels, groups), 4).n_steps == 3

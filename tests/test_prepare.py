@@ -236,3 +236,35 @@ def test_progress_option(capsys):
     assert "prepare" in capsys.readouterr().err
     with pytest.raises(TypeError, match="progress must be True or False"):
         js.prepare(X, y, progress="yes")
+
+
+def test_one_orientation_rule_for_tied_directions():
+    """A standardised 2-column group's eigen-directions are (1, ±1)/√2 exactly: "the largest entry"
+    is a tie decided by rounding. prepare (host BLAS or XLA moments, dense or sparse) and
+    whiten_design orient them alike — the first of the near-largest entries positive."""
+    import scipy.sparse as sp
+
+    from jaxselect.sequencing.prepare import orient
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(300)
+    X = np.stack([a, 0.6 * a + 0.8 * rng.standard_normal(300), rng.standard_normal(300), rng.standard_normal(300)], 1)
+    y = X @ np.array([1.0, -2.0, 0.5, 0.0])
+    groups = [0, 0, 1, 1]
+    bases = [
+        js.prepare(X, y, groups).transform.basis,
+        js.prepare(sp.csr_matrix(X), y, groups).transform.basis,
+        js.prepare(X, y, groups, gram=False).transform.basis,
+        js.whiten_design(X, groups)[0].basis,
+    ]
+    for basis in bases:
+        b = np.asarray(basis)
+        np.testing.assert_allclose(b, np.asarray(bases[0]), rtol=1e-4, atol=1e-5)  # the signs above all
+        assert (b[:, 0, :] > 0).all()  # ties: the first entry is the pivot, made positive
+    # columns (1, 1) and (1, −1.00001): the largest entry of the second is its negative one, but the
+    # first entry ties with it and wins (the old rule, "largest entry positive", flipped it)
+    tied = np.array([[[1.0, 1.0], [1.0, -1.00001]]], np.float32)
+    np.testing.assert_array_equal(np.asarray(orient(tied)), tied)
+    np.testing.assert_array_equal(np.asarray(orient(-tied)), tied)
+    clear = np.array([[[0.6, 1.0], [-0.8, 0.0]]], np.float32)  # no tie: the largest entry positive
+    np.testing.assert_array_equal(np.asarray(orient(clear)), np.array([[[-0.6, 1.0], [0.8, 0.0]]], np.float32))

@@ -216,7 +216,8 @@ def test_fixed_order_path_refits_each_prefix(x64):
 def test_k_clipped_and_validated():
     X, Y, ids, costs = grouped_problem(16)
     problem = js.prepare(X, Y, js.Groups.from_ids(ids, costs))
-    assert js.cs_omp(problem, k=100).n_steps == 6
+    with pytest.warns(UserWarning, match=r"cs_omp: k=100 is larger than the number of usable groups of X \(6;"):
+        assert js.cs_omp(problem, k=100).n_steps == 6
     assert js.cs_omp(problem, k=2).n_steps == 2
     with pytest.raises(ValueError, match="k must be"):
         js.cs_fr(problem, k=0)

@@ -44,7 +44,7 @@ from jax.scipy.linalg import solve_triangular
 
 from jaxselect._budget import kahan_add
 from jaxselect._repr import short_repr
-from jaxselect._validation import check_int, is_traced
+from jaxselect._validation import check_int, clip_k, host_array, is_traced
 from jaxselect.linalg import apply_block_diag, floored_cholesky, gather_groups, pivot_rtol
 from jaxselect.path import SelectionPath, link_code
 from jaxselect.sequencing.prepare import Problem, check_problem, design_columns, to_raw_coef
@@ -637,16 +637,40 @@ def _raw_slot_coef(problem: Problem, order, slot_feature, ws, raw_capacity: int)
     return coef, intercept, features
 
 
-def _steps(problem: Problem, k) -> int:
-    """Steps of a path: ``k`` capped at J; by default J, or :func:`~jaxselect.sequencing.criteria.lean_steps`
-    (the most steps whose slots fit in min(n, D)) on a ``gram=False`` problem."""
+def _steps(problem: Problem, k, who: str = "sequencing_run") -> int:
+    """Steps of a path: ``k`` capped at the usable groups (:func:`clip_steps`); by default J, or
+    :func:`~jaxselect.sequencing.criteria.lean_steps` (the most steps whose slots fit in min(n, D))
+    on a ``gram=False`` problem."""
     J = problem.n_groups
     if k is None:
         if problem.C is None:
             g = problem.groups
             return lean_steps(g.mask, problem.Z.shape[0], problem.n_features, index=g.index, live=problem.live)
         return J
-    return min(check_int(k, "k", low=1), J)
+    return clip_steps(k, problem.groups, problem.live, who)
+
+
+def usable_groups(groups, live) -> int | None:
+    """Number of groups with at least one live coordinate (on the host), or None when ``live`` or
+    the groups are traced (inside a user's ``jit``: the count is not known before the run)."""
+    if is_traced((live, groups.index, groups.mask)):
+        return None
+    live = host_array(live)
+    index, mask = np.asarray(groups.index), np.asarray(groups.mask)
+    padded = np.append(live, False)  # index is padded with D: a False entry
+    return int((padded[np.minimum(index, live.shape[0])] & mask).any(axis=1).sum())
+
+
+def clip_steps(k, groups, live, who: str) -> int:
+    """``k`` (≥ 1) capped at the usable groups — the library's one rule
+    (:func:`~jaxselect._validation.clip_k`: a ``UserWarning`` naming k and the count, all usable
+    groups kept) — and at J when the count is not known (traced)."""
+    k = check_int(k, "k", low=1)
+    n_usable = usable_groups(groups, live)
+    if n_usable is None:
+        return min(k, groups.n_groups)
+    unit = "features" if groups.max_size == 1 else "groups"
+    return clip_k(k, n_usable, who, unit=unit)
 
 
 def _capacities(problem: Problem, steps: int):
@@ -681,7 +705,7 @@ def sequencing_run(
     check_problem(problem)
     rule = as_rule(rule)
     params = default_params(problem) if params is None else params
-    steps = _steps(problem, k)
+    steps = _steps(problem, k, rule.name)
     capacity, raw_capacity = _capacities(problem, steps)
     solver = sequencing_solver(rule, capacity=capacity, raw_capacity=raw_capacity)
     return run(solver, problem, params, n_steps=steps, progress=progress)

@@ -58,6 +58,7 @@ from jaxselect._validation import (
     check_float,
     check_int,
     host_array,
+    host_hyper,
     is_traced,
 )
 from jaxselect.design import DenseDesign, as_data, densify_sparse
@@ -67,8 +68,8 @@ from jaxselect.losses import GLM_LOSSES, GLMLoss, glm_loss
 from jaxselect.newton import NEWTON_SOLVERS, choose_solver, default_tol, glm_newton
 from jaxselect.path import SelectionPath, link_code
 from jaxselect.programs import jit
-from jaxselect.sequencing._host import host_hyper
 from jaxselect.sequencing.criteria import OMP_CRITERIA, omp_scores, selectable_groups, slot_capacity
+from jaxselect.sequencing.engine import clip_steps
 from jaxselect.sequencing.prepare import Transform, design_columns, to_raw_coef
 from jaxselect.sequencing.prepare import design_arrays as _design
 from jaxselect.sequencing.prepare import design_scale_vectors as _design_scale_vectors
@@ -745,7 +746,7 @@ def glm_omp_run(problem: GLMProblem, k=None, *, progress: bool = False) -> Selec
     """
     if not isinstance(problem, GLMProblem):
         raise TypeError(f"expected a GLMProblem from glm_prepare(X, Y, groups, ...); got {type(problem).__name__}")
-    steps, capacity = _glm_steps(problem.groups, problem.Z.shape[1], k)
+    steps, capacity = _glm_steps(problem.groups, problem.Z.shape[1], k, problem.live, "glm_omp_run")
     return run(glm_omp_solver(capacity), problem, n_steps=steps, progress=progress)
 
 
@@ -758,10 +759,10 @@ def _glm_fit(inputs: _GLMInputs, *, static: _GLMStatic, capacity: int, n_steps: 
     return solver.finish(problem, state, infos), scales
 
 
-def _glm_steps(groups: Groups, n_features: int, k):
-    """(steps, slot capacity) of a run of ``k`` steps (default all J, clipped to J)."""
-    J = groups.n_groups
-    steps = J if k is None else min(check_int(k, "k", low=1), J)
+def _glm_steps(groups: Groups, n_features: int, k, live, who: str):
+    """(steps, slot capacity) of a run of ``k`` steps (default all J; above the usable groups: the
+    library's one rule, a ``UserWarning`` and every usable group kept)."""
+    steps = groups.n_groups if k is None else clip_steps(k, groups, live, who)
     return steps, slot_capacity(groups.mask, steps, n_features)
 
 
@@ -807,7 +808,8 @@ def glm_omp(
         0..C−1 (bool = 0/1; every class must occur); ``"squared"`` / callable: (n,) or (n, T) real
         targets.
       groups: None (singletons, unit costs), (D,) group ids, or a :class:`Groups` with costs.
-      k: number of groups to sequence (default None: all J; clipped to J); positional or keyword.
+      k: number of groups to sequence (default None: all J; above the usable groups, a ``UserWarning``
+        and every usable group kept); positional or keyword.
       loss: "logistic", "softmax", "squared" or a callable ``loss(scores (n, T), Y (n, T))``
         returning (n,) per-example losses (or their mean); smooth, convex, separable. A callable is
         a static argument: an equal function (e.g. the same lambda built afresh) is not recompiled.
@@ -872,7 +874,7 @@ def glm_omp(
         newton=newton, n_classes=n_classes, constant_columns=constant_columns, rank_tol=rank_tol,
         sample_weight=sample_weight,
     )
-    steps, capacity = _glm_steps(inputs.groups, inputs.X.shape[1], k)
+    steps, capacity = _glm_steps(inputs.groups, inputs.X.shape[1], k, inputs.summary.live, "glm_omp")
     if check_progress(progress):  # the build, then the steps in chunks with a bar between them
         problem, scales = _build_program(inputs, static=static)
         _check_design_scales(scales)

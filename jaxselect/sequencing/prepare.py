@@ -479,6 +479,24 @@ class _Bases(NamedTuple):
     live: jax.Array
 
 
+#: entries within this fraction of a direction's largest magnitude tie for its orientation
+ORIENTATION_TIE = 1e-3
+
+
+def orient(evecs: jax.Array) -> jax.Array:
+    """The one orientation rule of eigen-directions (the columns of ``evecs`` (..., s, s)): the
+    first entry whose magnitude is within :data:`ORIENTATION_TIE` of the column's largest is made
+    positive. Robust to ties — a standardised 2-column group's directions are ``(1, ±1)/√2``
+    exactly, where "the largest entry" is decided by rounding — so :func:`prepare`,
+    :func:`whiten_design` and the streamed path give the same coordinates whichever kernel formed
+    the moments."""
+    mag = jnp.abs(evecs)
+    near = mag >= (1.0 - ORIENTATION_TIE) * jnp.max(mag, axis=-2, keepdims=True)
+    first = jnp.argmax(near, axis=-2)  # the first entry of the near-largest ones
+    pivot = jnp.take_along_axis(evecs, first[..., None, :], axis=-2)
+    return evecs * jnp.where(pivot < 0, -1.0, 1.0).astype(evecs.dtype)
+
+
 def _group_bases(G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_tol: float) -> _Bases:
     """Whitening bases and gradient metrics from the per-group moments of standardised features.
 
@@ -495,10 +513,7 @@ def _group_bases(G_blocks, groups: Groups, nonconstant, *, whiten: bool, rank_to
     G_blocks_p = jnp.where(pad2, G_blocks, zeros_blocks) - jnp.where(mask[:, :, None], zeros_blocks, eye_s)
     evals, evecs = jnp.linalg.eigh(G_blocks_p)
     evals, evecs = evals[:, ::-1], evecs[:, :, ::-1]  # decreasing; padding last
-    # one orientation per direction (its largest entry positive), whichever kernel formed the
-    # moments: prepare, whiten_design and the streamed path give the same coordinates
-    pivot = jnp.take_along_axis(evecs, jnp.argmax(jnp.abs(evecs), axis=1)[:, None, :], axis=1)
-    evecs = evecs * jnp.where(pivot < 0, -1.0, 1.0).astype(evecs.dtype)
+    evecs = orient(evecs)
     top = jnp.max(evals, axis=1, keepdims=True)
     keep = (evals > rank_tol * top) & mask
     safe = jnp.where(keep, evals, jnp.ones_like(evals))

@@ -45,8 +45,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
-from jaxselect._validation import check_choice
-from jaxselect.sequencing._host import host_hyper
+from jaxselect._validation import check_choice, host_hyper
 from jaxselect.sequencing.engine import (
     Rule,
     RuleParams,
@@ -181,7 +180,8 @@ def cs_omp(
 
     Args:
       problem: from :func:`jaxselect.prepare`.
-      k: number of groups to sequence (default all J; values above J are clipped to J). On a
+      k: number of groups to sequence (default all J). Above the number of usable groups (with a
+        non-constant column): a ``UserWarning`` and every usable group kept. On a
         ``gram=False`` problem the default is the most steps whose slots fit in min(n, D), and the
         path is in slot space (:class:`~jaxselect.SelectionPath`, ``path.dense()``).
       criterion: one of "whiten", "no_whiten", "single".

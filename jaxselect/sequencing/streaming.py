@@ -12,7 +12,6 @@ pages of a memmap already read are handed back to the OS, so resident memory sta
 from __future__ import annotations
 
 import itertools
-import mmap
 
 import numpy as np
 
