@@ -61,7 +61,9 @@ from jaxselect._validation import (
     is_traced,
 )
 from jaxselect.anneal.fsa import fsa, fsa_predict, fsa_prepare, fsa_stage_widths, validate_fsa_options
-from jaxselect.anneal.options import PiecewiseLinear
+from jaxselect.anneal.multiclass import SOFTMAX_LOSSES, class_labels
+from jaxselect.anneal.options import PiecewiseLinear, Polish, take_deprecated
+from jaxselect.anneal.scaling import check_scale_rule
 from jaxselect.losses import HuberHinge, loss_names
 from jaxselect.anneal.run import RunPlan, iteration_cap, run as run_schedule
 from jaxselect.anneal.schedule import annealing_schedule
@@ -576,9 +578,11 @@ def cross_validate_fsa(
     l2=0.0,
     bins=None,
     smoothness: float = 0.0,
-    huber_h: float = 0.1,
     score: str | None = None,
     sample_weight=None,
+    scale: str = "std",
+    polish: Polish | None = None,
+    **deprecated,
 ) -> CVResult:
     """K-fold cross-validation of :func:`jaxselect.fsa` over a grid of k.
 
@@ -592,15 +596,33 @@ def cross_validate_fsa(
         are gathered into a copy for its fits). Or sparse (``scipy.sparse``, BCOO/BCSR; linear
         learners only, ``bins=None``): each fold is then a fit on the whole sparse X with the fold's
         0/1 training weights (weight-0 rows are left out), one fold after the other.
-      y: (n,) targets (``loss="squared"``) or binary labels in {0, 1}, {−1, +1} or bool
-        (``"logistic"``, ``"huber_hinge"``, ``"lorenz"``).
+      y: (n,) targets (``loss="squared"``), binary labels in {0, 1}, {−1, +1} or bool
+        (``"logistic"``, ``"huber_hinge"``, ``"lorenz"``), or class labels 0..C−1 (``"softmax"``).
       ks: the k values to try (integers ≥ 1, at most the number of non-constant columns).
       folds: as in :func:`cross_validate_path`.
-      loss, n_iter, mu, lr, l2, bins, smoothness, huber_h: as in :func:`jaxselect.fsa`.
+      loss: as in :func:`jaxselect.fsa`: ``"squared"``, ``"logistic"``, ``"huber_hinge"`` (or
+        ``js.losses.HuberHinge(h)``), ``"lorenz"``, or ``"softmax"`` (alias ``"multinomial"``: the
+        multiclass loss, one support shared by the classes; every class present in every fold's
+        training rows — use stratified folds).
+      n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa`.
       score: "r2" or "neg_mse" for the squared loss (default "r2"), "accuracy" for the
-        classification losses (their default).
+        classification losses (their default; the arg-max class for ``"softmax"``).
       sample_weight: None or (n,) row weights ≥ 0: each fold's fit gets its training rows'
         weights (:func:`jaxselect.fsa`'s ``sample_weight``), its held-out score their weights.
+      scale: the column scaling of linear learners, as in :func:`jaxselect.fsa` (``"std"`` or
+        ``"sparse"``).
+      polish: None or a :class:`~jaxselect.anneal.Polish` record (``l1``, ``refine``, ``tol``,
+        ``max_iter``), as in :func:`jaxselect.fsa`.
+
+    How the folds run: dense X with the defaults (``scale="std"``, no ``polish`` record, a binary
+    or squared loss) runs every fold at once per k (``jax.vmap``) and scores the schedule's own fit;
+    sparse X, ``scale="sparse"``, a ``polish`` record or the softmax loss run the folds one after
+    the other, each a :func:`jaxselect.fsa` call on the whole X with the fold's training weights
+    (weight-0 rows are left out; the same compiled program for every fold of a k), scoring its
+    polished fit — the fit the estimators keep.
+
+    Deprecated keyword (a ``DeprecationWarning``, the same result): ``huber_h`` (pass
+    ``loss=js.losses.HuberHinge(h)``).
 
     Returns:
       A :class:`CVResult` with ``grid`` = the sorted distinct ks (``fold_*`` fields None).
@@ -617,9 +639,20 @@ def cross_validate_fsa(
     (2.0, (5, 2))
     """
 
+    old = take_deprecated("cross_validate_fsa", deprecated, ("huber_h",), stacklevel=3)
+    huber_h = old.get("huber_h", 0.1)
+    if isinstance(loss, HuberHinge):
+        if "huber_h" in old:
+            raise TypeError("give h in loss=HuberHinge(h) or as huber_h=, not both")
+        loss, huber_h = "huber_hinge", loss.h
     pointwise = loss_names(fsa=True, pointwise=True)
-    if not isinstance(loss, str) or loss not in pointwise:
-        raise ValueError(f"loss must be one of {pointwise}; got {loss!r}")
+    if isinstance(loss, str) and loss in SOFTMAX_LOSSES:
+        loss = "softmax"
+    if not isinstance(loss, str) or loss not in pointwise + ("softmax",):
+        raise ValueError(f"loss must be one of {pointwise + SOFTMAX_LOSSES}; got {loss!r}")
+    check_scale_rule(scale)
+    if polish is not None and not isinstance(polish, Polish):
+        raise TypeError(f"polish must be None or a js.anneal.Polish record; got {polish!r}")
     classify = loss != "squared"
     score = ("accuracy" if classify else "r2") if score is None else score
     check_choice(score, "score", ("accuracy",) if classify else REGRESSION_SCORES)
@@ -639,7 +672,9 @@ def cross_validate_fsa(
         y = y[:, 0]
     if y.ndim != 1 or y.shape[0] != n:
         raise ValueError(f"y must have shape ({n},) or ({n}, 1); got {np.shape(y)}")
-    if classify:
+    if loss == "softmax":
+        y = class_labels(y, n)[0]
+    elif classify:
         from jaxselect._validation import as_binary_labels
 
         y = np.asarray(as_binary_labels(y, n, "y", dtype=X.dtype)).reshape(-1)
@@ -665,8 +700,9 @@ def cross_validate_fsa(
     train, test = fold_masks(folds, n)
     train, test, w = _fold_weights(train, test, sample_weight, n)
     _check_fsa_options(X if w is None else X[w > 0], max(grid), dict(options))  # the vmapped fits skip value checks
-    if sparse:
-        return _cv_fsa_sparse(X, y, grid, train, test, l2, score, options)  # train: the folds' weights
+    if sparse or loss == "softmax" or scale != "std" or polish is not None:
+        # the folds one after the other, each a polished fsa call (train: the folds' weights)
+        return _cv_fsa_sparse(X, y, grid, train, test, l2, score, options, scale=scale, polish=polish)
     train = train > 0
     K = train.shape[0]
     scores = np.zeros((K, len(grid)))
@@ -692,10 +728,13 @@ def cross_validate_fsa(
     return _summarise(np.asarray(grid, np.float64), scores, status=status)
 
 
-def _cv_fsa_sparse(X, y, grid, train_w, test_w, l2, score: str, options) -> CVResult:
-    """:func:`cross_validate_fsa` on a sparse (canonical CSR) X: for each k, the folds one after the
-    other, each an FSA fit on the whole X with the fold's training weights (one compiled program per k)."""
-    opts = _fsa_keywords(dict(options))
+def _cv_fsa_sparse(X, y, grid, train_w, test_w, l2, score: str, options, *, scale="std", polish=None) -> CVResult:
+    """:func:`cross_validate_fsa` fold by fold (a sparse (canonical CSR) X, or the options the
+    vmapped path does not run): for each k, the folds one after the other, each an FSA fit on the
+    whole X with the fold's training weights (one compiled program per k)."""
+    opts = _fsa_keywords(dict(options), scale=scale)
+    if polish is not None:
+        opts["polish"] = polish
     dt = X.dtype
     yj = jnp.asarray(y)
     scores = np.zeros((train_w.shape[0], len(grid)))
@@ -706,6 +745,12 @@ def _cv_fsa_sparse(X, y, grid, train_w, test_w, l2, score: str, options) -> CVRe
             support = host_array(res.support)
             s = np.asarray(X[:, support] @ host_array(res.coef)).astype(dt) + host_array(res.intercept)
             vw = jnp.asarray(test_w[f], dt)
+            if s.ndim == 2:  # softmax: the weighted share of held-out rows whose arg-max class is right
+                hit = (np.argmax(s, axis=1) == y).astype(np.float64)
+                tw = np.asarray(test_w[f], np.float64)
+                scores[f, b] = float(np.sum(tw * hit) / np.sum(tw))
+                status |= int(host_array(res.status))
+                continue
             sj = jnp.asarray(s)
             if score == "accuracy":
                 sc = _accuracy(yj, sj, vw)

@@ -125,3 +125,31 @@ def test_classifier_string_labels_probabilities_and_shapes():
     np.testing.assert_allclose(proba, _proba(np.asarray(js.predict(res, X.astype(np.float32)), float)), atol=1e-5)
     with pytest.raises(ValueError, match="binary loss"):
         FSAClassifier(k=K, loss="lorenz").fit(X, y)
+
+
+def test_cross_validate_fsa_softmax_scores_each_fold_as_fsa_on_its_rows():
+    """FSA CV alike (issue 37): the softmax loss and the plain estimators' options in
+    cross_validate_fsa, FSAClassifierCV and FSARegressorCV; a fold's score is fsa on its training rows."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from jaxselect.sklearn import FSAClassifierCV, FSARegressorCV
+
+    X, y = _data()
+    X = X.astype(np.float32)
+    folds = list(StratifiedKFold(3).split(X, y))
+    cv = js.cross_validate_fsa(X, y, [K], folds=folds, loss="softmax", l2=L2, n_iter=100)
+    for f, (train, test) in enumerate(folds):
+        res = js.fsa(X[train], y[train], K, loss="softmax", l2=L2, n_iter=100)
+        acc = np.mean(np.argmax(np.asarray(js.predict(res, X[test])), axis=1) == y[test])
+        assert abs(cv.scores[f, 0] - acc) <= 1.0 / len(test) + 1e-9
+    names = np.array(["cat", "dog", "emu"])
+    est = FSAClassifierCV(ks=[1, K], cv=folds, l2=L2, n_iter=100).fit(X, names[y])
+    assert est.k_ in (1, K) and est.cv_result_.scores.shape == (3, 2) and est.predict_proba(X).shape == (N, C)
+    # the plain estimators' options reach the folds: l1 and scale as in js.fsa on the fold's rows
+    yr = (X[:, 1] - X[:, 4]).astype(np.float32)
+    reg = FSARegressorCV(ks=[K], cv=folds, n_iter=100, l1=1e-2, scale="sparse").fit(X, yr)
+    train, test = folds[0]
+    res = js.fsa(X[train], yr[train], K, n_iter=100, scale="sparse", polish=js.anneal.Polish(l1=1e-2))
+    pred = np.asarray(js.predict(res, X[test]), float)
+    r2 = 1 - np.sum((yr[test] - pred) ** 2) / np.sum((yr[test] - yr[test].mean()) ** 2)
+    np.testing.assert_allclose(reg.cv_result_.scores[0, 0], r2, atol=1e-4)

@@ -15,8 +15,10 @@ GroupSequencingClassifier      :func:`~jaxselect.glm_omp` (logistic /      label
                                softmax from the labels)
 GroupSequencingRegressorCV     the above, budget by                        real targets
                                :func:`~jaxselect.cross_validate_path`
-FSARegressor / FSAClassifier   :func:`~jaxselect.fsa`                      targets / binary labels
-FSARegressorCV                 ``fsa``, k by :func:`~jaxselect.cross_validate_fsa`
+FSARegressor / FSAClassifier   :func:`~jaxselect.fsa` (softmax for more    targets / labels,
+                               than two classes)                           probabilities
+FSARegressorCV /               ``fsa``, k by :func:`~jaxselect.cross_validate_fsa`
+FSAClassifierCV
 GreedyRLSRegressor             :func:`~jaxselect.greedy_rls`               real targets (multi-output)
 DWSMClassifier                 :func:`~jaxselect.dwsm_fit`                 labels, per-datum features
 =============================  ==========================================  ==========================
@@ -50,7 +52,8 @@ declare ``input_tags.sparse``; X is never densified (predictions are the sparse 
 estimator                      sparse X
 =============================  ================================================================
 FSARegressor / FSAClassifier   yes, linear learners (``bins=None``); ``bins`` refuses sparse X
-/ FSARegressorCV
+/ FSARegressorCV /
+FSAClassifierCV
 GroupSequencingRegressor(CV)   yes (:func:`~jaxselect.prepare` on the sparse design)
 GroupSequencingClassifier      densified when n·D ≤ ``SPARSE_DENSIFY_LIMIT`` (its problem holds
                                the whitened design dense), refused above
@@ -70,13 +73,14 @@ This is the only module of jaxselect that imports scikit-learn (``pip install 'j
 """
 
 from jaxselect.sklearn.dwsm import DWSMClassifier
-from jaxselect.sklearn.fsa import FSAClassifier, FSARegressor, FSARegressorCV
+from jaxselect.sklearn.fsa import FSAClassifier, FSAClassifierCV, FSARegressor, FSARegressorCV
 from jaxselect.sklearn.rls import GreedyRLSRegressor
 from jaxselect.sklearn.sequencing import GroupSequencingClassifier, GroupSequencingRegressor, GroupSequencingRegressorCV
 
 __all__ = [
     "DWSMClassifier",
     "FSAClassifier",
+    "FSAClassifierCV",
     "FSARegressor",
     "FSARegressorCV",
     "GreedyRLSRegressor",

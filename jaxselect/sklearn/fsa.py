@@ -1,4 +1,5 @@
-"""scikit-learn estimators of Feature Selection with Annealing: FSARegressor, FSARegressorCV, FSAClassifier."""
+"""scikit-learn estimators of Feature Selection with Annealing: FSARegressor, FSARegressorCV, FSAClassifier,
+FSAClassifierCV."""
 
 from __future__ import annotations
 
@@ -205,7 +206,8 @@ class FSARegressorCV(FSARegressor):
         by that number (all features kept) with a UserWarning.
       cv: int K (``KFold(K)``), a scikit-learn splitter or (train, test) index pairs.
       rule: "best" or "1se". scoring: "r2" or "neg_mse".
-      loss, n_iter, mu, lr, l2, bins, smoothness: as in :class:`FSARegressor`.
+      loss, n_iter, mu, lr, l2, bins, smoothness, scale, l1, refine: as in :class:`FSARegressor`
+        (the folds' fits take them too; see :func:`jaxselect.cross_validate_fsa` for how they run).
 
     Attributes:
       k_: the chosen k.
@@ -234,6 +236,9 @@ class FSARegressorCV(FSARegressor):
         l2=0.0,
         bins=None,
         smoothness=0.0,
+        scale="std",
+        l1=None,
+        refine=0,
     ):
         self.ks = ks
         self.cv = cv
@@ -246,6 +251,9 @@ class FSARegressorCV(FSARegressor):
         self.l2 = l2
         self.bins = bins
         self.smoothness = smoothness
+        self.scale = scale
+        self.l1 = l1
+        self.refine = refine
 
     def fit(self, X, y, sample_weight=None):
         """Cross-validate k on (X, y), then fit FSA with ``k_`` on all rows.
@@ -258,32 +266,44 @@ class FSARegressorCV(FSARegressor):
         _check_choice(self.scoring, "scoring", ("r2", "neg_mse"))
         X, y, w = self._validate_fit(X, y, sample_weight, multi_output=False, numeric=True)
         self._check_sparse_bins(X)
-        ks = np.atleast_1d(np.asarray(self.ks))
-        if ks.size == 0 or ks.dtype.kind not in "iu" or (ks < 1).any():
-            raise ValueError(f"ks must be a non-empty sequence of integers >= 1; got {self.ks!r}")
-        n_live = int(_live_columns(X, w).sum())
-        ks = clip_k(ks, n_live, "FSARegressorCV", stacklevel=2)
-        folds = list(check_cv(self.cv, y, classifier=False).split(X, y))
-        with _precision(X.dtype):
-            cv = cross_validate_fsa(
-                X,
-                y,
-                np.unique(ks),
-                folds=folds,
-                loss="squared",
-                n_iter=self.n_iter,
-                mu=self.mu,
-                lr=self.lr,
-                l2=self.l2,
-                bins=self.bins,
-                smoothness=self.smoothness,
-                score=self.scoring,
-                sample_weight=w,
-            )
-        self.cv_result_ = cv
-        self.k_ = int(cv.best if rule == "best" else cv.best_1se)
+        self.cv_result_ = _cross_validate(self, X, y, w, "squared", self.scoring, classifier=False)
+        self.k_ = int(self.cv_result_.best if rule == "best" else self.cv_result_.best_1se)
         self._fsa(X, y, w, "squared", self.k_)
         return self
+
+
+def _cross_validate(est, X, y, w, loss, scoring, *, classifier: bool):
+    """:func:`jaxselect.cross_validate_fsa` over ``est.ks`` (clipped to the usable columns) with the
+    estimator's options; folds from ``check_cv(est.cv, y, classifier=...)`` (stratified for
+    classifiers, as scikit-learn's)."""
+    ks = np.atleast_1d(np.asarray(est.ks))
+    if ks.size == 0 or ks.dtype.kind not in "iu" or (ks < 1).any():
+        raise ValueError(f"ks must be a non-empty sequence of integers >= 1; got {est.ks!r}")
+    n_live = int(_live_columns(X, w).sum())
+    ks = clip_k(ks, n_live, type(est).__name__, stacklevel=3)
+    folds = list(check_cv(est.cv, y, classifier=classifier).split(X, y))
+    l1, refine = getattr(est, "l1", None), getattr(est, "refine", 0)
+    polish = None if (l1 is None and not refine) else Polish(l1=l1, refine=refine)
+    if loss == "huber_hinge":
+        loss = HuberHinge(est.huber_h)
+    with _precision(X.dtype):
+        return cross_validate_fsa(
+            X,
+            y,
+            np.unique(ks),
+            folds=folds,
+            loss=loss,
+            n_iter=est.n_iter,
+            mu=est.mu,
+            lr=est.lr,
+            l2=est.l2,
+            bins=est.bins,
+            smoothness=est.smoothness,
+            score=scoring,
+            sample_weight=w,
+            scale=est.scale,
+            polish=polish,
+        )
 
 
 class FSAClassifier(ClassifierMixin, _FSABase):
@@ -416,6 +436,91 @@ class FSAClassifier(ClassifierMixin, _FSABase):
         """Log-probabilities (n_samples, n_classes) (``loss="logistic"`` or ``"softmax"``)."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
+
+
+class FSAClassifierCV(FSAClassifier):
+    """:class:`FSAClassifier` whose k is chosen by stratified K-fold cross-validation over a grid.
+
+    :func:`jaxselect.cross_validate_fsa` fits every k of the grid on all folds and scores the
+    held-out accuracy; ``k_`` maximises the mean accuracy (``rule="best"``) or is the smallest k
+    within one standard error of it (``rule="1se"``); FSA is then refitted on all rows. Any number
+    of classes and any labels, as :class:`FSAClassifier` (more than two classes: the multinomial
+    loss; every class must appear in every fold's training rows).
+
+    Args:
+      ks: candidate k values; one above the number of usable (non-constant) features is replaced
+        by that number (all features kept) with a UserWarning.
+      cv: int K (``StratifiedKFold(K)``), a scikit-learn splitter or (train, test) index pairs.
+      rule: "best" or "1se". scoring: "accuracy".
+      loss, n_iter, mu, lr, l2, bins, smoothness, huber_h, scale, l1, refine: as in
+        :class:`FSAClassifier`.
+
+    Attributes:
+      k_: the chosen k.
+      cv_result_: the :class:`jaxselect.CVResult`.
+      classes_, support_: and the other attributes of :class:`FSAClassifier`, for the refit at ``k_``.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0); X = rng.normal(size=(90, 6))
+    >>> y = np.array(["a", "b", "c"])[np.argmax(X[:, [1, 3, 4]], axis=1)]
+    >>> est = FSAClassifierCV(ks=[1, 3], cv=3, n_iter=50).fit(X, y)
+    >>> est.k_, est.get_support(indices=True).tolist()
+    (3, [1, 3, 4])
+    """
+
+    def __init__(
+        self,
+        ks=(1, 2, 5, 10, 20),
+        *,
+        cv=5,
+        rule="best",
+        scoring="accuracy",
+        loss="logistic",
+        n_iter=500,
+        mu=300.0,
+        lr=None,
+        l2=0.0,
+        bins=None,
+        smoothness=0.0,
+        huber_h=0.1,
+        scale="std",
+        l1=None,
+        refine=0,
+    ):
+        self.ks = ks
+        self.cv = cv
+        self.rule = rule
+        self.scoring = scoring
+        self.loss = loss
+        self.n_iter = n_iter
+        self.mu = mu
+        self.lr = lr
+        self.l2 = l2
+        self.bins = bins
+        self.smoothness = smoothness
+        self.huber_h = huber_h
+        self.scale = scale
+        self.l1 = l1
+        self.refine = refine
+
+    def fit(self, X, y, sample_weight=None):
+        """Cross-validate k on (X, y), then fit FSA with ``k_`` on all rows.
+
+        ``sample_weight``: None or (n_samples,) row weights ≥ 0, used by every fold's fit and
+        held-out accuracy (:func:`jaxselect.cross_validate_fsa`) and by the final fit.
+        """
+        rule = _check_choice(self.rule, "rule", _RULES)
+        _check_choice(self.scoring, "scoring", ("accuracy",))
+        _check_choice(self.loss, "loss", loss_names(fsa=True, classification=True) + SOFTMAX_LOSSES)
+        X, y, w = self._validate_fit(X, y, sample_weight, multi_output=False, numeric=False)
+        check_classification_targets(y)
+        labels = _encode_labels(self, y, w)
+        loss = self._fit_loss(len(self.classes_))
+        self._check_sparse_bins(X)
+        self.cv_result_ = _cross_validate(self, X, labels, w, loss, "accuracy", classifier=True)
+        self.k_ = int(self.cv_result_.best if rule == "best" else self.cv_result_.best_1se)
+        self._fsa(X, labels, w, loss, self.k_)
+        return self
 
 
 # ---------------------------------------------------------------------------------------------
