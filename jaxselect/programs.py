@@ -118,6 +118,60 @@ def enable_persistent_cache(directory: str | os.PathLike | None = None) -> str:
     return directory
 
 
+#: XLA options of the programs the library compiles for the CPU on inputs up to
+#: :data:`CHEAP_COMPILE_MAX_BYTES`: XLA:CPU's legacy (LLVM IR) emitters generate the same kernels
+#: as its fusion (MLIR) emitters in about half the compile time (tests/test_default_compile.py
+#: compares the two paths' results), where compiling is most of a call. Larger inputs keep XLA's
+#: defaults, whose buffer assignment needs less scratch memory (FSA's compacted copies: 3/8 of X
+#: against 4/7). Off when the environment says so: ``JAXSELECT_XLA_DEFAULTS=1``, or the option
+#: named in ``XLA_FLAGS``.
+CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+#: inputs (all array arguments together) above this many bytes compile with XLA's defaults
+CHEAP_COMPILE_MAX_BYTES = 64 << 20
+_CPU_OPTIONS_USABLE = [True]
+
+
+def cpu_compiler_options() -> dict:
+    """The XLA options the library's next CPU compile passes (:data:`CPU_COMPILER_OPTIONS`, or none
+    when the environment asks for XLA's defaults or this XLA does not know them).
+
+    >>> from jaxselect.programs import cpu_compiler_options
+    >>> isinstance(cpu_compiler_options(), dict)
+    True
+    """
+    if (
+        not _CPU_OPTIONS_USABLE[0]
+        or os.environ.get("JAXSELECT_XLA_DEFAULTS", "") not in ("", "0")
+        or any(name in os.environ.get("XLA_FLAGS", "") for name in CPU_COMPILER_OPTIONS)
+    ):
+        return {}
+    return dict(CPU_COMPILER_OPTIONS)
+
+
+def _input_bytes(args, kwargs) -> int:
+    """Bytes of the numeric array arguments (typed PRNG keys and other leaves count 0)."""
+    total = 0
+    for leaf in jax.tree.leaves((args, kwargs)):
+        try:
+            total += int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize
+        except (AttributeError, TypeError):  # not an array, or a dtype numpy does not know (key<fry>)
+            pass
+    return total
+
+
+def _compile_options(options: dict, n_bytes: int) -> dict:
+    """``options`` with the library's CPU compiler options (small inputs on a CPU backend, unless
+    the caller set its own)."""
+    if "compiler_options" in options or jax.default_backend() != "cpu" or n_bytes > CHEAP_COMPILE_MAX_BYTES:
+        return options
+    extra = cpu_compiler_options()
+    return {**options, "compiler_options": extra} if extra else options
+
+
+def _unknown_option(err: Exception) -> bool:
+    return any(name in str(err) for name in CPU_COMPILER_OPTIONS)
+
+
 def _leaf_key(x):
     if isinstance(x, jax.Array):
         sharding = x.sharding if len(x.sharding.device_set) > 1 else None
@@ -167,13 +221,20 @@ class BoundedJit:
                 return fun(*a, **k)
 
             functools.update_wrapper(program, fun)
-            fn = _CACHE[key] = jax.jit(program, **self._options)
+            fn = _CACHE[key] = jax.jit(program, **_compile_options(self._options, _input_bytes(args, kwargs)))
             self._keys.add(key)
             _evict()
             return fn
 
     def __call__(self, *args, **kwargs):
-        return self._instance(args, kwargs)(*args, **kwargs)
+        try:
+            return self._instance(args, kwargs)(*args, **kwargs)
+        except Exception as err:
+            if not (_CPU_OPTIONS_USABLE[0] and _unknown_option(err)):
+                raise
+            _CPU_OPTIONS_USABLE[0] = False  # an XLA without the options: XLA's defaults from now on
+            clear_compiled()
+            return self._instance(args, kwargs)(*args, **kwargs)
 
     def lower(self, *args, **kwargs):
         return self._instance(args, kwargs).lower(*args, **kwargs)

@@ -18,8 +18,6 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 
 import pytest  # noqa: E402
 
-from cheap_xla import legacy_cpu_emitters  # noqa: E402
-
 
 @pytest.fixture
 def x64():
@@ -51,23 +49,6 @@ def _release_compiled_programs():
     gc.collect()
 
 
-#: modules that compile on XLA's default path (the comparison of the two paths)
-_DEFAULT_EMITTERS = ("test_default_compile.py",)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _legacy_emitters(request):
-    """Compile every module with XLA:CPU's legacy emitters (``tests/cheap_xla.py``): the same
-    kernels at about 60 % of the compile time at XLA's default optimisation settings. What is
-    computed does not change (``tests/test_default_compile.py`` runs each family on both paths and
-    compares; it is the module left on the default path)."""
-    if os.path.basename(str(request.node.path)) in _DEFAULT_EMITTERS:
-        yield
-        return
-    with legacy_cpu_emitters():
-        yield
-
-
 @pytest.fixture(scope="module")
 def cheap_compiles():
     """Compile with XLA's cheapest optimisation settings for one module (``pytestmark =
@@ -85,8 +66,7 @@ def cheap_compiles():
     )
     jax.config.update("jax_disable_most_optimizations", True)
     jax.config.update("jax_exec_time_optimization_effort", -1.0)
-    with legacy_cpu_emitters():
-        yield
+    yield
     jax.config.update("jax_disable_most_optimizations", saved[0])
     jax.config.update("jax_exec_time_optimization_effort", saved[1])
 

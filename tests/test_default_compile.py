@@ -1,21 +1,25 @@
-"""Every solver family compiled with XLA's *default* settings gives the numbers the suite checks.
+"""Every solver family gives the same numbers on each compile path: the library's default, XLA's own
+defaults, and XLA's cheapest settings.
 
-Several modules compile with XLA's cheapest settings (``cheap_compiles`` in ``tests/conftest.py``):
-their numerics are checked against references on that compile path, not on the default one users
-get. Here each family runs once on tiny data with the default settings (from empty caches, so the
-programs really are compiled here) and once with the cheapest settings, and the two must agree —
-so the references checked on the cheap path hold on the default path too. No ``cheap_compiles``.
+On the CPU the library compiles small inputs with XLA:CPU's legacy emitters
+(``jaxselect.programs.CPU_COMPILER_OPTIONS``: about half the compile time);
+``JAXSELECT_XLA_DEFAULTS=1`` restores XLA's own defaults (the fusion emitters); and several test
+modules compile with XLA's cheapest optimisation settings (``cheap_compiles`` in
+``tests/conftest.py``). Here each family runs on tiny data on each path, from empty caches (so the
+programs really are compiled here), and the results must agree — so the references checked on one
+path hold on the others. No ``cheap_compiles``.
 """
 
 import contextlib
+import os
 
 import jax
 import numpy as np
 import pytest
-from cheap_xla import legacy_cpu_emitters
 from compile_count import count_compiles
 
 import jaxselect as js
+from jaxselect import programs
 
 CHEAP = {"jax_disable_most_optimizations": True, "jax_exec_time_optimization_effort": -1.0}
 
@@ -37,29 +41,43 @@ def _cheapest():
     for name, value in CHEAP.items():
         jax.config.update(name, value)
     try:
-        with legacy_cpu_emitters():  # as cheap_compiles: the legacy XLA:CPU emitters (tests/cheap_xla.py)
-            yield
+        yield
     finally:
         for name, value in saved.items():
             jax.config.update(name, value)
+
+
+@contextlib.contextmanager
+def _xla_defaults():
+    saved = os.environ.get("JAXSELECT_XLA_DEFAULTS")
+    os.environ["JAXSELECT_XLA_DEFAULTS"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["JAXSELECT_XLA_DEFAULTS"]
+        else:
+            os.environ["JAXSELECT_XLA_DEFAULTS"] = saved
 
 
 def _leaves(result):
     return [np.asarray(leaf) for leaf in jax.tree.leaves(result)]
 
 
-def _default_and_cheap(fn):
-    """``fn()`` compiled with XLA's default settings, then again from empty caches with the cheapest."""
+def _each_path(fn):
+    """``fn()`` compiled on the library's default path, on XLA's defaults and on XLA's cheapest
+    settings, each from empty caches."""
     assert all(jax.config.values[name] != value for name, value in CHEAP.items()), "not the default settings"
+    assert programs.cpu_compiler_options() == programs.CPU_COMPILER_OPTIONS, "not the library's default path"
+    results = []
+    for context in (contextlib.nullcontext, _xla_defaults, _cheapest):
+        js.clear_compiled()
+        jax.clear_caches()
+        with context(), count_compiles() as compiles:
+            results.append(_leaves(fn()))
+        assert compiles[0] > 0, f"nothing was compiled on the {context.__name__} path"
     jax.clear_caches()
-    with count_compiles() as compiles:
-        default = _leaves(fn())
-    assert compiles[0] > 0, "nothing was compiled: the default-settings programs were not exercised"
-    jax.clear_caches()
-    with _cheapest():
-        cheap = _leaves(fn())
-    jax.clear_caches()
-    return default, cheap
+    return results
 
 
 def _assert_same(default, cheap, rtol=2e-4, atol=2e-5):
@@ -100,17 +118,17 @@ SOLVERS = {
 
 
 @pytest.mark.parametrize("name", sorted(SOLVERS))
-def test_default_compile_equals_cheapest(name):
-    default, cheap = _default_and_cheap(SOLVERS[name])
-    _assert_same(default, cheap)
+def test_every_compile_path_gives_the_same_numbers(name):
+    library, xla_defaults, cheap = _each_path(SOLVERS[name])
+    _assert_same(library, xla_defaults)
+    _assert_same(library, cheap)
 
 
-def test_cheapest_settings_are_restored_and_change_nothing_else():
+def test_the_paths_are_restored_and_change_nothing_else():
     before = dict(jax.config.values)
-    from jax._src import compiler
-
-    original = compiler.get_compile_options
     with _cheapest():
         assert all(jax.config.values[name] == value for name, value in CHEAP.items())
+    with _xla_defaults():
+        assert programs.cpu_compiler_options() == {}
     assert dict(jax.config.values) == before
-    assert compiler.get_compile_options is original
+    assert programs.cpu_compiler_options() == programs.CPU_COMPILER_OPTIONS

@@ -18,8 +18,6 @@ import sys
 import numpy as np
 import pytest
 
-from cheap_xla import CHEAP_XLA_FLAGS, cheap_xla_options_supported
-
 # compiling dominates these small problems: XLA's cheapest settings here and in the processes
 pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
@@ -38,8 +36,6 @@ def _run_two_processes(out, reference, *flags):
     """Start the example's 2 processes, compute ``reference()`` here while they run; ``(stdout, ref)``."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env.update(JAX_DISABLE_MOST_OPTIMIZATIONS="true", JAX_EXEC_TIME_OPTIMIZATION_EFFORT="-1")
-    if cheap_xla_options_supported():
-        env["XLA_FLAGS"] = CHEAP_XLA_FLAGS  # the example adds its device count to these
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)  # jaxselect need not be installed
     proc = subprocess.Popen(
         [sys.executable, SCRIPT, "--spawn-local", "--out", str(out), "--timeout", "240", *flags],

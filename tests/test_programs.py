@@ -122,3 +122,26 @@ def test_typed_prng_keys_are_a_signature_like_any_array(small_cache):
     a = draw(jax.random.key(0))
     b = draw(jax.random.key(1))
     assert a.shape == (3,) and not np.allclose(a, b) and draw._cache_size() == 1
+
+
+def test_small_inputs_compile_with_the_cheap_cpu_options(monkeypatch):
+    """Small inputs on the CPU: the legacy emitters (about half the compile time); large inputs and
+    ``JAXSELECT_XLA_DEFAULTS=1``: XLA's own defaults; an XLA that rejects the option: its defaults
+    from then on, the call still answered."""
+    from jaxselect import programs
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("CPU options")
+    small = programs._compile_options({}, 1000)
+    assert small["compiler_options"] == programs.CPU_COMPILER_OPTIONS
+    assert "compiler_options" not in programs._compile_options({}, programs.CHEAP_COMPILE_MAX_BYTES + 1)
+    assert programs._compile_options({"compiler_options": {"a": 1}}, 10) == {"compiler_options": {"a": 1}}
+    monkeypatch.setenv("JAXSELECT_XLA_DEFAULTS", "1")
+    assert programs._compile_options({}, 1000) == {}
+    monkeypatch.delenv("JAXSELECT_XLA_DEFAULTS")
+
+    monkeypatch.setattr(programs, "CPU_COMPILER_OPTIONS", {"xla_jaxselect_no_such_option": True})
+    monkeypatch.setattr(programs, "_CPU_OPTIONS_USABLE", [True])
+    f = programs.jit(lambda x: 2 * x + 1)
+    np.testing.assert_array_equal(np.asarray(f(np.arange(3.0, dtype=np.float32))), [1.0, 3.0, 5.0])
+    assert programs._CPU_OPTIONS_USABLE == [False] and programs.cpu_compiler_options() == {}

@@ -13,8 +13,6 @@ import re
 import subprocess
 import sys
 
-from cheap_xla import CHEAP_XLA_FLAGS, cheap_xla_options_supported
-
 N_ROWS = 104  # keep in sync with sharded_cases.N
 
 
@@ -26,11 +24,9 @@ def test_sharded_equals_unsharded_and_x_is_not_gathered(tmp_path):
         env.get("XLA_FLAGS", "")
         + f" --xla_force_host_platform_device_count=4 --xla_dump_to={dump} --xla_dump_hlo_as_text"
         + " --xla_dump_hlo_pass_re=^$"
-        + (" " + CHEAP_XLA_FLAGS if cheap_xla_options_supported() else "")
     ).strip()
     # compiling dominates these small cases: XLA's cheapest settings (as conftest.cheap_compiles);
-    # the SPMD partitioner, which places the collectives checked below, runs all the same (and the
-    # legacy CPU emitters, tests/cheap_xla.py, only generate the kernels' code)
+    # the SPMD partitioner, which places the collectives checked below, runs all the same
     env["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "true"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.join(here, "sharded_cases.py")],
