@@ -893,6 +893,13 @@ def main():
         help="RCPIOptions(n_states=None, acquisitions=None): S states per row and every allowed action "
         "(the protocol before 0.4; the default samples a state budget and the acquisition actions)",
     )
+    ap.add_argument(
+        "--n-states",
+        type=int,
+        default=None,
+        help="RCPIOptions(n_states=...): the state budget N_s per iteration (default: RCPIOptions's)",
+    )
+    ap.add_argument("--acquisitions", type=int, default=None, help="RCPIOptions(acquisitions=...) (default: RCPIOptions's)")
     ap.add_argument("--adult-train", type=int, default=2000)
     ap.add_argument("--adult-test", type=int, default=2000)
     ap.add_argument("--relational-lam", type=float, default=0.02)
@@ -910,6 +917,10 @@ def main():
     rcpi = RCPIOptions(states_per_example=args.states, states=args.sampling, select=args.select)
     if args.paper_rollouts:  # every allowed action of S states per row (the cost grows with the rows)
         rcpi = rcpi.replace(n_states=None, acquisitions=None)
+    if args.n_states is not None:
+        rcpi = rcpi.replace(n_states=args.n_states)
+    if args.acquisitions is not None:
+        rcpi = rcpi.replace(acquisitions=args.acquisitions)
     fit_kw = dict(n_iter=args.n_iter, rcpi=rcpi)
     os.makedirs(OUT, exist_ok=True)
     summary, full = {}, {}

@@ -59,13 +59,17 @@ class RCPIOptions:
         independent of the number of rows: when ``states_per_example · n`` exceeds it, the states
         are drawn from rows sampled at random (probability ∝ row weight) each iteration; else every
         row gets ``states_per_example`` states (the paper's protocol, §6.1). None: always the
-        latter (the cost then grows with n).
+        latter (the cost then grows with n). Default 2048 (4096 before issue 36's second part).
       states_per_example: S, sampled states per training row when every row is used (paper: 10).
       acquisitions: about how many acquisition actions are rolled out per sampled state (every
         classification action is always evaluated: its Q is exact, no rollout): each acquisition
         unit is rolled out from ``ceil(N · acquisitions / J)`` of the N sampled states where it is
-        allowed, drawn at random. None, or a value ≥ J: every allowed action of every state (the
-        paper's RCPI; the default 64 keeps every table of the paper, J ≤ 60, there).
+        allowed, drawn at random with one draw per state shared by every unit (the units' regressions
+        see almost the same states: their errors are correlated and the differences the greedy
+        policy compares stay accurate), and the acquisitions' ridge weight is ``l2·(N/M)²`` (more
+        shrinkage for a fit on fewer states: an argmax over J noisy fits otherwise picks the most
+        optimistic one). None, or a value ≥ J: every allowed action of every state (the paper's
+        RCPI; the default 64 keeps every table of the paper, J ≤ 60, there).
       alpha: α-mixture weight in [0, 1) (paper: 0.7).
       l2: ridge weight > 0 of the per-action regressions (see :func:`~jaxselect.dwsm.dwsm_fit`).
       mixture: ``"stochastic"`` (paper footnote 11), ``"average"``, or a
@@ -82,7 +86,7 @@ class RCPIOptions:
         (None: 1 with ``states="policy"``, 0 with ``"uniform"``).
     """
 
-    n_states: int | None = 4096
+    n_states: int | None = 2048
     states_per_example: int = 10
     acquisitions: int | None = 64
     alpha: float = 0.7
@@ -140,6 +144,9 @@ class RCPIConfig:
       terminal: fit the classification actions on the rollouts' terminal states too.
       n_states: N, sampled states per iteration (``S · n`` when every row is used).
       action_states: M, the sampled states each acquisition unit is rolled out from (N: all).
+      acquisition_l2_scale: the acquisitions' ridge weight is ``l2`` times this, ``N / M`` (1 when
+        every action is evaluated): a unit fitted on M of the N states gets the shrinkage that keeps
+        its estimate's variance near that of the full evaluation.
       mesh, row_axes: unused (a row-sharded X is partitioned by XLA); kept for compatibility.
     """
 
@@ -152,6 +159,7 @@ class RCPIConfig:
     terminal: bool = True
     n_states: int = 0
     action_states: int = 0
+    acquisition_l2_scale: float = 1.0
     mesh: Mesh | None = None
     row_axes: tuple | None = None
 
@@ -229,6 +237,7 @@ def rcpi_config(options: RCPIOptions, n: int, J: int) -> RCPIConfig:
         terminal=not (isinstance(tw, numbers.Real) and float(tw) == 0.0),
         n_states=N if sampled else 0,
         action_states=M,
+        acquisition_l2_scale=(float(N) / float(M)) ** 2,
     )
 
 

@@ -354,7 +354,7 @@ def rcpi_step(problem: RCPIProblem, state: RCPIState) -> RCPIState:
     theta_new = jnp.concatenate(
         [
             shared_ridge_solve(m_cls, b_cls, G_cls, problem.l2, theta_prev[:C]),
-            ridge_solve(m_acq, B_acq, G_acq, problem.l2, theta_prev[C:]),
+            ridge_solve(m_acq, B_acq, G_acq, problem.l2 * cfg.acquisition_l2_scale, theta_prev[C:]),
         ]
     )
     # constant columns are inert: the weights of their values x⊙z_f are exactly 0

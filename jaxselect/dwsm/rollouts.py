@@ -194,7 +194,12 @@ def sampled_rollouts(problem, thetasT, comp, X, y, Z, Phi, sw, wc, scores, key):
     else:
         # M states per unit, uniformly among those where it is allowed (draws laid out state-major:
         # rows appended with weight 0 change no draw of the others)
-        u = jax.random.uniform(key, (N, J), dt)
+        # one draw per state shared by every unit (common states): unit j takes the M states of
+        # largest draw among those where it is allowed, so the units' regressions see (almost) the
+        # same states and their errors are correlated — the differences between the actions' scores,
+        # which the greedy policy compares, stay accurate (independent samples per unit over-rate
+        # acquisitions: the argmax over J noisy fits picks the most optimistic one)
+        u = jax.random.uniform(key, (N, 1), dt)
         vals, idx = jax.lax.top_k(jnp.where(ok, u, -1.0).T, M)
         valid = vals >= 0
     q_cls = -spec.cost_matrix[:, y].T.astype(dt)  # (N, C)
