@@ -36,15 +36,9 @@ ESTIMATORS = [
     DWSMClassifier(),
 ]
 
-# The weight checks fit 15 rows, 9 of positive weight, with 30 columns: the defaults' FSA fits
-# interpolate them, so their minimisers are not unique and rounding picks one.
-_UNDERDETERMINED = (
-    "9 rows of positive weight against k=10 features and l2=0: the fit on the support (nearly) interpolates "
-    "them and is not unique (the weighted and repeated fits' losses agree to 1e-15), so the order of the "
-    "sums (weighted rows, repeated rows, sparse products) moves the predictions at the weight-0 rows (by "
-    "~1e-3); weights equal repeated rows on determined problems "
-    "(tests/test_sparse_front.py, tests/test_sklearn.py)"
-)
+# The weight checks fit 15 rows, 9 of positive weight, with 30 columns: FSA's fits on k=10 columns
+# interpolate them (no unique minimiser); its damped polish keeps every step in the range of the
+# rows, so the weighted and the repeated fits agree (issue 37: no FSA entry below).
 
 EXPECTED_FAILED = {
     "GroupSequencingRegressor": {
@@ -53,14 +47,6 @@ EXPECTED_FAILED = {
             "stored rows: 15 weighted rows give 15 steps, the 27 repeated rows 27, and with 9 distinct rows "
             "(rank 9) against 30 columns the steps past the rank fit rounding noise"
         ),
-    },
-    "FSARegressor": {
-        "check_sample_weight_equivalence_on_dense_data": _UNDERDETERMINED,
-        "check_sample_weight_equivalence_on_sparse_data": _UNDERDETERMINED,
-    },
-    "FSAClassifier": {
-        "check_sample_weight_equivalence_on_dense_data": _UNDERDETERMINED,
-        "check_sample_weight_equivalence_on_sparse_data": _UNDERDETERMINED,
     },
     "GreedyRLSRegressor": {
         "check_sample_weight_equivalence_on_dense_data": (

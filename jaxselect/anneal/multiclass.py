@@ -156,8 +156,9 @@ def _power_lambda(design, rel, live, dtype):
 def lm_newton(Z, Y, rel, V0, b0, l2, Q, tol, max_iter):
     """Levenberg–Marquardt-damped Newton on ``F(V, b)`` restricted to the support columns Z (n, k),
     in the sum-zero coordinates ``V = U Qᵀ``, ``b = c Qᵀ``: each step solves ``(H + μI) δ = −g``,
-    is accepted when F decreases (μ ← μ/3) and refused otherwise (μ ← 8μ); the loop ends at
-    ``max|g| ≤ tol`` (labels: σ = 1) or after ``max_iter`` tries. Returns ``(V, b, converged,
+    is accepted when F decreases — or rises by at most its rounding ``16·eps·|F|`` while ``max|g|``
+    decreases — (μ ← μ/10, down to 10⁻⁹) and refused otherwise (μ ← 10μ; a refusal at μ = 10⁶
+    stops); the loop ends at ``max|g| ≤ tol`` (labels: σ = 1) or after ``max_iter`` tries. Returns ``(V, b, converged,
     finite, f)``."""
     n, k = Z.shape
     dtype = Z.dtype
@@ -186,7 +187,8 @@ def lm_newton(Z, Y, rel, V0, b0, l2, Q, tol, max_iter):
         return H + jnp.diag(jnp.repeat(l2 * pen[:, 0], cm))
 
     f0, g0, logp0 = f_g(W0)
-    mu0 = jnp.asarray(1e-4, dtype)
+    mu0 = jnp.asarray(1e-6, dtype)
+    eps = jnp.finfo(dtype).eps
 
     class Carry(NamedTuple):
         W: jax.Array
@@ -195,24 +197,40 @@ def lm_newton(Z, Y, rel, V0, b0, l2, Q, tol, max_iter):
         logp: jax.Array
         mu: jax.Array
         it: jax.Array
+        stalled: jax.Array
 
     def cond(c):
-        return (c.it < max_iter) & (jnp.max(jnp.abs(c.g)) > tol) & jnp.isfinite(c.f)
+        return (c.it < max_iter) & (jnp.max(jnp.abs(c.g)) > tol) & jnp.isfinite(c.f) & ~c.stalled
+
+    # the steps stay in the row space of the weighted support design: on an underdetermined support
+    # (fewer distinct rows of positive weight than k + 1) the directions outside it leave F unchanged,
+    # and a step along them would be rounding noise divided by the damping
+    _, sv, vt = jnp.linalg.svd(A * jnp.sqrt(rel)[:, None], full_matrices=False)
+    in_range = sv > sv[0] * jnp.asarray(max(n, k + 1), dtype) * jnp.finfo(dtype).eps
+    B = vt.T * in_range[None, :].astype(dtype)  # (k+1, r) orthonormal columns, 0 outside the range
+    r = B.shape[1]
+    mr = r * cm
+    outside = jnp.diag(jnp.repeat(jnp.where(in_range, 0.0, 1.0).astype(dtype), cm))
 
     def body(c):
-        H = hessian(c.logp)
-        scale = jnp.maximum(jnp.max(jnp.diagonal(H)), jnp.finfo(dtype).tiny)
-        damped = H + (c.mu * scale) * jnp.eye(m, dtype=dtype)
+        H = hessian(c.logp).reshape(k + 1, cm, k + 1, cm)
+        Hr = jnp.einsum("ar,adbe,bs->rdse", B, H, B).reshape(mr, mr)
+        scale = jnp.maximum(jnp.max(jnp.diagonal(Hr)), jnp.finfo(dtype).tiny)
+        damped = Hr + (c.mu * scale) * jnp.eye(mr, dtype=dtype) + outside
         L = jnp.linalg.cholesky(damped)
-        step = -jax.scipy.linalg.cho_solve((L, True), c.g.reshape(-1)).reshape(k + 1, cm)
+        step_r = -jax.scipy.linalg.cho_solve((L, True), (B.T @ c.g).reshape(-1)).reshape(r, cm)
+        step = B @ step_r
         W1 = c.W + step
         f1, g1, logp1 = f_g(W1)
-        ok = jnp.isfinite(f1) & (f1 <= c.f) & jnp.all(jnp.isfinite(step))
+        decrease = f1 < c.f
+        rounding = (f1 <= c.f + 16 * eps * jnp.abs(c.f)) & (jnp.max(jnp.abs(g1)) < jnp.max(jnp.abs(c.g)))
+        ok = jnp.isfinite(f1) & jnp.all(jnp.isfinite(step)) & (decrease | rounding)
         pick = lambda a, b: jnp.where(ok, a, b)
-        mu = jnp.where(ok, jnp.maximum(c.mu / 3.0, jnp.asarray(1e-12, dtype)), jnp.minimum(c.mu * 8.0, 1e12))
-        return Carry(pick(W1, c.W), pick(f1, c.f), pick(g1, c.g), pick(logp1, c.logp), mu, c.it + 1)
+        mu = jnp.where(ok, jnp.maximum(c.mu / 10.0, 1e-9), jnp.minimum(c.mu * 10.0, 1e6)).astype(dtype)
+        stalled = ~ok & (c.mu >= 1e6)
+        return Carry(pick(W1, c.W), pick(f1, c.f), pick(g1, c.g), pick(logp1, c.logp), mu, c.it + 1, stalled)
 
-    out = jax.lax.while_loop(cond, body, Carry(W0, f0, g0, logp0, mu0, jnp.zeros((), jnp.int32)))
+    out = jax.lax.while_loop(cond, body, Carry(W0, f0, g0, logp0, mu0, jnp.zeros((), jnp.int32), jnp.zeros((), bool)))
     VB = out.W @ Q.T
     converged = jnp.max(jnp.abs(out.g)) <= tol
     finite = jnp.isfinite(out.f) & jnp.all(jnp.isfinite(VB))

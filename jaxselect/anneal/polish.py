@@ -48,7 +48,7 @@ import optax
 
 from .._repr import short_repr
 from ..losses import loss_names, GLMLoss, huber_hinge_margin, logistic_margin, lorenz_margin, signed_labels
-from ..newton import choose_solver, glm_newton
+from ..newton import choose_solver, glm_newton, gradient_scale
 from ..design import SparseDesign
 from ..design.sparse import pad_entries, square_sums
 from .._validation import is_traced
@@ -209,11 +209,106 @@ def _newton(problem: FSAProblem, Z, coef, intercept, active, tol, max_iter):
     parts = _pointwise(cfg.loss, cfg.huber_h, rel)
     Y = jnp.asarray(target).astype(Z.dtype)[:, None]
     width = Z.shape[1]
-    res = glm_newton(
-        Z, Y, coef, intercept[None], active, problem.l2.astype(Z.dtype), parts,
-        tol=tol, max_iter=max_iter, solver=choose_solver("auto", width + 1),
+    l2 = problem.l2.astype(Z.dtype)
+    solver = choose_solver("auto", width + 1)
+
+    def newton(_):
+        res = glm_newton(Z, Y, coef, intercept[None], active, l2, parts, tol=tol, max_iter=max_iter, solver=solver)
+        return res.V, res.b[0], res.info.n_iter, res.info.status
+
+    if solver != "cholesky":
+        return newton(None)
+    # fewer independent rows of positive weight than moving coefficients (+ the intercept): F has
+    # no unique minimiser on the support, and the damped solver (steps in the range of the rows)
+    # replaces the undamped one; a determined support keeps the undamped Newton solve
+    n = Z.shape[0]
+    A = jnp.concatenate([Z * active[None, :].astype(Z.dtype), jnp.ones((n, 1), Z.dtype)], axis=1)
+    w = jnp.ones((n,), Z.dtype) if rel is None else rel
+    sv = jnp.linalg.svd(A * jnp.sqrt(w)[:, None], compute_uv=False)
+    rank = jnp.sum(sv > sv[0] * jnp.asarray(max(n, width + 1), Z.dtype) * jnp.finfo(Z.dtype).eps)
+    deficient = rank < jnp.sum(active) + 1
+    return jax.lax.cond(
+        deficient, lambda _: _lm_newton(Z, Y, coef, intercept, active, l2, parts, tol, max_iter), newton, None
     )
-    return res.V, res.b[0], res.info.n_iter, res.info.status
+
+
+#: Levenberg–Marquardt damping of the polish: the first μ, its floor and ceiling (relative to the
+#: largest diagonal entry of the Hessian); a refused step multiplies μ by _LM_UP, an accepted one
+#: divides it by _LM_DOWN
+_LM_START, _LM_FLOOR, _LM_CEIL, _LM_UP, _LM_DOWN = 1e-6, 1e-9, 1e6, 10.0, 10.0
+
+
+def _lm_newton(Z, Y, coef, intercept, active, l2, parts: GLMLoss, tol, max_iter):
+    """Levenberg–Marquardt-damped Newton on ``F(c, b) = mean ℓ(Zc + b) + (l2/2)‖c_active‖²``
+    (one score column), from ``(coef (W, 1), intercept)``; ``(c, b, n_iter, status)``.
+
+    Each step solves ``(H + μ·d·I) s = −g`` (d the largest diagonal entry of H, the moving
+    coordinates only) by Cholesky and is accepted when F decreases — or, near the optimum where the
+    decrease falls below F's rounding, when F rises by at most ``16·eps·|F|`` while ``max|g|``
+    decreases (as :func:`jaxselect.newton.glm_newton`); μ ← μ/10 after an accepted step (down to
+    10⁻⁹), μ ← 10μ after a refused one (a refusal at μ = 10⁶ stops: stalled at round-off).
+    The damping keeps each step in the range of the data: on an underdetermined support (fewer
+    distinct rows than columns, ``l2 = 0``) H is singular and the undamped step's component along
+    its null space is rounding noise divided by the jitter, so the fits of weighted rows and of the
+    same rows repeated landed on different minimisers; the damped steps move from the same start
+    to the same one (scikit-learn's ``check_sample_weight_equivalence``, issue 37)."""
+    n, width = Z.shape
+    dtype = Z.dtype
+    nf = jnp.asarray(n, dtype)
+    m = width + 1
+    eps = jnp.finfo(dtype).eps
+    free = jnp.concatenate([active, jnp.ones((1,), bool)])
+    pen = jnp.concatenate([active.astype(dtype), jnp.zeros((1,), dtype)])
+    A = jnp.concatenate([Z, jnp.ones((n, 1), dtype)], axis=1)  # (n, W+1)
+    gtol = tol * gradient_scale(Y, parts)
+
+    def f_g(theta):
+        s = A @ theta
+        f = jnp.mean(parts.value(s[:, None], Y)) + 0.5 * l2 * jnp.sum(pen * theta * theta)
+        u = parts.grad(s[:, None], Y)[:, 0]
+        g = jnp.where(free, (u @ A) / nf + l2 * pen * theta, jnp.zeros((), dtype))
+        return f, g, jnp.max(jnp.abs(g))
+
+    def hessian(theta):
+        h = parts.hess((A @ theta)[:, None], Y)[:, 0, 0]  # (n,) curvature ≥ 0 (Lorenz: clipped)
+        H = (A * (h / nf)[:, None]).T @ A + jnp.diag(l2 * pen)
+        H = jnp.where(free[:, None] & free[None, :], H, jnp.zeros((), dtype))
+        return 0.5 * (H + H.T) + jnp.diag(jnp.where(free, jnp.zeros((), dtype), jnp.ones((), dtype)))
+
+    class Carry(NamedTuple):
+        theta: jax.Array
+        f: jax.Array
+        g: jax.Array
+        gmax: jax.Array
+        mu: jax.Array
+        it: jax.Array
+        stalled: jax.Array
+
+    def cond(c):
+        return (c.it < max_iter) & (c.gmax > gtol) & ~c.stalled & jnp.isfinite(c.f)
+
+    def body(c):
+        H = hessian(c.theta)
+        d = jnp.maximum(jnp.max(jnp.where(free, jnp.diagonal(H), jnp.zeros((), dtype))), jnp.finfo(dtype).tiny)
+        L = jnp.linalg.cholesky(H + (c.mu * d) * jnp.eye(m, dtype=dtype))
+        step = jnp.where(free, -jax.scipy.linalg.cho_solve((L, True), c.g), jnp.zeros((), dtype))
+        f1, g1, gmax1 = f_g(c.theta + step)
+        decrease = f1 < c.f
+        rounding = (f1 <= c.f + 16 * eps * jnp.abs(c.f)) & (gmax1 < c.gmax)
+        ok = jnp.isfinite(f1) & jnp.isfinite(gmax1) & jnp.all(jnp.isfinite(step)) & (decrease | rounding)
+        keep = lambda new, old: jnp.where(ok, new, old)  # noqa: E731
+        mu = jnp.where(ok, jnp.maximum(c.mu / _LM_DOWN, _LM_FLOOR), c.mu * _LM_UP)
+        stalled = ~ok & (c.mu >= _LM_CEIL)
+        return Carry(keep(c.theta + step, c.theta), keep(f1, c.f), keep(g1, c.g), keep(gmax1, c.gmax),
+                     jnp.minimum(mu, _LM_CEIL).astype(dtype), c.it + ok.astype(jnp.int32), stalled)
+
+    theta0 = jnp.concatenate([coef[:, 0] * active.astype(dtype), intercept[None]])
+    f0, g0, gmax0 = f_g(theta0)
+    init = Carry(theta0, f0, g0, gmax0, jnp.asarray(_LM_START, dtype), jnp.zeros((), jnp.int32), jnp.zeros((), bool))
+    c = jax.lax.while_loop(cond, body, init)
+    finite = jnp.isfinite(c.f) & jnp.isfinite(c.gmax)
+    status = jnp.where(finite, jnp.where(c.gmax <= gtol, 0, NOT_CONVERGED), NONFINITE).astype(jnp.int32)
+    return c.theta[:width, None], c.theta[width], c.it, status
 
 
 def _lbfgs(objective, free, theta0, gtol, max_iter, metric=None):
