@@ -88,7 +88,7 @@ from .polish import POLISH_MAX_ITER, compacts_support, merge_status, polish_prep
 from .refine import refine_support
 from .multiclass import SOFTMAX_LOSSES, check_softmax_options, class_labels, softmax_run, sum_zero_basis
 from .run import Finishing, RunPlan, finish_program, iteration_cap, run, solve, stage_bounds, subsample_design
-from .solver import FSAOutput
+from .solver import FSAOutput, iteration_work, ticking
 from .schedule import annealing_schedule, plan_stages, stage_widths
 from .checkpoint import fingerprint
 from .stream import (
@@ -485,6 +485,28 @@ def _postfix(bar, **kw):
         bar.set_postfix(**kw, refresh=False)
 
 
+def _work_bar(padded, n_iter: int, widths, enabled: bool):
+    """FSA's progress bar: its count is the work done, columns × iterations (an iteration on a
+    stage of W columns counts W: the first, widest iterations cost the most), its total that of
+    the whole schedule, so the rate and the ETA follow the real work; ``unit_scale`` shows the
+    counts as k/M."""
+    if not enabled:
+        return progress_bar(enabled=False, desc="fsa")
+    work = iteration_work(stage_bounds(padded, n_iter, widths), widths)
+    bar = progress_bar(total=int(work.sum()), enabled=True, desc="fsa", unit="col")
+    if hasattr(bar, "unit_scale"):
+        bar.unit_scale = True
+    return bar
+
+
+def _finish_bar(bar) -> None:
+    """Close the bar at its total (ticks the last iterations may still owe) after the polish."""
+    total = getattr(bar, "total", None)
+    if total is not None and bar.n < total:
+        bar.update(total - bar.n)
+    bar.close()
+
+
 def _fsa_streamed(source, y, sample_weight, l2, options: FSAOptions, lean: bool):
     """:func:`fsa` on a :class:`~jaxselect.design.stream.StreamSource` (see :mod:`.stream`)."""
     opts = options
@@ -552,13 +574,16 @@ def _fsa_streamed(source, y, sample_weight, l2, options: FSAOptions, lean: bool)
         y_np = np.asarray(target)
     design = StreamedDesign(source, y_np, rel, RowLoss(config.loss_fn), config.curvature, dtype, devices)
     problem = FSAProblem(None, target, None, None, config, l2, jax.device_put(np.zeros((), dtype)))
-    plan = RunPlan(widths, cap, mode, gram)
+    plan = RunPlan(widths, cap, mode, gram, progress=bool(progress))
     run = StreamRun(padded, n_iter, 0.0 if lr is None else lr, hand_over, sub, checkpoint, fp, bool(polish))
-    bar = progress_bar(total=n_iter, enabled=progress, desc="fsa", unit="it")
+    bar = _work_bar(padded, n_iter, widths, bool(progress))
     try:
-        out = stream_fsa(design, problem, summary, plan, run, _finishing(k, n_iter, dtype, tol, max_iter, l1), bar)
+        with ticking(bar):
+            out = stream_fsa(design, problem, summary, plan, run, _finishing(k, n_iter, dtype, tol, max_iter, l1), bar)
+            if progress:
+                out = jax.block_until_ready(out)
     finally:
-        bar.close()
+        _finish_bar(bar)
     return make_result(out, k, n_iter, schedule, m, False)
 
 
@@ -964,8 +989,9 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
     mode = "optimizer" if opts.optimizer is not None else ("power" if lr is None else "fixed")
     # the first compaction transposes X in row blocks, unless X is spread over devices or traced
     one_device = not data.design.sparse and not traced and on_one_device(data.design.X)
-    plan = RunPlan(widths, cap, mode, opts.gram, bounds, _GATHER_BLOCK if one_device else 0)
-    bar = progress_bar(total=n_iter, enabled=opts.execution.progress and not traced, desc="fsa", unit="it")
+    show = bool(opts.execution.progress) and not traced
+    plan = RunPlan(widths, cap, mode, opts.gram, bounds, _GATHER_BLOCK if one_device else 0, progress=show)
+    bar = _work_bar(padded, n_iter, widths, show)
     _postfix(bar, phase="memory", width=m)
     # device_put, not jnp.asarray: converting a numpy array with jnp compiles a program per shape
     args = (jax.device_put(padded), jax.device_put(np.int32(n_iter)), jax.device_put(np.asarray(0.0 if lr is None else lr, dtype)))
@@ -977,12 +1003,16 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
     large = sparse and not traced and problem.design.data.size >= _LARGE_ENTRIES
     apart = large or (polish and compacts_support(problem.design, int(widths[-1])))
     if not refine and not apart:
-        out = solve(problem, *args, finishing, None, sub, plan=plan, polish=bool(polish))
-        bar.update(n_iter)
-        bar.close()
+        with ticking(bar):
+            out = solve(problem, *args, finishing, None, sub, plan=plan, polish=bool(polish))
+            if show:
+                out = jax.block_until_ready(out)  # the ticks arrive while the device works
+        _finish_bar(bar)
         return make_result(out, k, n_iter, schedule, m, traced)
-    state, cols, objective, step_size, mean, inv_scale, basis_mean = run(*((problem,) + args), sub=sub, plan=plan)
-    bar.update(n_iter)
+    with ticking(bar):
+        state, cols, objective, step_size, mean, inv_scale, basis_mean = run(*((problem,) + args), sub=sub, plan=plan)
+        if show:
+            jax.block_until_ready(state)
     _release_after_large(problem.design)
     local = None
     if refine:  # the polish on the schedule's support, then rounds of gradient support pursuit
@@ -1005,7 +1035,7 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
         polished = fit
     else:
         polished = None
-    bar.close()
+    _finish_bar(bar)
     out = finish_program(None, state, cols, objective, step_size, mean, inv_scale, basis_mean, finishing, local,
                          polish=False)
     if polished is not None:
@@ -1040,17 +1070,18 @@ def _fsa_softmax(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
     onehot = np.zeros((n, n_classes), dtype)
     onehot[np.arange(n), labels] = 1
     rel = np.ones((n,), dtype) if w_host is None else (w_host * (n / w_host.sum())).astype(dtype)
-    bar = progress_bar(total=n_iter, enabled=opts.execution.progress, desc="fsa", unit="it")
+    show = bool(opts.execution.progress)
+    bar = _work_bar(schedule, n_iter, (m,), show)  # one stage of width M: every iteration counts M
     _postfix(bar, phase="memory", width=m)
     put = jax.device_put
-    out = softmax_run(
-        design, put(onehot), put(rel), put(np.asarray(jax.device_get(data.summary.live), bool)), put(schedule),
-        put(np.asarray(0.0 if lr is None else lr, dtype)), l2, tol, max_iter, put(sum_zero_basis(n_classes, dtype)),
-        k=int(k), polish=bool(polish), fixed_lr=lr is not None,
-    )
-    out = jax.device_get(out)
-    bar.update(n_iter)
-    bar.close()
+    with ticking(bar):
+        out = softmax_run(
+            design, put(onehot), put(rel), put(np.asarray(jax.device_get(data.summary.live), bool)), put(schedule),
+            put(np.asarray(0.0 if lr is None else lr, dtype)), l2, tol, max_iter, put(sum_zero_basis(n_classes, dtype)),
+            k=int(k), polish=bool(polish), fixed_lr=lr is not None, progress=show,
+        )
+        out = jax.device_get(out)
+    _finish_bar(bar)
     fields = jax.device_put(out)
     result = FSAResult(
         support=fields.support, coef=fields.coef, intercept=fields.intercept, loss_path=fields.objective,

@@ -37,6 +37,7 @@ import numpy as np
 
 from ..programs import jit
 from ..status import NONFINITE, NOT_CONVERGED, OK
+from .solver import tick
 from .step import keep_largest
 
 __all__ = ["SOFTMAX_LOSSES", "SoftmaxOutput", "class_labels", "check_softmax_options", "softmax_run"]
@@ -237,12 +238,14 @@ def lm_newton(Z, Y, rel, V0, b0, l2, Q, tol, max_iter):
     return VB[:k], VB[k], converged, finite, out.f
 
 
-@functools.partial(jit, static_argnames=("k", "polish", "fixed_lr"))
-def softmax_run(design, Y, rel, live, schedule, lr, l2, tol, max_iter, Q, *, k: int, polish: bool, fixed_lr: bool):
+@functools.partial(jit, static_argnames=("k", "polish", "fixed_lr", "progress"))
+def softmax_run(design, Y, rel, live, schedule, lr, l2, tol, max_iter, Q, *, k: int, polish: bool, fixed_lr: bool,
+                progress: bool = False):
     """The multinomial FSA program: the schedule at full width, the polish on the support, the
     raw-space coefficients (see the module docstring). ``Y`` (n, C) one-hot, ``rel`` (n,) relative
     weights of mean 1, ``live`` (M,) bool, ``schedule`` (n_iter,) int32 M_e, ``Q`` the sum-zero
-    basis; returns a :class:`SoftmaxOutput`."""
+    basis; ``progress``: every iteration ticks the bar of :func:`~jaxselect.anneal.solver.ticking`.
+    Returns a :class:`SoftmaxOutput`."""
     n, m = design.shape
     C = Y.shape[1]
     dtype = design.dtype
@@ -265,6 +268,8 @@ def softmax_run(design, Y, rel, live, schedule, lr, l2, tol, max_iter, Q, *, k: 
         V = (V - eta * gV) * mask
         b = b - eta * jnp.sum(G, axis=0)
         active = keep_largest(V, active, schedule[e])
+        if progress:  # the bar of solver.ticking: one iteration over the M columns
+            jax.debug.callback(functools.partial(tick, m), e)
         return V * active[:, None].astype(dtype), b, active, path
 
     n_iter = schedule.shape[0]

@@ -53,8 +53,9 @@ class Execution(NamedTuple):
         available memory; None: no budget, an in-memory X never streams).
       mesh: None or a :class:`jax.sharding.Mesh` over which a streamed X's row blocks are split.
       checkpoint: None or a file path: the streamed phase's state at every stage boundary.
-      progress: show a progress bar (needs ``tqdm``); the in-memory schedule is then run in
-        compiled chunks between which the bar moves.
+      progress: show a progress bar (needs ``tqdm``) whose count is the work done, columns ×
+        iterations, ticked by every iteration (the compiled ones through a ``jax.debug.callback``:
+        a run with the bar is its own compiled program).
 
     >>> import numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(60, 8)).astype(np.float32)

@@ -72,6 +72,7 @@ class RunPlan(NamedTuple):
         for one fused gather (row-sharded or traced X; see :meth:`~jaxselect.design.DenseDesign.compact`).
       first_stage: the stage the program starts at (0: from β = 0 at full width; > 0: from a
         :class:`RunStart` at that stage's width, e.g. after FSA's streamed phase).
+      progress: every iteration ticks the progress bar of :func:`~jaxselect.anneal.solver.ticking`.
     """
 
     widths: tuple
@@ -81,6 +82,7 @@ class RunPlan(NamedTuple):
     bounds: tuple | None = None
     gather_block: int = 0
     first_stage: int = 0
+    progress: bool = False
 
 
 class RunStart(NamedTuple):
@@ -229,7 +231,7 @@ def stages(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = N
     """The body of :func:`run` (traced: also the first part of :func:`solve`)."""
     widths = plan.widths
     m = widths[0]
-    solver = fsa_solver(plan.step_mode, plan.bounds is not None)
+    solver = fsa_solver(plan.step_mode, plan.bounds is not None, plan.progress)
     if plan.bounds is None:
         prev = jnp.concatenate([jnp.full((1,), m, jnp.int32), schedule[:-1]])
         valid = jnp.arange(plan.cap, dtype=jnp.int32) < n_iter

@@ -22,10 +22,13 @@ stage ends; the compiled run (:func:`jaxselect.anneal.run.solve`) calls
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..solver import Solver, SolverTraits
 from ..status import NONFINITE, OK
@@ -162,7 +165,45 @@ def _finish(ending: FSAEnding, carry: FSACarry, infos=None) -> FSAOutput:
     return extract(carry.state, carry.objective, ending)
 
 
-def fsa_solver(step_mode: str = "power", static_bounds: bool = False) -> Solver:
+#: the progress bars of the runs in flight (the innermost last): :func:`ticking` registers one
+_BARS: list = []
+
+
+def tick(width: int, iteration) -> None:
+    """Host side of a progress tick: one iteration of a stage of ``width`` columns is done."""
+    del iteration
+    if _BARS:
+        bar = _BARS[-1]
+        if getattr(bar, "n", None) == 0 and hasattr(bar, "reset"):
+            bar.reset(total=bar.total)  # the clock starts at the first iteration, not before the compile
+        bar.update(width)
+
+
+@contextlib.contextmanager
+def ticking(bar):
+    """Route the ticks of the runs compiled with ``progress`` (:func:`fsa_solver`) to ``bar`` while
+    the block runs (block on the run's outputs inside it: the ticks arrive as the device works)."""
+    _BARS.append(bar)
+    try:
+        yield bar
+    finally:
+        _BARS.remove(bar)
+
+
+def _ticking_step(stage: FSAStage, carry: FSACarry) -> FSACarry:
+    out = _step(stage, carry)
+    width = int(carry.state.active.shape[0])
+    jax.debug.callback(functools.partial(tick, width), carry.state.iteration)
+    return out
+
+
+def iteration_work(bounds, widths) -> np.ndarray:
+    """(n_iter,) the width of the stage of each iteration — the columns it touches, the unit of
+    FSA's progress bar (the work of an iteration is proportional to its width)."""
+    return np.concatenate([np.full((end - start,), w, np.int64) for (start, end), w in zip(bounds, widths)])
+
+
+def fsa_solver(step_mode: str = "power", static_bounds: bool = False, progress: bool = False) -> Solver:
     """FSA's :class:`~jaxselect.solver.Solver` (see the module docstring).
 
     Args:
@@ -171,9 +212,11 @@ def fsa_solver(step_mode: str = "power", static_bounds: bool = False) -> Solver:
       static_bounds: the stage lengths are Python ints (a traced call: every stage a
         reverse-differentiable ``lax.scan`` of exactly its iterations); else each stage is a
         ``lax.while_loop`` until its end (``until_done``), with no padding work.
+      progress: each step ticks the progress bar of :func:`ticking` (a ``jax.debug.callback``
+        with the stage's width: the bar counts columns × iterations, the real work).
     """
     traits = SolverTraits(name="fsa", stacks_info=False, until_done=not static_bounds)
-    return Solver(init=_init(step_mode), step=_step, finish=_finish, traits=traits,
+    return Solver(init=_init(step_mode), step=_ticking_step if progress else _step, finish=_finish, traits=traits,
                   done=None if static_bounds else _done)
 
 

@@ -51,7 +51,7 @@ from ..losses import loss_names
 from ..programs import jit
 from .checkpoint import load_checkpoint, save_checkpoint
 from .run import RunPlan, RunStart, finish_program, gather_rows, keep_columns, solve, stage_bounds
-from .solver import Evaluated, FSACarry, FSAOutput, FSAStage, fsa_solver
+from .solver import Evaluated, FSACarry, FSAOutput, FSAStage, fsa_solver, iteration_work
 from .step import FSAProblem, FSAState, default_step, start_vector
 from .stepsize import WeightedTarget
 
@@ -322,8 +322,8 @@ def stream_fsa(design: StreamedDesign, problem: FSAProblem, summary, plan: RunPl
         v_coef, v_icpt, lam = jnp.asarray(saved["v_coef"]), jnp.asarray(saved["v_icpt"]), jnp.asarray(saved["lam"])
         steps = [jnp.asarray(s) for s in saved["steps"]]
         hand_over = max(hand_over, first)
-        if bar is not None:
-            bar.update(int(saved["iteration"]))
+        if bar is not None:  # the work of the iterations the checkpoint holds
+            bar.update(int(iteration_work(bounds, widths)[: int(saved["iteration"])].sum()))
 
     for i in range(first, min(hand_over, len(widths))):
         width = widths[i]
@@ -356,7 +356,7 @@ def stream_fsa(design: StreamedDesign, problem: FSAProblem, summary, plan: RunPl
             stage = FSAStage(light, end, Evaluated(val, g_raw, total, mean_s, factor_s))
             carry, (v, offset) = _stream_step(stage, carry, solver=solver)
             if bar is not None:
-                bar.update(1)
+                bar.update(width)  # the bar counts columns × iterations (see fsa's _work_bar)
         if checkpoint is not None:
             state = carry.state
             save_checkpoint(
@@ -389,11 +389,9 @@ def stream_fsa(design: StreamedDesign, problem: FSAProblem, summary, plan: RunPl
     start = None
     if h > 0:
         start = RunStart(state, cols, v_coef, v_icpt, lam, carry.objective, jnp.stack(steps))
-    out = solve(memory, jax.device_put(schedule), jax.device_put(np.int32(n_iter)), lr, finishing, start,
-                plan=plan._replace(first_stage=h), polish=run.polish)
-    if bar is not None:
-        bar.update(n_iter - bounds[h][0])
-    return out
+    # the compiled stages tick the bar themselves (plan.progress; the caller holds solver.ticking)
+    return solve(memory, jax.device_put(schedule), jax.device_put(np.int32(n_iter)), lr, finishing, start,
+                 plan=plan._replace(first_stage=h), polish=run.polish)
 
 
 def _stream_step_size(oracle, cols_np, mean_s, factor_s, i, length, n, v_coef, v_icpt, lam, extra, sub, light, target,
