@@ -67,8 +67,9 @@ from jaxselect.anneal.scaling import check_scale_rule
 from jaxselect.losses import HuberHinge, loss_names
 from jaxselect.anneal.run import RunPlan, iteration_cap, run as run_schedule
 from jaxselect.anneal.schedule import annealing_schedule
-from jaxselect.design import HostSparseDesign, as_sample_weight, as_sparse_csr, column_summary, is_sparse
+from jaxselect.design import HostDesign, HostSparseDesign, as_sample_weight, as_sparse_csr, column_summary, is_sparse
 from jaxselect.sequencing.criteria import OMP_CRITERIA
+from jaxselect.sequencing.engine import clip_steps
 from jaxselect.groups import as_groups
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, OK
@@ -461,7 +462,12 @@ def cross_validate_path(
     n, d = X.shape
     Y, _ = as_targets(y, n, "y", dtype=X.dtype)
     groups = as_groups(groups, d, dtype=X.dtype)
-    steps = groups.n_groups if k is None else min(check_int(k, "k", low=1), groups.n_groups)
+    if k is None:
+        steps = groups.n_groups
+    else:  # above the usable groups of X: the library's one rule (a UserWarning, all of them kept)
+        host = HostSparseDesign.raw(X) if sparse else HostDesign.raw(X, X.dtype)
+        w = None if sample_weight is None else np.asarray(sample_weight, X.dtype)
+        steps = clip_steps(k, groups, host.summarize(w)[0].live, "cross_validate_path")
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
     c_min = groups.costs.min() if c_min is None else as_hyper(c_min, "c_min", X.dtype, low=0.0, strict_low=True)
     c_min = jnp.asarray(c_min, X.dtype)

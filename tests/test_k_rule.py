@@ -165,3 +165,12 @@ def test_glm_omp_clips_k_to_the_usable_groups():
     assert path.order.tolist() == ref.order.tolist() and 1 not in path.order.tolist()
     with pytest.warns(UserWarning, match=r"^glm_omp_run: k=4 is larger"):
         assert js.glm_omp_run(js.glm_prepare(X, labels, groups), 4).n_steps == 3
+
+
+def test_cross_validate_path_clips_k_to_the_usable_groups():
+    X, y = _data()
+    ref = js.cross_validate_path(X, y, folds=3, k=M - 1)
+    with pytest.warns(UserWarning, match=_message("cross_validate_path", M + 1, M - 1)) as caught:
+        res = js.cross_validate_path(X, y, folds=3, k=M + 1)
+    assert len(caught) == 1 and caught[0].filename == __file__
+    np.testing.assert_array_equal(np.asarray(res.scores), np.asarray(ref.scores))

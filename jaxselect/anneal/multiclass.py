@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._validation import is_traced
 from ..programs import jit
 from ..status import NONFINITE, NOT_CONVERGED, OK
 from .solver import tick
@@ -66,7 +67,7 @@ def class_labels(y, n: int, w=None) -> tuple[np.ndarray, int]:
     to fix. Host values only."""
     if y is None:
         raise ValueError("loss='softmax' needs class labels y: integers 0..C-1, one per row of X")
-    if isinstance(y, jax.core.Tracer):
+    if is_traced(y):
         raise TypeError(
             "loss='softmax' reads the number of classes from concrete labels; call fsa outside jax.jit "
             "(or with concrete y)"

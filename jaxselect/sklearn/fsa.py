@@ -14,6 +14,7 @@ from jaxselect._validation import clip_k
 from jaxselect.anneal import PiecewiseLinear, Polish, fsa, fsa_predict
 from jaxselect.anneal.multiclass import SOFTMAX_LOSSES
 from jaxselect.design import is_sparse
+from jaxselect.design.buckets import pad_design
 from jaxselect.design.stream import stream_kind
 from jaxselect.losses import HuberHinge, loss_names
 from jaxselect.model_selection import cross_validate_fsa
@@ -77,9 +78,12 @@ class _FSABase(_Selector, _Base):
             options.pop("huber_h", None)
             polish = Polish(l1=options.pop("l1", None), refine=options.pop("refine", 0))
             learner = None if self.bins is None else PiecewiseLinear(self.bins, self.smoothness)
+            # nearby shapes (CV folds, GridSearchCV, the next dataset) share compiled programs: zero
+            # rows of weight 0 and zero (inert) columns up to the shape's bucket — the same fit
+            X_fit, y_fit, w_fit = pad_design(X, y, w)
             result = fsa(
-                X,
-                y,
+                X_fit,
+                y_fit,
                 k,
                 loss=loss,
                 n_iter=self.n_iter,
@@ -87,11 +91,11 @@ class _FSABase(_Selector, _Base):
                 lr=self.lr,
                 l2=self.l2,
                 learner=learner,
-                sample_weight=w,
+                sample_weight=w_fit,
                 polish=polish,
                 **options,
             )
-            self.result_ = _host(result)
+            self.result_ = _host(result)._replace(n_features=X.shape[1])
         self.status_ = int(self.result_.status)
         support = np.asarray(self.result_.support)
         self.support_ = np.zeros(X.shape[1], bool)
