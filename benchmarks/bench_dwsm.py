@@ -151,9 +151,9 @@ def bench_set(name, *, n_iter, states, lam, n_infer, repeats, extra=None):
         fit_first_s=t_first,
         fit_first_cpu_s=c_first,
         fit_steady_s=t_fit,
-        fit_steady_cpu_s=min(steady_cpu),
+        fit_steady_cpu_s=min(steady_cpu) if steady_cpu else float("nan"),
         load_average_1min=load,
-        fit_goal_met=bool(t_first <= GOALS.get(name, float("inf"))),
+        fit_goal_met=bool(t_first <= GOALS[name]) if name in GOALS else None,
         train_loss=float(rep.mean_loss),
         train_accuracy=float(rep.accuracy),
         train_sparsity=float(rep.sparsity),
@@ -210,7 +210,7 @@ def main():
     for r in rows:
         print(
             f"{r['dataset']:<13}{r['shape'][0]:>5}x{r['shape'][1]:<4}{r['fit_first_s']:>10.1f}{r['fit_steady_s']:>8.1f}{r['fit_steady_cpu_s']:>7.1f}"
-            f"{'yes' if r['fit_goal_met'] else 'NO':>6}{r['l1_fit_s']:>9.3f}{r['fit_steady_s'] / r['l1_fit_s']:>9.0f}"
+            f"{'-' if r['fit_goal_met'] is None else 'yes' if r['fit_goal_met'] else 'NO':>6}{r['l1_fit_s']:>9.3f}{r['fit_steady_s'] / r['l1_fit_s']:>9.0f}"
             f"{r['train_accuracy']:>7.3f}{r['train_sparsity']:>7.3f}{r['dwsm_infer_per_s']:>12.0f}"
             f"{r['l1_infer_per_s']:>11.0f}{r['cart_infer_per_s']:>11.0f}{r['dwsm_infer_per_s'] / r['l1_infer_per_s']:>9.2f}"
             f"  train loss {r['train_loss']:.3f}  {r['config']}"
