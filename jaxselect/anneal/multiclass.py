@@ -207,9 +207,11 @@ def lm_newton(Z, Y, rel, V0, b0, l2, Q, tol, max_iter):
     # the steps stay in the row space of the weighted support design: on an underdetermined support
     # (fewer distinct rows of positive weight than k + 1) the directions outside it leave F unchanged,
     # and a step along them would be rounding noise divided by the damping
-    _, sv, vt = jnp.linalg.svd(A * jnp.sqrt(rel)[:, None], full_matrices=False)
-    in_range = sv > sv[0] * jnp.asarray(max(n, k + 1), dtype) * jnp.finfo(dtype).eps
-    B = vt.T * in_range[None, :].astype(dtype)  # (k+1, r) orthonormal columns, 0 outside the range
+    # (the eigenvectors of the (k+1)² weighted Gram matrix: an SVD of the tall columns may take N²
+    # memory; eigenvalues below its rounding, 100·(k+1)·eps of the largest, count as 0)
+    lam, vecs = jnp.linalg.eigh((A * rel[:, None]).T @ A)
+    in_range = lam > lam[-1] * 100.0 * (k + 1) * jnp.finfo(dtype).eps
+    B = vecs * in_range[None, :].astype(dtype)  # (k+1, r) orthonormal columns, 0 outside the range
     r = B.shape[1]
     mr = r * cm
     outside = jnp.diag(jnp.repeat(jnp.where(in_range, 0.0, 1.0).astype(dtype), cm))

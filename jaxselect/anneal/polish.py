@@ -224,8 +224,10 @@ def _newton(problem: FSAProblem, Z, coef, intercept, active, tol, max_iter):
     n = Z.shape[0]
     A = jnp.concatenate([Z * active[None, :].astype(Z.dtype), jnp.ones((n, 1), Z.dtype)], axis=1)
     w = jnp.ones((n,), Z.dtype) if rel is None else rel
-    sv = jnp.linalg.svd(A * jnp.sqrt(w)[:, None], compute_uv=False)
-    rank = jnp.sum(sv > sv[0] * jnp.asarray(max(n, width + 1), Z.dtype) * jnp.finfo(Z.dtype).eps)
+    # the rank from the (W+1)² Gram matrix (an SVD of the tall (N, W+1) columns may take N² memory):
+    # eigenvalues below its rounding, 100·(W+1)·eps of the largest, count as 0
+    lam = jnp.linalg.eigvalsh((A * w[:, None]).T @ A)
+    rank = jnp.sum(lam > lam[-1] * 100.0 * (width + 1) * jnp.finfo(Z.dtype).eps)
     deficient = rank < jnp.sum(active) + 1
     return jax.lax.cond(
         deficient, lambda _: _lm_newton(Z, Y, coef, intercept, active, l2, parts, tol, max_iter), newton, None
