@@ -88,13 +88,15 @@ def pad_columns(X, n_columns: int):
     return out
 
 
-def pad_design(X, y, sample_weight=None):
+def pad_design(X, y, sample_weight=None, *, columns: bool = True):
     """``(X, y, sample_weight)`` padded to the buckets of X's shape: zero rows of weight 0 (their
     targets a copy of the first row's, so every label or target check still holds) and zero
     columns. A sparse X's stored entries are a shape too: its count is padded to its bucket with
     entries of value 1 in added rows — rows of weight 0, which no weighted fit reads. Returned unchanged when buckets are off, the shape is already a bucket, or X is not
     an in-memory numpy array / ``scipy.sparse`` matrix or its dense padded copy would exceed
     :data:`MAX_PADDED_BYTES`. Weights are given (ones for the real rows) only when rows are added.
+    ``columns=False`` pads the rows (and a sparse X's stored entries) only: for a solver whose
+    result depends on the number of columns (FSA's annealing schedule counts them).
 
     >>> import numpy as np
     >>> Xp, yp, wp = pad_design(np.ones((30, 5), np.float32), np.arange(30.0))
@@ -105,7 +107,7 @@ def pad_design(X, y, sample_weight=None):
     if not buckets_enabled() or not (sparse or (type(X) is np.ndarray and X.ndim == 2)):
         return X, y, sample_weight
     n, d = X.shape
-    n_to, d_to = bucket(n), bucket(d)
+    n_to, d_to = bucket(n), (bucket(d) if columns else d)
     if sparse:
         X, n_to = _pad_sparse(X, n_to, d_to)
     elif (n_to, d_to) == (n, d) or n_to * d_to * X.dtype.itemsize > MAX_PADDED_BYTES:

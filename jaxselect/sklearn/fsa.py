@@ -78,9 +78,10 @@ class _FSABase(_Selector, _Base):
             options.pop("huber_h", None)
             polish = Polish(l1=options.pop("l1", None), refine=options.pop("refine", 0))
             learner = None if self.bins is None else PiecewiseLinear(self.bins, self.smoothness)
-            # nearby shapes (CV folds, GridSearchCV, the next dataset) share compiled programs: zero
-            # rows of weight 0 and zero (inert) columns up to the shape's bucket — the same fit
-            X_fit, y_fit, w_fit = pad_design(X, y, w)
+            # nearby row counts (CV folds, GridSearchCV, the next dataset) share compiled programs:
+            # zero rows of weight 0 up to the bucket — the same fit. Not the columns: the annealing
+            # schedule M_e counts them, so padded columns would change the fit
+            X_fit, y_fit, w_fit = pad_design(X, y, w, columns=False)
             result = fsa(
                 X_fit,
                 y_fit,
@@ -95,7 +96,7 @@ class _FSABase(_Selector, _Base):
                 polish=polish,
                 **options,
             )
-            self.result_ = _host(result)._replace(n_features=X.shape[1])
+            self.result_ = _host(result)
         self.status_ = int(self.result_.status)
         support = np.asarray(self.result_.support)
         self.support_ = np.zeros(X.shape[1], bool)
