@@ -53,7 +53,7 @@ from jaxselect._budget import within_budget as _within_budget
 from jaxselect._repr import short_repr
 from jaxselect.groups import Groups, as_groups
 
-from .._validation import _check_in_dtype, as_hyper, check_float, check_magnitudes, default_float, is_traced
+from .._validation import as_hyper, check_magnitudes, default_float, host_hyper
 
 __all__ = [
     "DWSMSpec",
@@ -117,26 +117,6 @@ class DWSMSpec(NamedTuple):
     @property
     def n_actions(self) -> int:
         return self.n_classes + self.n_units
-
-
-def host_hyper(value, name: str, dtype, **bounds):
-    """:func:`~jaxselect._validation.as_hyper` on the host: a concrete value is checked and returned
-    as a numpy 0-d array of ``dtype`` (no device work: no program is compiled for it); a traced
-    value is checked for shape and cast inside the caller's trace."""
-    if is_traced(value):
-        return as_hyper(value, name, dtype, **bounds)
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a real number; got {value!r}")
-    arr = np.asarray(value)
-    if arr.shape != () or arr.dtype == object or arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be a real scalar; got {value!r}")
-    try:
-        as_float = float(arr)
-    except OverflowError:
-        raise ValueError(f"{name} must be finite; got {value!r}") from None
-    as_float = check_float(as_float, name, **bounds)
-    _check_in_dtype(as_float, name, dtype)
-    return np.asarray(as_float, dtype=np.dtype(dtype))
 
 
 def as_unit_groups(groups, d: int, *, dtype=None) -> Groups:
