@@ -20,6 +20,7 @@ EXAMPLES = {
     "dwsm_quickstart.py": "cost-sensitive",
     "sklearn_pipeline_pima.py": "selected columns",
     "sklearn_fsa_gridsearch.py": "at equal k",
+    "multiclass_text.py": "topic words",
 }
 
 

@@ -138,8 +138,9 @@ def test_fsa_and_rls_estimators_are_their_solvers():
     np.testing.assert_allclose(clf.decision_function(X), js.predict(res, X), rtol=1e-4, atol=1e-4)
     assert clf.classes_.tolist() == [-1, 1] and clf.score(X, labels) > 0.8
     assert hasattr(clf, "predict_proba") and not hasattr(clone(clf).set_params(loss="lorenz"), "predict_proba")
-    with pytest.raises(ValueError, match="Only binary classification is supported"):
-        clf.fit(X, np.digitize(y, [-1.0, 1.0]))
+    three = clone(clf).fit(X, np.digitize(y, [-1.0, 1.0]))  # several classes: the multinomial loss
+    assert three.classes_.tolist() == [0, 1, 2] and three.predict_proba(X).shape == (len(y), 3)
+    assert three.coef_.shape == (3, X.shape[1]) and three.get_support().sum() == 2  # one shared support
     Y = np.stack([y, X[:, 1] - X[:, 4]], axis=1)
     rls = GreedyRLSRegressor(k=3, l2=1e-2).fit(X, Y)
     ref = js.greedy_rls(X, Y, 3, l2=1e-2)  # the same defaults (bias=0.0: no intercept)

@@ -17,6 +17,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from jaxselect.sklearn import (
     DWSMClassifier,
     FSAClassifier,
+    FSAClassifierCV,
     FSARegressor,
     FSARegressorCV,
     GreedyRLSRegressor,
@@ -32,6 +33,7 @@ ESTIMATORS = [
     FSARegressor(),
     FSARegressorCV(),
     FSAClassifier(),
+    FSAClassifierCV(ks=(1, 2), cv=3, n_iter=50),  # a small grid: its default one is FSARegressorCV()'s, checked above
     GreedyRLSRegressor(),
     DWSMClassifier(),
 ]
