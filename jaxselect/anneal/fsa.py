@@ -382,8 +382,9 @@ def _prepare_pl(X, bins, w=None):
 def _weight_target(target, w, loss):
     """The :class:`WeightedTarget` of row weights ``w`` (ranking: pair weights ``w_i·w_j``)."""
     if loss != "ranking":
-        if not is_traced(w):  # normalised on the host: no eager device programs (one per shape)
-            host = np.asarray(w)
+        one_device = isinstance(w, jax.Array) and not is_traced(w) and len(w.sharding.device_set) == 1
+        if isinstance(w, np.ndarray) or one_device:  # normalised on the host: no eager device programs
+            host = np.asarray(w)  # (row-sharded weights keep their sharding: the device path below)
             scaled = host.astype(np.float64) * (host.shape[0] / host.sum(dtype=np.float64))
             return WeightedTarget(target, jax.device_put(scaled.astype(host.dtype)))
         return WeightedTarget(target, w * (jnp.asarray(w.shape[0], w.dtype) / jnp.sum(w)))
