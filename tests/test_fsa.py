@@ -42,10 +42,8 @@ import reference_fsa as ref
 
 @pytest.fixture(autouse=True)
 def _compact_every_stage(monkeypatch):
-    """The tests use small M: compact at every halving (production skips drops < 32 columns, and
-    every intermediate stage below 2^24 entries)."""
+    """The tests use small M: compact at every halving (production skips drops < 32 columns)."""
     monkeypatch.setattr(sys.modules["jaxselect.anneal.fsa"], "_MIN_DROP", 0)
-    monkeypatch.setattr(sys.modules["jaxselect.anneal.fsa"], "_COMPACT_MIN_ENTRIES", 0)
 
 
 @pytest.fixture(params=[np.float32, np.float64], ids=["float32", "float64"])

@@ -196,8 +196,7 @@ def test_streamed_phase_calls_the_fused_gradient_kernel():
 def test_in_memory_numpy_over_budget_streams_with_progress(data, capsys):
     pytest.importorskip("tqdm")
     X, _, labels, _ = data
-    # the bar changes nothing: the same streamed run without it (the in-memory run of this small X
-    # has fewer compacted stages, fsa_stage_widths(n_rows=N), so its step_size is shorter)
+    # the bar changes nothing: the same streamed run without it
     ref = js.fsa(X, labels, K, loss="logistic", n_iter=IT, lr=2.0, max_memory=MID)  # a fixed step
     _same(ref, js.fsa(X, labels, K, loss="logistic", n_iter=IT, lr=2.0, max_memory=MID, progress=True))
     err = capsys.readouterr().err

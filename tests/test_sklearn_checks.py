@@ -17,7 +17,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from jaxselect.sklearn import (
     DWSMClassifier,
     FSAClassifier,
-    FSAClassifierCV,
     FSARegressor,
     FSARegressorCV,
     GreedyRLSRegressor,
@@ -33,7 +32,6 @@ ESTIMATORS = [
     FSARegressor(),
     FSARegressorCV(),
     FSAClassifier(),
-    FSAClassifierCV(ks=(1, 2), cv=3, n_iter=50),  # a small grid: its default one is FSARegressorCV()'s, checked above
     GreedyRLSRegressor(),
     DWSMClassifier(),
 ]

@@ -35,7 +35,7 @@ SOLVERS = {
     # fsa's option records: the estimators' flat bins/smoothness, l1/refine and huber_h fill them
     FSARegressor: (js.fsa, js.anneal.PiecewiseLinear, js.anneal.Polish, js.losses.HuberHinge),
     FSAClassifier: (js.fsa, js.anneal.PiecewiseLinear, js.anneal.Polish, js.losses.HuberHinge),
-    FSARegressorCV: (js.cross_validate_fsa, js.fsa, js.losses.HuberHinge),
+    FSARegressorCV: (js.cross_validate_fsa, js.fsa, js.anneal.Polish, js.losses.HuberHinge),
     GreedyRLSRegressor: (js.greedy_rls,),
     DWSMClassifier: (js.dwsm_fit,),
 }

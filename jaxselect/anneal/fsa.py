@@ -111,33 +111,24 @@ __all__ = ["FSAResult", "fsa", "fsa_predict", "fsa_prepare", "validate_fsa_optio
 # a halving of the stage width that drops fewer columns than this is skipped (tiny problems:
 # each stage adds to the compiled program more than it saves)
 _MIN_DROP = 32
-# below this many entries (N·M) the run has no intermediate compacted stage: the full-width stage
-# runs (masked) down to the k-bucket, whose copy the polish needs. Each stage is a copy of the
-# loop's body in the program: at 2 000 × 200 three stages compile in ~2× the time of two, while
-# the iterations they save take milliseconds (issue 35: first calls)
-_COMPACT_MIN_ENTRIES = 1 << 24
 # a concrete sparse X with at least this many stored entries hands freed memory back between phases
 _LARGE_ENTRIES = 1 << 22
 
 
-def schedule_plan(m: int, k: int, n_iter: int, mu: float, n_rows: int | None = None):
+def schedule_plan(m: int, k: int, n_iter: int, mu: float):
     """``(schedule, padded, widths)`` of a run: the (n_iter,) int32 M_e of eq. (3), the same padded
     with k to :func:`~jaxselect.anneal.run.iteration_cap` (the program's buffer), and the stage
     widths (:func:`fsa_stage_widths`); host values, for the in-memory and the streamed runs alike."""
     schedule = annealing_schedule(m, k, n_iter, mu).astype(np.int32)
     padded = np.full((iteration_cap(n_iter),), k, np.int32)
     padded[:n_iter] = schedule
-    return schedule, padded, fsa_stage_widths(m, k, n_rows)
+    return schedule, padded, fsa_stage_widths(m, k)
 
 
-def fsa_stage_widths(n_features: int, k: int, n_rows: int | None = None) -> tuple[int, ...]:
+def fsa_stage_widths(n_features: int, k: int) -> tuple[int, ...]:
     """The compacted stage widths :func:`fsa` runs for M = ``n_features`` and ``k``
-    (:func:`~jaxselect.anneal.stage_widths` with FSA's minimum drop); with ``n_rows`` N and
-    N·M below ``_COMPACT_MIN_ENTRIES``, only the full width and the k-bucket."""
-    widths = stage_widths(n_features, k, _MIN_DROP)
-    if n_rows is not None and n_rows * n_features < _COMPACT_MIN_ENTRIES:
-        return widths[:1] + widths[-1:] if len(widths) > 1 else widths
-    return widths
+    (:func:`~jaxselect.anneal.stage_widths` with FSA's minimum drop)."""
+    return stage_widths(n_features, k, _MIN_DROP)
 # rows per block of the first (transposing) compaction of X
 _GATHER_BLOCK = 1024
 #: on the CPU backend, a numpy X in its compute dtype that jax cannot alias (a device copy would
@@ -992,7 +983,7 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
         problem = problem._replace(design=rescale_design(problem.design, w, opts.scale))
     k = _check_k_live(problem.live, check_int(opts.k, "k", low=1))
 
-    schedule, padded, widths = schedule_plan(m, k, n_iter, mu, n)
+    schedule, padded, widths = schedule_plan(m, k, n_iter, mu)
     cap = padded.shape[0]
     sparse = problem.design.sparse
     polish = _default_polish(polish, n, int(widths[-1]), dtype, sparse)
