@@ -88,7 +88,25 @@ def run_child(args) -> dict:
         Xtr, ytr, Xte, yte = _load(args.data)
         rss_data = RssSampler.read()
         extra = {}
-        if args.child.startswith("fsa"):
+        if args.child in ("default_fsa", "default_estimator"):
+            import jax
+
+            import jaxselect as js
+
+            t0 = time.perf_counter()
+            if args.child == "default_fsa":  # the default call: every option at its default
+                res = jax.block_until_ready(js.fsa(Xtr, ytr, args.k, loss="logistic"))
+            else:
+                from jaxselect.sklearn import FSAClassifier
+
+                res = FSAClassifier(k=args.k).fit(Xtr, ytr).result_
+            t_fit = time.perf_counter() - t0
+            support = np.asarray(res.support)
+            coef = np.zeros(Xtr.shape[1])
+            coef[support] = np.asarray(res.coef, dtype=np.float64).ravel()
+            intercept = float(np.asarray(res.intercept).ravel()[0])
+            extra.update(status=int(res.status), k=args.k, n_iter=int(res.n_iter) if hasattr(res, "n_iter") else None)
+        elif args.child.startswith("fsa"):
             import jax
 
             import jaxselect as js
@@ -248,6 +266,10 @@ def run_parent(args) -> None:
                 row = _child(args, method, **opts)
                 if row is not None:
                     rows.append(row)
+        for method in ("default_fsa", "default_estimator") if args.defaults else ():
+            row = _child(args, method)
+            if row is not None:
+                rows.append(row)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -261,7 +283,7 @@ def run_parent(args) -> None:
     summary = {}
     ll = best("liblinear")
     peers = [r for r in (ll, best("sgd")) if r is not None]
-    for name in ("fsa_logistic", "fsa_lorenz"):
+    for name in ("fsa_logistic", "fsa_lorenz", "default_fsa", "default_estimator"):
         f = best(name)
         if f is None or ll is None:
             continue
@@ -290,6 +312,8 @@ def run_parent(args) -> None:
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help=f"small size: {QUICK}")
+    p.add_argument("--defaults", action="store_true",
+                   help="also fit js.fsa(X, y, k, loss='logistic') and FSAClassifier(k=k) with every other option at its default")
     p.add_argument("--n-train", type=int)
     p.add_argument("--n-test", type=int)
     p.add_argument("--n-features", type=int)
@@ -311,7 +335,7 @@ def main(argv=None):
     p.add_argument("--n-iter-grid", type=int, nargs="+", default=None, help="FSA n_iter values to run")
     p.add_argument("--mu", type=float, default=300.0)
     p.add_argument("--polish", choices=sorted(POLISH), default="auto", help="js.fsa's polish (auto: its default)")
-    p.add_argument("--scale", choices=["std", "sparse"], default="sparse", help="js.fsa's column scale rule")
+    p.add_argument("--scale", choices=["auto", "std", "sparse"], default="sparse", help="js.fsa's column scale rule")
     p.add_argument("--polish-both", action="store_true", help="run every FSA setting with polish off and auto")
     p.add_argument("--op-timing", action="store_true", help="time one SparseDesign mv/rmv (and scipy's) at this size")
     p.add_argument("--sgd-epochs", type=int, default=20)

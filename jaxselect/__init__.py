@@ -11,7 +11,7 @@ Data model → solvers → evaluation:
 """
 
 from jaxselect import datasets, design, losses
-from jaxselect.anneal import Execution, FSAResult, PiecewiseLinear, Polish, annealing_schedule, fsa
+from jaxselect.anneal import FSA_PAPER, Execution, FSAResult, PiecewiseLinear, Polish, annealing_schedule, fsa
 from jaxselect.sequencing.anytime import (
     Curve,
     alpha_stopping_cost,
@@ -103,6 +103,7 @@ __all__ = [
     "DWSMTrace",
     "Design",
     "Execution",
+    "FSA_PAPER",
     "FSAResult",
     "GLMInfo",
     "NewtonOptions",

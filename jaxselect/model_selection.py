@@ -63,7 +63,8 @@ from jaxselect._validation import (
 from jaxselect.anneal.fsa import fsa, fsa_predict, fsa_prepare, fsa_stage_widths, validate_fsa_options
 from jaxselect.anneal.multiclass import SOFTMAX_LOSSES, class_labels
 from jaxselect.anneal.options import PiecewiseLinear, Polish, take_deprecated
-from jaxselect.anneal.scaling import check_scale_rule
+from jaxselect.anneal.defaults import auto_n_iter, is_auto
+from jaxselect.anneal.scaling import check_scale_rule, has_indicator_columns
 from jaxselect.losses import HuberHinge, loss_names
 from jaxselect.anneal.run import RunPlan, iteration_cap, run as run_schedule
 from jaxselect.anneal.schedule import annealing_schedule
@@ -578,7 +579,7 @@ def cross_validate_fsa(
     *,
     folds=5,
     loss: str = "squared",
-    n_iter: int = 500,
+    n_iter: int | str = "auto",
     mu: float = 300.0,
     lr=None,
     l2=0.0,
@@ -586,7 +587,7 @@ def cross_validate_fsa(
     smoothness: float = 0.0,
     score: str | None = None,
     sample_weight=None,
-    scale: str = "std",
+    scale: str = "auto",
     polish: Polish | None = None,
     **deprecated,
 ) -> CVResult:
@@ -610,19 +611,21 @@ def cross_validate_fsa(
         ``js.losses.HuberHinge(h)``), ``"lorenz"``, or ``"softmax"`` (alias ``"multinomial"``: the
         multiclass loss, one support shared by the classes; every class present in every fold's
         training rows — use stratified folds).
-      n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa`.
+      n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa` (``"auto"``: decided by
+        the data, :mod:`jaxselect.anneal.defaults`).
       score: "r2" or "neg_mse" for the squared loss (default "r2"), "accuracy" for the
         classification losses (their default; the arg-max class for ``"softmax"``).
       sample_weight: None or (n,) row weights ≥ 0: each fold's fit gets its training rows'
         weights (:func:`jaxselect.fsa`'s ``sample_weight``), its held-out score their weights.
-      scale: the column scaling of linear learners, as in :func:`jaxselect.fsa` (``"std"`` or
-        ``"sparse"``).
+      scale: the column scaling of linear learners, as in :func:`jaxselect.fsa` (``"auto"``,
+        ``"std"`` or ``"sparse"``).
       polish: None or a :class:`~jaxselect.anneal.Polish` record (``l1``, ``refine``, ``tol``,
         ``max_iter``), as in :func:`jaxselect.fsa`.
 
-    How the folds run: dense X with the defaults (``scale="std"``, no ``polish`` record, a binary
-    or squared loss) runs every fold at once per k (``jax.vmap``) and scores the schedule's own fit;
-    sparse X, ``scale="sparse"``, a ``polish`` record or the softmax loss run the folds one after
+    How the folds run: dense X with the defaults (``scale="auto"`` on an X without indicator
+    columns, or ``"std"``; no ``polish`` record; a binary or squared loss) runs every fold at once
+    per k (``jax.vmap``) and scores the schedule's own fit; sparse X, indicator columns under
+    ``scale="auto"``, ``scale="sparse"``, a ``polish`` record or the softmax loss run the folds one after
     the other, each a :func:`jaxselect.fsa` call on the whole X with the fold's training weights
     (weight-0 rows are left out; the same compiled program for every fold of a k), scoring its
     polished fit — the fit the estimators keep.
@@ -693,6 +696,10 @@ def cross_validate_fsa(
         raise TypeError(f"ks must be a sequence of integers k ≥ 1; got {ks!r}") from None
     if not grid:
         raise ValueError("ks must name at least one k")
+    if is_auto(n_iter):
+        n_iter = auto_n_iter(X)
+    if is_auto(scale) and not sparse and not has_indicator_columns(X):
+        scale = "std"  # the same fit: "auto" is "std" on columns without a single non-zero value
     l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
     options = (
         ("loss", loss),

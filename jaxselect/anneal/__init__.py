@@ -11,6 +11,7 @@ update rule as an optax ``GradientTransformation``.
 
 from .fsa import FSAResult, fsa, fsa_predict, fsa_prepare
 from .options import Execution, PiecewiseLinear, Polish
+from .defaults import FSA_PAPER
 from .solver import FSACarry, FSAStage, fsa_solver
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_response, pl_scores, smoothness_penalty
 from .schedule import Stage, annealing_schedule, k_bucket, plan_stages, schedule_area, stage_widths
@@ -20,6 +21,7 @@ from .update import StepState, gradient_descent
 __all__ = [
     "fsa",
     "fsa_predict",
+    "FSA_PAPER",
     "FSAResult",
     "Polish",
     "Execution",

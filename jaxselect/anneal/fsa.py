@@ -82,6 +82,7 @@ from ..sharding import any_mesh
 from ..status import OK, status_message
 from .design import PLDesign
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_scores
+from .defaults import is_auto, resolve_defaults
 from .scaling import check_scale_rule, rescale_design
 from .options import Execution, PiecewiseLinear, Polish, SPELLING, as_execution, as_learner, as_polish, take_deprecated
 from .polish import POLISH_MAX_ITER, compacts_support, merge_status, polish_prepared, polish_problem, polish_tol
@@ -469,7 +470,7 @@ def _stream_input(X, k, budget, opts):
         )
     if refine or budget is None or kind != "array":
         return None, False
-    if callable(loss) or loss not in STREAM_LOSSES or bins is not None or optimizer is not None or scale != "std":
+    if callable(loss) or loss not in STREAM_LOSSES or bins is not None or optimizer is not None or scale == "sparse":
         return None, False
     if MEMORY_FACTOR * X.nbytes > budget:
         return ArraySource(X), False
@@ -718,7 +719,8 @@ def fsa_options(k, y, *, loss, n_iter, mu, lr, optimizer, learner, constant_colu
     check_progress(run.progress)
     run = run._replace(max_memory=check_max_memory(run.max_memory))
     devices = check_mesh(run.mesh)
-    record = record._replace(refine=_check_refine(record.refine, bins, record.enabled))
+    if not is_auto(record.refine):
+        record = record._replace(refine=_check_refine(record.refine, bins, record.enabled))
     # the moment-space (Gram) oracle of the last stages squares raw centred columns
     gram = bins is None and (loss == "squared" or loss is _losses.squared_loss)
     options = FSAOptions(k, loss, n_iter, mu, lr, optimizer, huber_h, bins, smoothness, pairs, constant_columns, scale,
@@ -779,7 +781,7 @@ def fsa(
     k: int,
     *,
     loss: str | Callable = "squared",
-    n_iter: int = 500,
+    n_iter: int | str = "auto",
     mu: float = 300.0,
     lr: float | None = None,
     l2=0.0,
@@ -787,7 +789,7 @@ def fsa(
     learner: PiecewiseLinear | None = None,
     sample_weight=None,
     constant_columns: str = "inert",
-    scale: str = "std",
+    scale: str = "auto",
     polish: bool | Polish | None = None,
     execution: Execution | None = None,
     **deprecated,
@@ -824,7 +826,9 @@ def fsa(
         no ``optimizer``/``l1``/``refine``), or a callable ``loss(scores (N,), y) -> scalar``
         differentiated with ``jax.grad`` (a smooth jnp function; a fresh but equal lambda reuses
         the compiled stages).
-      n_iter: N_iter, number of iterations (≥ 1).
+      n_iter: N_iter, number of iterations (≥ 1); ``"auto"`` (default): 500, the paper's, or 30 on
+        a sparse X of more than 2²² stored values (:mod:`.defaults`: there the refinement round,
+        not the schedule's length, settles the support).
       mu: annealing rate μ ≥ 0 of eq. (3).
       lr: gradient step η (> 0). Default: ``1/L`` per compacted stage, L the gradient's Lipschitz
         bound from power iteration (scale-free; see :mod:`.stepsize`; the three classification
@@ -865,7 +869,8 @@ def fsa(
         squared loss); default 1e-5 in float32, 1e-9 in float64.
       Polish.max_iter: cap on the polish's iterations (≥ 1); stopping there before ``tol`` sets
         NOT_CONVERGED (4) in ``status``.
-      Polish.l1: None (default) or λ ≥ 0 (may be traced; 0 is None): the polish minimises
+      Polish.l1: ``"auto"`` (default: ``1/N_w`` for a classification loss on sparse X — liblinear's
+        ``C = 1`` on 0/1 columns — else None), None or λ ≥ 0 (may be traced; 0 is None): the polish minimises
         ``F(c, b) + λ‖c‖₁`` on the final support instead of F — L1 (lasso) shrinkage of the k
         selected standardized coefficients, warm-started from the schedule's iterate, by OWL-QN
         (:mod:`.owlqn`: L-BFGS on the pseudo-gradient, steps projected on the current orthant), so
@@ -873,12 +878,15 @@ def fsa(
         ridge ``l2``); only the final fit is shrunk. Linear learners only; implies ``polish=True``
         (``polish=False`` with it is a ValueError). For labels on raw 0/1 columns
         (``scale="sparse"``) λ ≈ 1/(C·N) matches scikit-learn's L1 ``C``.
-      scale: how linear learners scale the centred columns (:mod:`.scaling`): ``"std"`` (default)
-        unit variance; ``"sparse"`` unit variance per non-zero entry (σ_j/√f_j, f_j the fraction
+      scale: how linear learners scale the centred columns (:mod:`.scaling`): ``"auto"``
+        (default) ``"sparse"``'s scale on indicator columns (their non-zero entries all one value:
+        0/1 flags) and ``"std"`` on the others — exactly ``"std"`` on dense real data, ``"std"``
+        for a streamed X; ``"std"`` unit variance; ``"sparse"`` unit variance per non-zero entry (σ_j/√f_j, f_j the fraction
         of rows where column j is non-zero): the same as ``"std"`` on columns without zeros, raw
         0/1 values on binary indicators, so rare columns are not lifted (sparse text / click data).
-      Polish.refine: R ≥ 0 rounds of gradient support pursuit (GraSP) after the schedule (:mod:`.refine`;
-        0, the default, is the paper's algorithm): at the polished fit on the support S, the 2W
+      Polish.refine: ``"auto"`` (default: 1 on sparse X in memory with a pointwise loss and
+        linear learners, else 0) or R ≥ 0 rounds of gradient support pursuit (GraSP) after the
+        schedule (:mod:`.refine`; 0 is the paper's algorithm): at the polished fit on the support S, the 2W
         columns outside S with the largest ``|∂F/∂β_j|`` (W ≥ k the k-bucket) join S, a few
         L-BFGS steps on the union rank its coefficients, its k largest ``|β_j|`` form S', and S'
         replaces S when its polished objective (with ``l1``: ``F + λ‖c‖₁``) is lower — it never
@@ -906,6 +914,10 @@ def fsa(
         their gradients summed (equal to the one-device result to float32 rounding). The summary
         pass and the in-memory stages after the hand-over run on the default device. An X that
         runs in memory raises ValueError: place it with :func:`jaxselect.shard_rows` instead.
+
+    Defaults: every ``"auto"`` is decided by the data at the boundary (:mod:`.defaults`; dense
+    real data keep the paper's N_iter = 500, no ridge, standardised columns). The paper's settings
+    on any data: ``fsa(X, y, k, **js.FSA_PAPER)``.
 
     Deprecated keywords (one release, a ``DeprecationWarning`` each, the same result): ``tol``,
     ``max_iter``, ``l1``, ``refine`` (:class:`~jaxselect.anneal.Polish`), ``max_memory``, ``mesh``,
@@ -945,11 +957,17 @@ def fsa(
         k, y, loss=loss, n_iter=n_iter, mu=mu, lr=lr, optimizer=optimizer, learner=learner,
         constant_columns=constant_columns, scale=scale, polish=polish, execution=execution, deprecated=deprecated,
     )
+    sparse = is_sparse(X) or getattr(X, "sparse", False) is True
+    options = resolve_defaults(options, X, sample_weight, sparse=sparse, streamed=stream_kind(X) in ("source", "memmap"))
+    options = options._replace(polish=options.polish._replace(
+        refine=_check_refine(options.polish.refine, options.bins, options.polish.enabled)))
     if options.loss == "softmax":
         return _fsa_softmax(X, y, sample_weight, l2, options)
     in_jit = is_traced((y, sample_weight, l2, options.pairs))
     budget = None if in_jit else options.execution.max_memory
     source, lean = _stream_input(X, options.k, budget, options)
+    if source is not None and options.scale == "auto":
+        options = options._replace(scale="std")  # a streamed X is standardised (docs: scaling)
     if options.devices is not None and source is None:
         raise ValueError(
             "mesh= splits the rows of a streamed X (a memmap, batches, a column source, or a numpy X above "

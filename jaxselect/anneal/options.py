@@ -30,19 +30,22 @@ class Polish(NamedTuple):
       enabled: True, False, or None (default: decided by the support's size; see ``fsa``).
       tol: the polish's gradient tolerance relative to σ (None: 1e-5 in float32, 1e-9 in float64).
       max_iter: cap on its iterations (≥ 1); stopping there before ``tol`` sets NOT_CONVERGED.
-      l1: None or λ ≥ 0 (may be traced): the L1 polish ``F + λ‖c‖₁`` (implies ``enabled``).
-      refine: R ≥ 0 rounds of gradient support pursuit after the schedule (implies ``enabled``).
+      l1: ``"auto"`` (default: ``1/N_w`` for a classification loss on sparse X, else None; see
+        :mod:`.defaults`), None or λ ≥ 0 (may be traced): the L1 polish ``F + λ‖c‖₁`` (implies
+        ``enabled``).
+      refine: ``"auto"`` (default: 1 on sparse X in memory with a pointwise loss, else 0) or
+        R ≥ 0 rounds of gradient support pursuit after the schedule (implies ``enabled``).
 
     >>> import jaxselect as js
     >>> js.anneal.Polish(tol=1e-6, l1=1e-3)
-    Polish(enabled=None, tol=1e-06, max_iter=100, l1=0.001, refine=0)
+    Polish(enabled=None, tol=1e-06, max_iter=100, l1=0.001, refine='auto')
     """
 
     enabled: bool | None = None
     tol: Any = None
     max_iter: int = 100
-    l1: Any = None
-    refine: int = 0
+    l1: Any = "auto"
+    refine: Any = "auto"
 
 
 class Execution(NamedTuple):

@@ -3,7 +3,12 @@
 FSA ranks features by ``|β_j|`` on scaled columns, and its ridge ``(l2/2)‖β‖²`` acts on those
 coefficients, so the column scale decides which features compete on equal terms.
 
-* ``"std"`` (default): every column centred and divided by its standard deviation σ_j (unit
+* ``"auto"`` (default): ``"sparse"``'s factor on *indicator* columns — those whose non-zero
+  entries all hold one value (0/1 flags, one-hot codes, words seen once per document) — and
+  ``"std"`` on every other column (real values, counts). On a dense real X (no column with zeros
+  and a single non-zero value) it is exactly ``"std"``; on click logs and binary bags of words it
+  is ``"sparse"``. A streamed X (memmap, batches, column source) is scaled by ``"std"``.
+* ``"std"``: every column centred and divided by its standard deviation σ_j (unit
   variance). On a binary indicator seen in a fraction p of the rows, σ = √(p(1 − p)): a column
   seen in ten rows of 10⁵ is multiplied by ~100 on those rows, competes with common columns on
   equal terms, and its coefficient is barely touched by the ridge — on click-log or bag-of-words
@@ -25,10 +30,10 @@ import jax.numpy as jnp
 
 from ..design import SparseDesign
 
-__all__ = ["SCALES", "check_scale_rule", "column_fill", "rescale_design"]
+__all__ = ["SCALES", "check_scale_rule", "column_fill", "has_indicator_columns", "indicator_columns", "rescale_design"]
 
 #: The column-scaling rules of :func:`~jaxselect.fsa` (see the module docstring).
-SCALES = ("std", "sparse")
+SCALES = ("auto", "std", "sparse")
 
 
 def check_scale_rule(scale) -> str:
@@ -69,11 +74,59 @@ def column_fill(design, weights=None):
     )
 
 
+@jax.jit
+def _indicator_sparse(op: SparseDesign, w):
+    stored = op.data != 0
+    if w is not None:
+        stored = stored & (w[op.rows] > 0)
+    big = jnp.asarray(jnp.inf, op.dtype)
+    hi = jax.ops.segment_max(jnp.where(stored, op.data, -big), op.cols, num_segments=op.n_slots)
+    lo = jax.ops.segment_min(jnp.where(stored, op.data, big), op.cols, num_segments=op.n_slots)
+    flag = hi == lo
+    return flag if op.alias is None else flag[op.alias]
+
+
+@jax.jit
+def _indicator_dense(X, w):
+    stored = X != 0
+    if w is not None:
+        stored = stored & (w[:, None] > 0)
+    big = jnp.asarray(jnp.inf, X.dtype)
+    return jnp.max(jnp.where(stored, X, -big), axis=0) == jnp.min(jnp.where(stored, X, big), axis=0)
+
+
+def indicator_columns(design, weights=None):
+    """(D,) bool: the columns of the design's stored X whose non-zero entries (on rows of positive
+    weight) all hold one value — 0/1 flags and the like (``scale="auto"``'s indicators)."""
+    if design.sparse:
+        return _indicator_sparse(design, weights)
+    if hasattr(design, "X"):
+        return _indicator_dense(design.X, weights)
+    raise TypeError(
+        f"scale='auto' needs the design on the device (a DenseDesign or SparseDesign); got {type(design).__name__}"
+    )
+
+
+def has_indicator_columns(X) -> bool:
+    """True when a dense host X (N, M) has a column with zeros whose non-zero entries all hold one
+    value — where ``scale="auto"`` differs from ``"std"``."""
+    import numpy as np
+
+    X = np.asarray(X)
+    stored = X != 0
+    hi = np.where(stored, X, -np.inf).max(axis=0)
+    lo = np.where(stored, X, np.inf).min(axis=0)
+    return bool(np.any((hi == lo) & ~stored.all(axis=0)))
+
+
 def rescale_design(design, weights, scale: str):
     """The design with the column scale ``scale`` (:data:`SCALES`): unchanged for ``"std"``; for
-    ``"sparse"`` the factors ``live/σ`` multiplied by ``√f`` (:func:`column_fill`)."""
+    ``"sparse"`` the factors ``live/σ`` multiplied by ``√f`` (:func:`column_fill`); for ``"auto"``
+    multiplied by ``√f`` on the :func:`indicator_columns` only."""
     if scale == "std":
         return design
     fill = column_fill(design, weights)
     root = jnp.sqrt(jnp.maximum(fill, jnp.zeros((), fill.dtype)))
+    if scale == "auto":
+        root = jnp.where(indicator_columns(design, weights), root, jnp.ones((), root.dtype))
     return design._replace(factor=design.factor * root.astype(design.factor.dtype))

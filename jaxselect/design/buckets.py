@@ -93,8 +93,8 @@ def pad_design(X, y, sample_weight=None, *, columns: bool = True):
     targets a copy of the first row's, so every label or target check still holds) and zero
     columns. A sparse X's stored entries are a shape too: its count is padded to its bucket with
     entries of value 1 in added rows — rows of weight 0, which no weighted fit reads. Returned unchanged when buckets are off, the shape is already a bucket, or X is not
-    an in-memory numpy array / ``scipy.sparse`` matrix or its dense padded copy would exceed
-    :data:`MAX_PADDED_BYTES`. Weights are given (ones for the real rows) only when rows are added.
+    an in-memory numpy array / ``scipy.sparse`` matrix or its padded copy (a dense X's, a sparse
+    X's stored entries and their column indices) would exceed :data:`MAX_PADDED_BYTES`. Weights are given (ones for the real rows) only when rows are added.
     ``columns=False`` pads the rows (and a sparse X's stored entries) only: for a solver whose
     result depends on the number of columns (FSA's annealing schedule counts them).
 
@@ -108,6 +108,8 @@ def pad_design(X, y, sample_weight=None, *, columns: bool = True):
         return X, y, sample_weight
     n, d = X.shape
     n_to, d_to = bucket(n), (bucket(d) if columns else d)
+    if sparse and X.nnz * (X.dtype.itemsize + 4) > MAX_PADDED_BYTES:
+        return X, y, sample_weight  # a padded copy of this many entries costs more than a compile
     if sparse:
         X, n_to = _pad_sparse(X, n_to, d_to)
     elif (n_to, d_to) == (n, d) or n_to * d_to * X.dtype.itemsize > MAX_PADDED_BYTES:

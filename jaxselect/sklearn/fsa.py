@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_array
 
 from jaxselect._validation import clip_k
 from jaxselect.anneal import PiecewiseLinear, Polish, fsa, fsa_predict
+from jaxselect.anneal.defaults import is_auto
 from jaxselect.anneal.multiclass import SOFTMAX_LOSSES
 from jaxselect.design import is_sparse
 from jaxselect.design.buckets import pad_design
@@ -76,7 +77,7 @@ class _FSABase(_Selector, _Base):
             if loss == "huber_hinge":
                 loss = HuberHinge(options.pop("huber_h", 0.1))
             options.pop("huber_h", None)
-            polish = Polish(l1=options.pop("l1", None), refine=options.pop("refine", 0))
+            polish = Polish(l1=options.pop("l1", "auto"), refine=options.pop("refine", "auto"))
             learner = None if self.bins is None else PiecewiseLinear(self.bins, self.smoothness)
             # nearby row counts (CV folds, GridSearchCV, the next dataset) share compiled programs:
             # zero rows of weight 0 up to the bucket — the same fit. Not the columns: the annealing
@@ -134,8 +135,11 @@ class FSARegressor(RegressorMixin, _FSABase):
       loss: "squared" (½·mean squared error) or a callable ``loss(scores, y) -> scalar``.
       n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa` (``l2``: mean loss +
         (l2/2)‖β‖² on standardised features; ``bins``: piecewise-linear learners).
-      scale, l1, refine: as in :func:`jaxselect.fsa` (``scale="sparse"``: raw 0/1 indicators keep
-        their scale; ``l1``: the L1 polish; ``refine``: rounds of gradient support pursuit).
+      scale, l1, refine: as in :func:`jaxselect.fsa` (``scale``: how columns are scaled, raw 0/1
+        indicators keep their scale under ``"auto"``; ``l1``: the L1 polish; ``refine``: rounds of
+        gradient support pursuit). Every ``"auto"`` is :func:`jaxselect.fsa`'s data-dependent
+        default (:mod:`jaxselect.anneal.defaults`); the defaults before 0.6 on any data:
+        ``scale="std", n_iter=500, l1=None, refine=0``.
 
     Attributes:
       support_: (n_features,) bool, the k selected columns.
@@ -160,15 +164,15 @@ class FSARegressor(RegressorMixin, _FSABase):
         k=10,
         *,
         loss="squared",
-        n_iter=500,
+        n_iter="auto",
         mu=300.0,
         lr=None,
         l2=0.0,
         bins=None,
         smoothness=0.0,
-        scale="std",
-        l1=None,
-        refine=0,
+        scale="auto",
+        l1="auto",
+        refine="auto",
     ):
         self.k = k
         self.loss = loss
@@ -235,15 +239,15 @@ class FSARegressorCV(FSARegressor):
         rule="best",
         scoring="r2",
         loss="squared",
-        n_iter=500,
+        n_iter="auto",
         mu=300.0,
         lr=None,
         l2=0.0,
         bins=None,
         smoothness=0.0,
-        scale="std",
-        l1=None,
-        refine=0,
+        scale="auto",
+        l1="auto",
+        refine="auto",
     ):
         self.ks = ks
         self.cv = cv
@@ -287,8 +291,10 @@ def _cross_validate(est, X, y, w, loss, scoring, *, classifier: bool):
     n_live = int(_live_columns(X, w).sum())
     ks = clip_k(ks, n_live, type(est).__name__, stacklevel=3)
     folds = list(check_cv(est.cv, y, classifier=classifier).split(X, y))
-    l1, refine = getattr(est, "l1", None), getattr(est, "refine", 0)
-    polish = None if (l1 is None and not refine) else Polish(l1=l1, refine=refine)
+    l1, refine = getattr(est, "l1", "auto"), getattr(est, "refine", "auto")
+    # on dense X "auto" is no L1 and no refinement: no record, so the folds run at once (vmapped)
+    plain = (l1 is None or is_auto(l1)) and (is_auto(refine) or refine == 0)
+    polish = None if plain and not is_sparse(X) else Polish(l1=l1, refine=refine)
     if loss == "huber_hinge":
         loss = HuberHinge(est.huber_h)
     with _precision(X.dtype):
@@ -357,16 +363,16 @@ class FSAClassifier(ClassifierMixin, _FSABase):
         k=10,
         *,
         loss="logistic",
-        n_iter=500,
+        n_iter="auto",
         mu=300.0,
         lr=None,
         l2=0.0,
         bins=None,
         smoothness=0.0,
         huber_h=0.1,
-        scale="std",
-        l1=None,
-        refine=0,
+        scale="auto",
+        l1="auto",
+        refine="auto",
     ):
         self.k = k
         self.loss = loss
@@ -481,16 +487,16 @@ class FSAClassifierCV(FSAClassifier):
         rule="best",
         scoring="accuracy",
         loss="logistic",
-        n_iter=500,
+        n_iter="auto",
         mu=300.0,
         lr=None,
         l2=0.0,
         bins=None,
         smoothness=0.0,
         huber_h=0.1,
-        scale="std",
-        l1=None,
-        refine=0,
+        scale="auto",
+        l1="auto",
+        refine="auto",
     ):
         self.ks = ks
         self.cv = cv
