@@ -265,7 +265,7 @@ def test_operator_polish_equals_dense_polish(monkeypatch, loss, weighted):
     polish_module = sys.modules["jaxselect.anneal.polish"]
     X, labels, rng = _sparse_problem(1)
     w = rng.integers(0, 3, len(X)).astype(np.float32) if weighted else None
-    kw = dict(loss=loss, n_iter=40, l2=1e-3, sample_weight=w, scale="sparse")
+    kw = dict(loss=loss, n_iter=40, l2=1e-3, sample_weight=w, scale="sparse", polish=js.anneal.Polish(l1=None, refine=0))
     calls = []
     real = polish_module._polish
 

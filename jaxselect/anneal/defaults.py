@@ -105,6 +105,11 @@ def resolve_defaults(options, X, sample_weight, *, sparse: bool, streamed: bool)
     scale = options.scale
     if is_auto(scale) and (streamed or not linear):
         scale = "std"
+    if is_auto(scale) and type(X) is np.ndarray and X.ndim == 2 and not is_traced(sample_weight):
+        from .scaling import has_indicator_columns
+
+        if not has_indicator_columns(X, sample_weight):
+            scale = "std"  # the same fit, without the pass that looks for indicators on the device
     n_iter = options.n_iter
     if is_auto(n_iter):
         n_iter = auto_n_iter(X, sparse)

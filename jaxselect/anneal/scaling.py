@@ -25,6 +25,8 @@ raw feature space; inert (constant) columns stay inert.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -107,16 +109,33 @@ def indicator_columns(design, weights=None):
     )
 
 
-def has_indicator_columns(X) -> bool:
-    """True when a dense host X (N, M) has a column with zeros whose non-zero entries all hold one
-    value — where ``scale="auto"`` differs from ``"std"``."""
+def has_indicator_columns(X, weights=None, block_bytes: int = 1 << 24) -> bool:
+    """True when a dense host X (N, M) has a column with zeros whose non-zero entries (on the rows
+    of positive ``weights``, if given) all hold one value — where ``scale="auto"`` differs from
+    ``"std"``. Column blocks of about ``block_bytes``: no full-size temporary."""
     import numpy as np
 
     X = np.asarray(X)
-    stored = X != 0
-    hi = np.where(stored, X, -np.inf).max(axis=0)
-    lo = np.where(stored, X, np.inf).min(axis=0)
-    return bool(np.any((hi == lo) & ~stored.all(axis=0)))
+    if weights is not None:
+        X = X[np.asarray(weights) > 0]
+    step = max(1, block_bytes // max(1, X.shape[0] * X.itemsize))
+    for j in range(0, X.shape[1], step):
+        B = X[:, j : j + step]
+        stored = B != 0
+        hi = np.where(stored, B, -np.inf).max(axis=0, initial=-np.inf)
+        lo = np.where(stored, B, np.inf).min(axis=0, initial=np.inf)
+        if np.any((hi == lo) & ~stored.all(axis=0)):
+            return True
+    return False
+
+
+@functools.partial(jax.jit, static_argnames="auto")
+def _indicator_factor(design, weights, auto: bool):
+    fill = column_fill(design, weights)
+    root = jnp.sqrt(jnp.maximum(fill, jnp.zeros((), fill.dtype)))
+    if auto:
+        root = jnp.where(indicator_columns(design, weights), root, jnp.ones((), root.dtype))
+    return design.factor * root.astype(design.factor.dtype)
 
 
 def rescale_design(design, weights, scale: str):
@@ -125,8 +144,6 @@ def rescale_design(design, weights, scale: str):
     multiplied by ``√f`` on the :func:`indicator_columns` only."""
     if scale == "std":
         return design
-    fill = column_fill(design, weights)
-    root = jnp.sqrt(jnp.maximum(fill, jnp.zeros((), fill.dtype)))
-    if scale == "auto":
-        root = jnp.where(indicator_columns(design, weights), root, jnp.ones((), root.dtype))
-    return design._replace(factor=design.factor * root.astype(design.factor.dtype))
+    if not design.sparse and not hasattr(design, "X"):
+        column_fill(design, weights)  # the TypeError naming what is needed
+    return design._replace(factor=_indicator_factor(design, weights, scale == "auto"))
