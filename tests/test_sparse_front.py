@@ -311,3 +311,27 @@ def test_sparse_weights_equal_repeated_rows():
         repeated = make().fit(Xr, Yr)
         np.testing.assert_array_equal(weighted.get_support(), repeated.get_support())
         _close(weighted.predict(sp.csr_matrix(X)), repeated.predict(sp.csr_matrix(X)), atol=1e-3)
+
+
+def test_estimators_count_live_sparse_columns_as_the_data_layer_does():
+    """The estimators' blockwise count of non-constant sparse columns (no CSC copy of X) equals the
+    data layer's summary, with and without row weights, on all-zero, full and mixed columns."""
+    from jaxselect.design import HostSparseDesign
+    from jaxselect.sklearn._base import _sparse_live
+
+    rng = np.random.default_rng(0)
+    for t in range(30):
+        n, d = int(rng.integers(3, 40)), int(rng.integers(1, 30))
+        M = sp.random(n, d, density=rng.uniform(0, 1), format="lil", random_state=t, dtype=np.float32)
+        for j in range(d):
+            kind = rng.integers(4)
+            if kind == 0:
+                M[:, j] = 2.0  # stored in every row, constant
+            elif kind == 1:
+                M[:, j] = 0.0  # empty
+        M = sp.csr_matrix(M, dtype=np.float32)
+        w = None if t % 2 else (rng.uniform(size=n) < 0.7).astype(np.float32)
+        if w is not None:
+            w[:2] = 1.0
+        expected = np.asarray(HostSparseDesign.raw(M).summarize(w)[0].live)
+        np.testing.assert_array_equal(_sparse_live(M, w, block=7), expected)

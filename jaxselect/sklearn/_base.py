@@ -24,7 +24,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from jaxselect._validation import check_float, check_int, clip_k
-from jaxselect.design import HostDesign, HostSparseDesign, as_sparse_csr, is_sparse
+from jaxselect.design import HostDesign, as_sparse_csr, is_sparse
 from jaxselect.groups import Groups
 from jaxselect.status import NOT_CONVERGED, status_message
 
@@ -100,10 +100,40 @@ def _check_weights(sample_weight, X):
 
 def _live_columns(X, w) -> np.ndarray:
     """(n_features,) bool: the columns that are not constant over the rows of positive weight — the
-    data layer's rule, from its host summary pass (no device copy of X)."""
+    data layer's rule, from its host summary pass (no device copy of X); a sparse X by
+    :func:`_sparse_live`."""
     if is_sparse(X):
-        return np.asarray(HostSparseDesign.raw(as_sparse_csr(X, "X", dtype=X.dtype)).summarize(w)[0].live)
+        return _sparse_live(as_sparse_csr(X, "X", dtype=X.dtype), w)
     return np.asarray(HostDesign.raw(X, X.dtype).summarize(w)[0].live)
+
+
+def _sparse_live(X, w, block: int = 1 << 20) -> np.ndarray:
+    """:func:`_live_columns` of a CSR X with temporaries of about ``block`` entries: a column is
+    constant when no row of positive weight stores a non-zero in it, or when every such row does
+    and its values are all equal (only those columns are read densely)."""
+    n, d = X.shape
+    pos = np.ones(n, bool) if w is None else np.asarray(w) > 0
+    n_pos = int(pos.sum())
+    counts = np.zeros(d, np.int64)
+    indptr = X.indptr
+    rows = max(1, block * n // max(int(X.nnz), 1))
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        a, b = int(indptr[r0]), int(indptr[r1])
+        keep = X.data[a:b] != 0
+        if w is not None:
+            keep &= np.repeat(pos[r0:r1], np.diff(indptr[r0 : r1 + 1]))
+        counts += np.bincount(X.indices[a:b][keep], minlength=d)
+    live = (counts > 0) & (counts < n_pos)
+    full = np.flatnonzero(counts == n_pos)
+    if full.size:
+        rows_pos = X if w is None else X[pos]
+        step = max(1, block // max(n_pos, 1))
+        for j in range(0, full.size, step):
+            cols = full[j : j + step]
+            dense = rows_pos[:, cols].toarray()
+            live[cols] = dense.max(axis=0) != dense.min(axis=0)
+    return live
 
 
 def _cap_k(est, k, n_usable: int, unit: str, *, stacklevel: int = 3):
