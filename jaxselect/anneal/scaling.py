@@ -116,11 +116,10 @@ def has_indicator_columns(X, weights=None, block_bytes: int = 1 << 24) -> bool:
     import numpy as np
 
     X = np.asarray(X)
-    if weights is not None:
-        X = X[np.asarray(weights) > 0]
+    rows = None if weights is None else np.asarray(weights) > 0
     step = max(1, block_bytes // max(1, X.shape[0] * X.itemsize))
     for j in range(0, X.shape[1], step):
-        B = X[:, j : j + step]
+        B = X[:, j : j + step] if rows is None else X[rows, j : j + step]
         stored = B != 0
         hi = np.where(stored, B, -np.inf).max(axis=0, initial=-np.inf)
         lo = np.where(stored, B, np.inf).min(axis=0, initial=np.inf)
