@@ -153,3 +153,116 @@ def test_cross_validate_fsa_softmax_scores_each_fold_as_fsa_on_its_rows():
     pred = np.asarray(js.predict(res, X[test]), float)
     r2 = 1 - np.sum((yr[test] - pred) ** 2) / np.sum((yr[test] - yr[test].mean()) ** 2)
     np.testing.assert_allclose(reg.cv_result_.scores[0, 0], r2, atol=1e-4)
+
+
+# --------------------------------------------------------------------------- refine (GraSP) rounds
+def _masked(seed, n=300, m=8):
+    """Three ordinal classes driven by t = x0 + x1, where x1 = e − x0/2 is uncorrelated with t (masked:
+    on its own it says nothing about the class) and x2 = t + noise is a decoy that is: FSA's schedule
+    keeps {0, 2}, the best pair is {0, 1}."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, m))
+    X[:, 1] = 0.5 * rng.standard_normal(n) - 0.5 * X[:, 0]
+    t = X[:, 0] + X[:, 1]
+    X[:, 2] = t + rng.standard_normal(n)
+    P = _proba(np.outer(t, [-4.0, 0.0, 4.0]))
+    y = np.array([rng.choice(3, p=p) for p in P]).astype(np.int64)
+    return X, y
+
+
+def _reference_rounds(X, y, support, l2, rounds):
+    """The refinement rounds in numpy + scikit-learn (fits converged): the gradient row norms over all
+    standardised columns at S's fit, the union with the 2k best outside S, its k largest coefficient
+    rows, kept when the refit's objective is lower. Returns (support, objective)."""
+    n, m = X.shape
+    k = len(support)
+    Z = (X - X.mean(0)) / X.std(0)
+    Y = np.eye(int(y.max()) + 1)[y]
+
+    def fit(cols):
+        lr = LogisticRegression(C=1.0 / (l2 * n), tol=1e-12, max_iter=10_000).fit(Z[:, cols], y)
+        return lr.coef_.T, lr.intercept_, _sk_fit(X, y, cols, l2)[2]
+
+    support = sorted(support)
+    V, b, f = fit(support)
+    for _ in range(rounds):
+        G = Z.T @ (_proba(Z[:, support] @ V + b) - Y) / n
+        score = np.linalg.norm(G, axis=1)
+        score[support] = -np.inf
+        union = sorted(support + np.argsort(-score, kind="stable")[: min(2 * k, m - k)].tolist())
+        VU = fit(union)[0]
+        new = sorted(np.asarray(union)[np.argsort(-np.linalg.norm(VU, axis=1), kind="stable")[:k]].tolist())
+        V1, b1, f1 = fit(new)
+        if new == support or not f1 < f:
+            break
+        support, V, b, f = new, V1, b1, f1
+    return support, f
+
+
+def test_refine_recovers_the_masked_column_the_schedule_drops(x64):
+    X, y = _masked(0)
+    best = min(itertools.combinations(range(X.shape[1]), 2), key=lambda s: _sk_fit(X, y, list(s), L2)[2])
+    assert best == (0, 1)
+    plain = js.fsa(X, y, 2, loss="softmax", l2=L2, n_iter=100)
+    assert np.asarray(plain.support).tolist() == [0, 2]  # the schedule alone keeps the decoy
+    res = js.fsa(X, y, 2, loss="softmax", l2=L2, n_iter=100, polish=js.anneal.Polish(refine=1))
+    assert tuple(np.asarray(res.support).tolist()) == best and int(res.status) == 0
+    ref_support, ref_f = _reference_rounds(X, y, [0, 2], L2, 1)
+    assert ref_support == [0, 1]
+    coef, intercept, f = _sk_fit(X, y, [0, 1], L2)
+    np.testing.assert_allclose(f, ref_f, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(res.coef), coef, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(res.intercept), intercept, atol=1e-6)
+    assert f < _sk_fit(X, y, [0, 2], L2)[2]
+    # the estimator passes refine through, with any labels
+    names = np.array(["lo", "mid", "hi"])
+    clf = FSAClassifier(k=2, l2=L2, n_iter=100, refine=1).fit(X, names[y])
+    assert clf.get_support(indices=True).tolist() == [0, 1]
+
+
+def test_refine_never_raises_the_objective_and_matches_the_reference_rounds(x64):
+    """On random problems of the module's shape (k = 3, three rounds) the refined support is the
+    reference's, its F is never above the unrefined F, and equal supports mean the very same fit."""
+    X0, y = _data()
+    moved = 0
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        X = X0[:, rng.permutation(M)] + 1.5 * rng.standard_normal((N, M))
+        plain = js.fsa(X, y, 3, loss="softmax", l2=L2, n_iter=100)
+        res = js.fsa(X, y, 3, loss="softmax", l2=L2, n_iter=100, polish=js.anneal.Polish(refine=3))
+        f_plain = _sk_fit(X, y, np.asarray(plain.support), L2)[2]
+        f_res = _sk_fit(X, y, np.asarray(res.support), L2)[2]
+        assert f_res <= f_plain + 1e-12
+        ref_support, ref_f = _reference_rounds(X, y, np.asarray(plain.support).tolist(), L2, 3)
+        assert np.asarray(res.support).tolist() == ref_support
+        np.testing.assert_allclose(f_res, ref_f, rtol=1e-9)
+        if np.array_equal(np.asarray(res.support), np.asarray(plain.support)):
+            np.testing.assert_allclose(np.asarray(res.coef), np.asarray(plain.coef), atol=1e-12)
+        moved += f_res < f_plain - 1e-9
+    assert moved >= 1  # the rounds did change some support
+
+
+def test_refine_sparse_equals_dense_and_k_equal_to_the_width():
+    X, y = _masked(1)
+    X = np.where(np.abs(X) < 0.3, 0.0, X).astype(np.float32)
+    refine = js.anneal.Polish(refine=2)
+    dense = js.fsa(X, y, 2, loss="softmax", l2=L2, n_iter=100, polish=refine)
+    sparse = js.fsa(sp.csr_matrix(X), y, 2, loss="softmax", l2=L2, n_iter=100, polish=refine)
+    assert np.asarray(sparse.support).tolist() == np.asarray(dense.support).tolist()
+    np.testing.assert_allclose(np.asarray(sparse.coef), np.asarray(dense.coef), atol=1e-4)
+    full = js.fsa(X[:, :4], y, 4, loss="softmax", l2=L2, n_iter=100, polish=refine)  # no column outside S
+    assert np.asarray(full.support).tolist() == [0, 1, 2, 3] and int(full.status) == 0
+
+
+def test_refine_bad_input_says_what_to_fix():
+    X, y = _data()
+    with pytest.raises(ValueError, match="linear learners"):
+        js.fsa(X, y, K, loss="softmax", learner=js.anneal.PiecewiseLinear(4), polish=js.anneal.Polish(refine=1))
+    with pytest.raises(ValueError, match="the polish"):
+        js.fsa(X, y, K, loss="softmax", polish=js.anneal.Polish(enabled=False, refine=1))
+    with pytest.raises(ValueError, match="in memory"):
+        js.fsa(lambda: iter([(X, y)]), y, K, loss="softmax", polish=js.anneal.Polish(refine=1))
+    with pytest.raises(ValueError, match="no L1 polish"):
+        js.fsa(X, y, K, loss="softmax", polish=js.anneal.Polish(l1=0.01, refine=1))
+    with pytest.raises(ValueError, match="refine"):
+        js.fsa(X, y, K, loss="softmax", polish=js.anneal.Polish(refine=-1))

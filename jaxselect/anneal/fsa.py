@@ -823,7 +823,8 @@ def fsa(
         classes, y integer labels 0..C−1 with every class present; (k, C) coefficients and (C,)
         intercepts, one support shared by the classes, features ranked by the norm of their
         coefficient row — see :mod:`jaxselect.anneal.multiclass`; linear learners on X in memory,
-        no ``optimizer``/``l1``/``refine``), or a callable ``loss(scores (N,), y) -> scalar``
+        no ``optimizer``/``l1``; ``refine`` ranks columns by the norm of their gradient and
+        coefficient rows), or a callable ``loss(scores (N,), y) -> scalar``
         differentiated with ``jax.grad`` (a smooth jnp function; a fresh but equal lambda reuses
         the compiled stages).
       n_iter: N_iter, number of iterations (≥ 1); ``"auto"`` (default): 500, the paper's, or 30 on
@@ -894,7 +895,8 @@ def fsa(
         because their effect shows only once others are fitted (sparse click or text data).
         Linear learners with X in memory (dense or sparse; a streamed X raises ValueError);
         implies ``polish=True``. Each round: two products with X, a fit on 3W columns and a
-        polish.
+        polish. ``loss="softmax"`` (``"auto"``: 0) ranks by the L2 norms over the classes of the
+        gradient rows and coefficient rows, with W = k (:func:`~jaxselect.anneal.multiclass.softmax_refine`).
       execution: None or an :class:`~jaxselect.anneal.Execution` record ``(max_memory, mesh,
         checkpoint, progress)``, how and where the call runs:
       Execution.max_memory: bytes the working set of a streamed X may take in memory (``"auto"``: a quarter
@@ -1089,7 +1091,8 @@ def _fsa_softmax(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
         design = rescale_design(design, w, opts.scale)
     k = _check_k_live(data.summary.live, check_int(opts.k, "k", low=1))
     schedule = annealing_schedule(m, k, n_iter, mu).astype(np.int32)
-    polish = _default_polish(polish, n * n_classes, k, dtype, design.sparse)
+    rounds = int(opts.polish.refine)
+    polish = True if rounds else _default_polish(polish, n * n_classes, k, dtype, design.sparse)
     onehot = np.zeros((n, n_classes), dtype)
     onehot[np.arange(n), labels] = 1
     rel = np.ones((n,), dtype) if w_host is None else (w_host * (n / w_host.sum())).astype(dtype)
@@ -1101,7 +1104,8 @@ def _fsa_softmax(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
         out = softmax_run(
             design, put(onehot), put(rel), put(np.asarray(jax.device_get(data.summary.live), bool)), put(schedule),
             put(np.asarray(0.0 if lr is None else lr, dtype)), l2, tol, max_iter, put(sum_zero_basis(n_classes, dtype)),
-            k=int(k), polish=bool(polish), fixed_lr=lr is not None, progress=show,
+            put(np.int32(rounds)), k=int(k), polish=bool(polish), fixed_lr=lr is not None, refine=rounds > 0,
+            progress=show,
         )
         out = jax.device_get(out)
     _finish_bar(bar)

@@ -20,10 +20,17 @@ the sum-zero subspace of every row, so the iterates from B = 0 stay there (``Σ_
 sum-zero vectors, (C, C−1)): a Levenberg–Marquardt-damped Newton method, so a singular Hessian
 (``l2 = 0`` on separable classes) never gives an unbounded step, and F never rises.
 
-One compiled program per shape (N, M, C, k, n_iter) and static options (lr given or not, polish):
-the schedule at full width (a ``lax.fori_loop``: the support is kept as a mask), then the polish
-on the (N, k) support columns. The program's data: the schedule, ``lr``, ``l2``, the polish's
-tolerance and cap.
+``refine=R`` (:func:`softmax_refine`) runs the rounds of gradient support pursuit of
+:mod:`.refine` after the polish, with the multiclass rule for every ranking: the columns outside
+the support S enter the union by the L2 norm over the classes of their gradient row ``‖∂F/∂β_j,:‖₂``,
+and the union's k largest coefficient rows ``‖β_j,:‖₂`` form S′, which replaces S when its polished
+F is lower (F never rises; a round without gain stops the rounds).
+
+One compiled program per shape (N, M, C, k, n_iter) and static options (lr given or not, polish,
+refine or not): the schedule at full width (a ``lax.fori_loop``: the support is kept as a mask),
+then the polish on the (N, k) support columns and the refinement rounds (a ``lax.while_loop``).
+The program's data: the schedule, ``lr``, ``l2``, the polish's tolerance and cap, the number of
+rounds.
 """
 
 from __future__ import annotations
@@ -38,10 +45,11 @@ import numpy as np
 from .._validation import is_traced
 from ..programs import jit
 from ..status import NONFINITE, NOT_CONVERGED, OK
+from .refine import UNION_MAX_ITER
 from .solver import tick
 from .step import keep_largest
 
-__all__ = ["SOFTMAX_LOSSES", "SoftmaxOutput", "class_labels", "check_softmax_options", "softmax_run"]
+__all__ = ["SOFTMAX_LOSSES", "SoftmaxOutput", "class_labels", "check_softmax_options", "softmax_refine", "softmax_run"]
 
 #: the names of the multinomial loss in :func:`~jaxselect.fsa` (``"multinomial"`` an alias)
 SOFTMAX_LOSSES = ("softmax", "multinomial")
@@ -112,8 +120,6 @@ def check_softmax_options(options, X) -> None:
         raise ValueError("loss='softmax' runs linear learners; piecewise-linear learners (learner=...) are binary/regression only")
     if options.optimizer is not None:
         raise ValueError("loss='softmax' runs its built-in gradient step; pass optimizer=None (lr= sets the step)")
-    if options.polish.refine:
-        raise ValueError("loss='softmax' does not run refine (gradient support pursuit) yet; pass refine=0")
     if options.polish.l1 is not None and not (np.ndim(options.polish.l1) == 0 and options.polish.l1 == 0):
         raise ValueError("loss='softmax' has no L1 polish yet; pass l1=None (l2= is its ridge)")
     if options.devices is not None:
@@ -241,14 +247,80 @@ def lm_newton(Z, Y, rel, V0, b0, l2, Q, tol, max_iter):
     return VB[:k], VB[k], converged, finite, out.f
 
 
-@functools.partial(jit, static_argnames=("k", "polish", "fixed_lr", "progress"))
-def softmax_run(design, Y, rel, live, schedule, lr, l2, tol, max_iter, Q, *, k: int, polish: bool, fixed_lr: bool,
-                progress: bool = False):
+class _Round(NamedTuple):
+    """The carry of :func:`softmax_refine`: the accepted support and its polished fit."""
+
+    support: jax.Array  # (k,) int32, ascending
+    V: jax.Array  # (k, C) standardised coefficients
+    b: jax.Array  # (C,)
+    f: jax.Array  # () F at (V, b)
+    converged: jax.Array  # () bool: the accepted polish reached its tolerance
+    finite: jax.Array  # () bool
+    rounds: jax.Array  # () int32: rounds run
+    going: jax.Array  # () bool: the last round found a better support
+
+
+def softmax_refine(design, Y, rel, live, start: _Round, l2, Q, tol, max_iter, rounds) -> _Round:
+    """Rounds of gradient support pursuit (GraSP, as :mod:`.refine` for the pointwise losses) on the
+    multinomial objective, from the polished fit ``start`` on the support S (traceable; shapes fixed):
+
+    1. ``G = Ãᵀ ∂ℓ/∂S`` (M, C), the gradient of F over all columns at S's fit (one product with X),
+       and each column's score ``‖G_j,:‖₂`` — the library's multiclass rule (a row norm);
+    2. the union U = S ∪ the ``min(2k, M − k)`` live columns outside S with the largest score;
+    3. at most :data:`~jaxselect.anneal.refine.UNION_MAX_ITER` damped Newton steps of F on U from
+       S's fit (0 on the new columns): they only rank U's coefficient rows;
+    4. S′ = the k rows of U with the largest ``‖β_j,:‖₂``, polished (:func:`lm_newton`) from there.
+
+    S′ replaces S when it is another set of columns and its polished F is lower (F never rises);
+    the rounds stop after ``rounds`` or at the first round without gain (a ``lax.while_loop``)."""
+    n, m = design.shape
+    k = start.support.shape[0]
+    n_add = min(2 * k, m - k)  # static
+    if n_add <= 0:  # k = M: no column outside S
+        return start
+    dtype = design.dtype
+    nf = jnp.asarray(n, dtype)
+    union_iter = jnp.minimum(max_iter, UNION_MAX_ITER)
+
+    def body(c: _Round) -> _Round:
+        B = jnp.zeros((m, Y.shape[1]), dtype).at[c.support].set(c.V)
+        _, logp = _objective(design.mv(B) + c.b[None, :], Y, rel)
+        G = design.rmv(((jnp.exp(logp) - Y) * (rel / nf)[:, None]).T).T  # (M, C); l2·B is 0 off S
+        taken = jnp.zeros((m,), bool).at[c.support].set(True)
+        score = jnp.where(live & ~taken, jnp.sum(G * G, axis=1), -jnp.inf)
+        best, new = jax.lax.top_k(score, n_add)
+        union = jnp.concatenate([c.support, new.astype(jnp.int32)])
+        usable = jnp.concatenate([jnp.ones((k,), bool), jnp.isfinite(best)])  # fewer live columns: padding
+        start_V = jnp.concatenate([c.V, jnp.zeros((n_add, c.V.shape[1]), dtype)])
+        order = jnp.argsort(union)
+        union, usable, start_V = union[order], usable[order], start_V[order]
+        Z = design.take(union).materialize() * usable[None, :].astype(dtype)  # padding: a 0 column, held at 0
+        VU, bU, _, _, _ = lm_newton(Z, Y, rel, start_V, c.b, l2, Q, tol, union_iter)
+        size = jnp.where(usable, jnp.sum(VU * VU, axis=1), -jnp.inf)
+        keep = jnp.sort(jax.lax.top_k(size, k)[1])  # positions in U, increasing: S′ ascending
+        support = jnp.take(union, keep)
+        V1, b1, converged, finite, f1 = lm_newton(jnp.take(Z, keep, axis=1), Y, rel, jnp.take(VU, keep, axis=0), bU,
+                                                  l2, Q, tol, max_iter)
+        better = finite & (f1 < c.f) & ~jnp.all(support == c.support)
+        new_round = _Round(support, V1, b1, f1, converged, finite, c.rounds, better)
+        kept = c._replace(going=better)
+        return jax.tree.map(lambda a, b: jnp.where(better, a, b), new_round, kept)._replace(rounds=c.rounds + 1)
+
+    def cond(c: _Round):
+        return (c.rounds < rounds) & c.going
+
+    return jax.lax.while_loop(cond, body, start._replace(rounds=jnp.zeros((), jnp.int32), going=jnp.ones((), bool)))
+
+
+@functools.partial(jit, static_argnames=("k", "polish", "fixed_lr", "refine", "progress"))
+def softmax_run(design, Y, rel, live, schedule, lr, l2, tol, max_iter, Q, rounds=0, *, k: int, polish: bool,
+                fixed_lr: bool, refine: bool = False, progress: bool = False):
     """The multinomial FSA program: the schedule at full width, the polish on the support, the
     raw-space coefficients (see the module docstring). ``Y`` (n, C) one-hot, ``rel`` (n,) relative
     weights of mean 1, ``live`` (M,) bool, ``schedule`` (n_iter,) int32 M_e, ``Q`` the sum-zero
-    basis; ``progress``: every iteration ticks the bar of :func:`~jaxselect.anneal.solver.ticking`.
-    Returns a :class:`SoftmaxOutput`."""
+    basis; ``rounds``: the refinement rounds of :func:`softmax_refine` (run when ``refine``, which
+    needs ``polish``); ``progress``: every iteration ticks the bar of
+    :func:`~jaxselect.anneal.solver.ticking`. Returns a :class:`SoftmaxOutput`."""
     n, m = design.shape
     C = Y.shape[1]
     dtype = design.dtype
@@ -284,7 +356,11 @@ def softmax_run(design, Y, rel, live, schedule, lr, l2, tol, max_iter, Q, *, k: 
     finite = jnp.all(jnp.isfinite(Vs)) & jnp.all(jnp.isfinite(b)) & jnp.all(jnp.isfinite(path))
     if polish:
         Z = design.take(support).materialize()
-        V1, b1, converged, fin, _ = lm_newton(Z, Y, rel, Vs, b, l2, Q, tol, max_iter)
+        V1, b1, converged, fin, f1 = lm_newton(Z, Y, rel, Vs, b, l2, Q, tol, max_iter)
+        if refine:
+            fit = _Round(support, V1, b1, f1, converged, fin, jnp.zeros((), jnp.int32), jnp.ones((), bool))
+            fit = softmax_refine(design, Y, rel, live.astype(bool), fit, l2, Q, tol, max_iter, rounds)
+            support, V1, b1, converged, fin = fit.support, fit.V, fit.b, fit.converged, fit.finite
         status = jnp.where(converged, status, jnp.asarray(NOT_CONVERGED, jnp.int32))
         Vs, b = V1, b1
         finite = finite & fin

@@ -334,7 +334,8 @@ class FSAClassifier(ClassifierMixin, _FSABase):
         s₁ − s₀), or the binary losses "huber_hinge" (``huber_h`` its h) and "lorenz".
       n_iter, mu, lr, l2, bins, smoothness, scale, l1, refine: as in :func:`jaxselect.fsa` (see
         :class:`FSARegressor`); the multinomial loss takes linear learners (``bins=None``) without
-        ``l1``/``refine``.
+        ``l1``; ``refine=R`` runs R rounds of gradient support pursuit on it too (``"auto"``: 0 for
+        more than two classes).
 
     Attributes:
       classes_: the labels.
