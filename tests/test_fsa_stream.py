@@ -359,10 +359,12 @@ def test_streaming_refuses_ranking_and_callables(data):
 
 
 def _options(fsa_module, loss="logistic"):
-    """The validated options record of ``js.fsa(X, y, K, loss=loss, n_iter=IT)``."""
+    """The validated options record of ``js.fsa(X, y, K, loss=loss, n_iter=IT)`` on a dense X (its
+    ``"auto"`` defaults resolved: no L1 polish, no refinement)."""
     return fsa_module.fsa_options(
         K, None, loss=loss, n_iter=IT, mu=300.0, lr=None, optimizer=None, learner=None,
-        constant_columns="inert", scale="std", polish=None, execution=None, deprecated={},
+        constant_columns="inert", scale="std", polish=js.anneal.Polish(l1=None, refine=0), execution=None,
+        deprecated={},
     )[0]
 
 

@@ -42,9 +42,11 @@ AUTO = "auto"
 #: Stored values above which a sparse X's ``n_iter="auto"`` is 30 instead of 500.
 LARGE_SPARSE = 1 << 22
 
-#: The FSA paper's settings (Algorithm 1 with schedule (3), μ = 300, N_iter = 500, standardised
-#: columns, no ridge, no polish or refinement): ``js.fsa(X, y, k, **js.FSA_PAPER)``.
 FSA_PAPER = MappingProxyType(dict(scale="std", l2=0.0, n_iter=500, mu=300.0, polish=Polish(enabled=False, l1=None, refine=0)))
+"""The FSA paper's settings, read-only: Algorithm 1 with schedule (3), μ = 300, N_iter = 500,
+standardised columns, no ridge, the schedule's own iterate (no polish, no refinement):
+``js.fsa(X, y, k, **js.FSA_PAPER)``; with one of them changed, ``js.fsa(X, y, k,
+**dict(js.FSA_PAPER, n_iter=1000))``."""
 
 _CLASSIFY = ("logistic", "huber_hinge", "lorenz")
 _POINTWISE = ("squared",) + _CLASSIFY
@@ -105,7 +107,12 @@ def resolve_defaults(options, X, sample_weight, *, sparse: bool, streamed: bool)
     scale = options.scale
     if is_auto(scale) and (streamed or not linear):
         scale = "std"
-    if is_auto(scale) and type(X) is np.ndarray and X.ndim == 2 and not is_traced(sample_weight):
+    weights_fit = sample_weight is None or (
+        not is_traced(sample_weight)
+        and np.shape(sample_weight) == np.shape(X)[:1]
+        and np.asarray(sample_weight).dtype.kind in "biuf"
+    )  # (else the front door refuses the weights, with its message)
+    if is_auto(scale) and type(X) is np.ndarray and X.ndim == 2 and weights_fit:
         from .scaling import has_indicator_columns
 
         if not has_indicator_columns(X, sample_weight):
