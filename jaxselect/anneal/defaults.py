@@ -30,6 +30,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .._validation import is_traced
@@ -80,12 +82,20 @@ def _rows_of_weight(n: int, sample_weight, pairs) -> Any:
         return max(int(np.shape(first)[0]), 1)
     if sample_weight is None:
         return n
-    if is_traced(sample_weight):
-        import jax.numpy as jnp
-
-        return jnp.sum(sample_weight)
+    if is_traced(sample_weight) or isinstance(sample_weight, jax.Array):
+        return jnp.sum(sample_weight)  # on the device (rows spread over processes: their global sum)
     total = float(np.sum(np.asarray(sample_weight, np.float64)))
     return total if total > 0 else n  # (a bad weight vector is refused by the front door)
+
+
+def _host_weights(sample_weight, n: int) -> bool:
+    """None, or host weights of X's rows that the front door will accept the shape and dtype of
+    (others are left to its message)."""
+    if sample_weight is None:
+        return True
+    if is_traced(sample_weight) or isinstance(sample_weight, jax.Array):
+        return False
+    return np.shape(sample_weight) == (n,) and np.asarray(sample_weight).dtype.kind in "biuf"
 
 
 def resolve_defaults(options, X, sample_weight, *, sparse: bool, streamed: bool):
@@ -107,12 +117,7 @@ def resolve_defaults(options, X, sample_weight, *, sparse: bool, streamed: bool)
     scale = options.scale
     if is_auto(scale) and (streamed or not linear):
         scale = "std"
-    weights_fit = sample_weight is None or (
-        not is_traced(sample_weight)
-        and np.shape(sample_weight) == np.shape(X)[:1]
-        and np.asarray(sample_weight).dtype.kind in "biuf"
-    )  # (else the front door refuses the weights, with its message)
-    if is_auto(scale) and type(X) is np.ndarray and X.ndim == 2 and weights_fit:
+    if is_auto(scale) and type(X) is np.ndarray and X.ndim == 2 and _host_weights(sample_weight, X.shape[0]):
         from .scaling import has_indicator_columns
 
         if not has_indicator_columns(X, sample_weight):
