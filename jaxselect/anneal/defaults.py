@@ -2,8 +2,7 @@
 
 :func:`~jaxselect.fsa` leaves four options at ``"auto"``; each is decided by the data at the
 boundary, before anything is compiled (N_w below is the sum of the row weights — the number of rows
-without weights, so integer weights equal repeated rows and weight-0 rows are absent — or the
-number of pairs for the ranking loss):
+without weights, so integer weights equal repeated rows and weight-0 rows are absent):
 
 * ``scale``: ``"auto"`` (:mod:`.scaling`) — indicator columns (their non-zero entries all one
   value: 0/1 flags) keep their raw scale, every other column is standardised; a streamed X
@@ -76,10 +75,8 @@ def auto_n_iter(X, sparse: bool | None = None) -> int:
     return 30 if sparse and _stored(X) > LARGE_SPARSE else 500
 
 
-def _rows_of_weight(n: int, sample_weight, pairs) -> Any:
-    if pairs is not None:
-        first = pairs[0] if isinstance(pairs, tuple) else pairs
-        return max(int(np.shape(first)[0]), 1)
+def _rows_of_weight(n: int, sample_weight) -> Any:
+    """N_w: the sum of the row weights (n without weights)."""
     if sample_weight is None:
         return n
     if is_traced(sample_weight) or isinstance(sample_weight, jax.Array):
@@ -111,9 +108,6 @@ def resolve_defaults(options, X, sample_weight, *, sparse: bool, streamed: bool)
     polish = options.polish
     linear = options.bins is None
     loss = options.loss if isinstance(options.loss, str) else None
-    n_rows = int(np.shape(X)[0]) if hasattr(X, "shape") else 0
-    needs_n = is_auto(polish.l1)
-    n_plus = _rows_of_weight(n_rows, sample_weight, options.pairs) if (sparse and needs_n) else None
     scale = options.scale
     if is_auto(scale) and (streamed or not linear):
         scale = "std"
@@ -128,7 +122,8 @@ def resolve_defaults(options, X, sample_weight, *, sparse: bool, streamed: bool)
     polished = polish.enabled is not False
     l1 = polish.l1
     if is_auto(l1):
-        l1 = 1.0 / n_plus if (sparse and linear and polished and loss in _CLASSIFY) else None
+        wanted = sparse and linear and polished and loss in _CLASSIFY
+        l1 = 1.0 / _rows_of_weight(int(np.shape(X)[0]), sample_weight) if wanted else None
     refine = polish.refine
     if is_auto(refine):
         refine = 1 if (sparse and linear and polished and not streamed and loss in _POINTWISE) else 0

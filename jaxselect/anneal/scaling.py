@@ -63,17 +63,24 @@ def _fill_dense(X, w):
     return (w @ nz) / jnp.sum(w)  # w @ X, never X.T @ w (slow on XLA's CPU backend)
 
 
+def _per_column(design, weights, on_sparse, on_dense):
+    """``on_sparse(design, weights)`` or ``on_dense(design.X, weights)``; TypeError for a design
+    that is not on the device (the column rules read its stored X)."""
+    if design.sparse:
+        return on_sparse(design, weights)
+    if hasattr(design, "X"):
+        return on_dense(design.X, weights)
+    raise TypeError(
+        f"scale='auto'/'sparse' needs the design on the device (a DenseDesign or SparseDesign); got "
+        f"{type(design).__name__}"
+    )
+
+
 def column_fill(design, weights=None):
     """(D,) the fraction of rows (weighted by ``weights`` (n,), if given) where each column of the
     design's stored X is non-zero; a :class:`~jaxselect.design.SparseDesign` counts its stored
     non-zero entries, a dense design its non-zero values."""
-    if design.sparse:
-        return _fill_sparse(design, weights)
-    if hasattr(design, "X"):
-        return _fill_dense(design.X, weights)
-    raise TypeError(
-        f"scale='sparse' needs the design on the device (a DenseDesign or SparseDesign); got {type(design).__name__}"
-    )
+    return _per_column(design, weights, _fill_sparse, _fill_dense)
 
 
 @jax.jit
@@ -100,13 +107,7 @@ def _indicator_dense(X, w):
 def indicator_columns(design, weights=None):
     """(D,) bool: the columns of the design's stored X whose non-zero entries (on rows of positive
     weight) all hold one value — 0/1 flags and the like (``scale="auto"``'s indicators)."""
-    if design.sparse:
-        return _indicator_sparse(design, weights)
-    if hasattr(design, "X"):
-        return _indicator_dense(design.X, weights)
-    raise TypeError(
-        f"scale='auto' needs the design on the device (a DenseDesign or SparseDesign); got {type(design).__name__}"
-    )
+    return _per_column(design, weights, _indicator_sparse, _indicator_dense)
 
 
 def has_indicator_columns(X, weights=None, block_bytes: int = 1 << 24) -> bool:
@@ -143,6 +144,4 @@ def rescale_design(design, weights, scale: str):
     multiplied by ``√f`` on the :func:`indicator_columns` only."""
     if scale == "std":
         return design
-    if not design.sparse and not hasattr(design, "X"):
-        column_fill(design, weights)  # the TypeError naming what is needed
     return design._replace(factor=_indicator_factor(design, weights, scale == "auto"))
