@@ -117,17 +117,50 @@ def ridge_stats(Phi, Q, W, *, gram_batch: int = 8):
     return m, Bs, Gs
 
 
-def ridge_solve(m, Bs, Gs, l2, theta_prev):
-    """Solve the normalised ridge systems from the statistics of :func:`ridge_stats`."""
-    p = Bs.shape[1]
-    dt = Bs.dtype
+def _ridge_matrices(m, G, l2):
+    """``G/m + l2·D`` (identity where m = 0) for a batch of Gram matrices, and the safe m."""
+    p = G.shape[-1]
+    dt = G.dtype
     msafe = jnp.where(m > 0, m, jnp.ones_like(m))
-    B = Bs / msafe[:, None]
-    G = Gs / msafe[:, None, None]
     D = jnp.concatenate([jnp.ones((p - 1,), dt), jnp.zeros((1,), dt)])
-    G = G + (l2 * D)[None, None, :] * jnp.eye(p, dtype=dt)[None, :, :]
-    G = jnp.where((m > 0)[:, None, None], G, jnp.eye(p, dtype=dt)[None, :, :])
-    sol = jnp.linalg.solve(G, B[:, :, None])[:, :, 0]
+    eye = jnp.eye(p, dtype=dt)
+    l2 = jnp.broadcast_to(jnp.asarray(l2, dt), m.shape)
+    H = G / msafe[:, None, None] + (l2[:, None] * D[None, :])[:, :, None] * eye[None]
+    return jnp.where((m > 0)[:, None, None], H, eye[None]), msafe
+
+
+#: systems at least this large are solved by one 2 × 2 block elimination (two half-size Cholesky
+#: factors and a batched matrix product): LAPACK's factorisation of a few hundred columns runs out of
+#: cache on the CPU, and two half-size factors plus a product cost half as much (p = 401, 200 systems)
+BLOCK_SOLVE_MIN = 256
+
+
+def _cholesky_solve(H, rhs):
+    """Solve the SPD systems ``H x = rhs`` (batched; ``G/m + l2·D`` is positive definite for l2 > 0:
+    the bias entry of ``G/m`` is 1): a Cholesky factor and two triangular solves, or for p ≥
+    ``BLOCK_SOLVE_MIN`` the same elimination in 2 × 2 blocks ``[[A, B], [Bᵀ, C]]``: ``A = L Lᵀ``,
+    ``Y = L⁻¹B``, the Schur complement ``S = C − YᵀY`` (SPD) solved by Cholesky, then back-substitution."""
+    p = H.shape[-1]
+    if p < BLOCK_SOLVE_MIN:
+        return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H, lower=True), rhs)
+    k = p // 2
+    L1 = jnp.linalg.cholesky(H[:, :k, :k])
+    tri = jax.lax.linalg.triangular_solve
+    Y = tri(L1, H[:, :k, k:], left_side=True, lower=True)  # (b, k, p − k)
+    y1 = tri(L1, rhs[:, :k], left_side=True, lower=True)
+    S = H[:, k:, k:] - jnp.einsum("bki,bkl->bil", Y, Y)
+    x2 = jax.scipy.linalg.cho_solve(
+        jax.scipy.linalg.cho_factor(S, lower=True), rhs[:, k:] - jnp.einsum("bki,bkr->bir", Y, y1)
+    )
+    x1 = tri(L1, y1 - Y @ x2, left_side=True, lower=True, transpose_a=True)
+    return jnp.concatenate([x1, x2], axis=1)
+
+
+def ridge_solve(m, Bs, Gs, l2, theta_prev):
+    """Solve the normalised ridge systems from the statistics of :func:`ridge_stats` (a batched
+    Cholesky solve; actions with m = 0 keep ``theta_prev``)."""
+    H, msafe = _ridge_matrices(m, Gs, l2)
+    sol = _cholesky_solve(H, (Bs / msafe[:, None])[:, :, None])[:, :, 0]
     return jnp.where((m > 0)[:, None], sol, theta_prev)
 
 
@@ -135,14 +168,32 @@ def shared_ridge_solve(m, B, G, l2, theta_prev):
     """:func:`ridge_solve` for actions that share their states and weights (the classification
     actions): one (p, p) system ``(G/m + l2·D) θ_cᵀ = B_cᵀ/m`` for all of them (a Cholesky factor
     solved for C right-hand sides); ``theta_prev`` (C, p) when m = 0."""
-    p = B.shape[1]
-    dt = B.dtype
-    msafe = jnp.where(m > 0, m, jnp.ones_like(m))
-    D = jnp.concatenate([jnp.ones((p - 1,), dt), jnp.zeros((1,), dt)])
-    H = G / msafe + (l2 * D)[None, :] * jnp.eye(p, dtype=dt)
-    H = jnp.where(m > 0, H, jnp.eye(p, dtype=dt))
-    sol = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), (B / msafe).T).T
+    H, msafe = _ridge_matrices(m[None], G[None], l2)
+    sol = _cholesky_solve(H, (B / msafe[0]).T[None])[0].T
     return jnp.where(m > 0, sol, theta_prev)
+
+
+def ridge_solve_actions(m_cls, B_cls, G_cls, l2_cls, m_acq, B_acq, G_acq, l2_acq, theta_prev):
+    """Every action's ridge system in one batched Cholesky solve: :func:`shared_ridge_solve` of the C
+    classification actions (one system, C right-hand sides) and :func:`ridge_solve` of the J
+    acquisition actions, stacked as 1 + J systems (one factorisation call, one compiled solve).
+
+    Returns:
+      (C + J, p) weights, ``theta_prev`` rows where an action's weight m is 0.
+    """
+    C = B_cls.shape[0]
+    J = B_acq.shape[0]
+    dt = B_acq.dtype
+    m = jnp.concatenate([jnp.reshape(m_cls, (1,)).astype(dt), m_acq.astype(dt)])
+    l2 = jnp.concatenate([jnp.reshape(jnp.asarray(l2_cls, dt), (1,)), jnp.broadcast_to(jnp.asarray(l2_acq, dt), (J,))])
+    H, msafe = _ridge_matrices(m, jnp.concatenate([G_cls[None], G_acq]), l2)
+    # right-hand sides (1 + J, p, C): the classes' C columns, then each unit's in column 0
+    rhs_acq = jnp.pad(B_acq[:, :, None], ((0, 0), (0, 0), (0, C - 1)))
+    rhs = jnp.concatenate([B_cls.T[None], rhs_acq]) / msafe[:, None, None]
+    sol = _cholesky_solve(H, rhs)
+    theta = jnp.concatenate([sol[0].T, sol[1:, :, 0]])
+    keep = jnp.concatenate([jnp.broadcast_to(m[0] > 0, (C,)), m[1:] > 0])
+    return jnp.where(keep[:, None], theta, theta_prev)
 
 
 def ridge_fit(Phi, Q, W, l2, theta_prev, *, gram_batch: int = 8):

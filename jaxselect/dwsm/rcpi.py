@@ -18,7 +18,7 @@ compiled program. Module layout: :mod:`~.problem` (problem, options, boundary ch
 :mod:`~.states` (step 1), :mod:`~.rollouts` (step 2), :mod:`~.policy_fit` (steps 3–4), this module
 (the iteration and its loop), :mod:`~.fit` (``dwsm_fit``).
 
-One iteration t (:func:`rcpi_step`; its random numbers are ``split(key, n_iter)[t]``):
+One iteration t (:func:`rcpi_step`; its random numbers are one uniform draw from ``fold_in(key, t)``):
 
 1. **States** (``policy_states`` of the S states of every training row; :func:`trajectory_states`):
    states *visited by the rollout policy*. The row's mixture component (step 4) is run from z = 0
@@ -100,6 +100,7 @@ from .policy_fit import (  # noqa: F401 - the names this module had before it wa
     STOCHASTIC_MIXTURE,
     MixtureRule,
     ridge_solve,
+    ridge_solve_actions,
     ridge_stats,
     shared_ridge_solve,
     mixture_weights,
@@ -163,7 +164,7 @@ class RCPIState(NamedTuple):
     Attributes:
       thetas: (K, A, p) θ_0, θ_1, …, θ_t, then zeros (K = n_iter + 1 slots).
       t: () int32 iterations done; ``thetas[t]`` is the current policy.
-      key: the fit's PRNG key; iteration t draws its random numbers from ``split(key, n_iter)[t]``
+      key: the fit's PRNG key; iteration t draws its random numbers from ``fold_in(key, t)``
         (a function of (key, t) only, so a loop that skips iterations changes no later draw).
       info: :class:`RCPIInfo` of the last step (NaN before the first).
     """
@@ -283,8 +284,8 @@ def rcpi_step(problem: RCPIProblem, state: RCPIState) -> RCPIState:
     """One policy iteration: sample N states, roll out a sample of the actions, ridge fit, α-mixture.
 
     Pure ``(problem, state) -> state`` (``jax.jit`` it as it is: the problem's options are arrays
-    or its static config). The random numbers of iteration t are ``split(state.key, n_iter)[t]``
-    (n_iter = ``state.thetas.shape[0] − 1``). The work does not grow with the rows once
+    or its static config). The random numbers of iteration t are one (N, 6 + J) uniform draw from
+    ``fold_in(state.key, t)``. The work does not grow with the rows once
     ``S·n`` exceeds ``config.n_states`` (:class:`~.problem.RCPIOptions`): N states, J·M rollouts,
     one Gram for the classification actions and J Grams of M states each.
 
@@ -305,31 +306,39 @@ def rcpi_step(problem: RCPIProblem, state: RCPIState) -> RCPIState:
     S, n_pol = cfg.states_per_example, cfg.policy_states
     K = state.thetas.shape[0]
     thetas, t = state.thetas, state.t
-    key = jax.random.split(state.key, K - 1)[t]
-    k_rows, k_slot, kc, kz, kp, ka = jax.random.split(key, 6)
+    key = jax.random.fold_in(state.key, t)
+
+    # every random number of the iteration in one draw (one compiled generator; partitionable
+    # threefry: a state's draws depend on its index only, so rows appended with weight 0 change none):
+    # columns [row, component, prefix fraction, deviation, action sample, slot, unit pick (J)]
+    if cfg.all_rows:
+        N = n * S
+    else:
+        N = cfg.n_states
+    U = jax.random.uniform(key, (N, 6 + J), dt)
 
     # 1. the N sampled states: S per row, or N rows drawn ∝ weight (then every state weighs 1)
     if cfg.all_rows:
         # every row S times: a repeat, local to each device of a row-sharded X (no gather)
-        N = n * S
         slot = jnp.tile(jnp.arange(S, dtype=jnp.int32), n)
         X, y, sw = jnp.repeat(Xs, S, axis=0), jnp.repeat(yall, S), jnp.repeat(rw, S)
     else:
-        N = cfg.n_states
-        rows = jax.random.choice(k_rows, n, (N,), p=rw / jnp.sum(rw)).astype(jnp.int32)
-        slot = jax.random.randint(k_slot, (N,), 0, S, dtype=jnp.int32)
+        # inverse CDF of the row weights (jax.random.choice's rule): rows of weight 0 are never drawn
+        cdf = jnp.cumsum(rw)
+        rows = jnp.clip(jnp.searchsorted(cdf, cdf[-1] * (1 - U[:, 0])), 0, n - 1).astype(jnp.int32)
+        slot = jnp.minimum(jnp.floor(U[:, 5] * S).astype(jnp.int32), S - 1)
         sw = jnp.ones((N,), dt)
         X, y = Xs[rows], yall[rows]
-    probs = cfg.mixture.weights(t, K, problem.alpha)
-    comp = jax.random.categorical(kc, jnp.log(probs), shape=(N,)).astype(jnp.int32)
+    # the mixture component of each state: inverse CDF of the α-mixture's weights (zero-weight
+    # components, the iterates not made yet among them, are never drawn)
+    cdf_k = jnp.cumsum(cfg.mixture.weights(t, K, problem.alpha).astype(dt))
+    comp = jnp.minimum(jnp.sum(cdf_k[None, :] <= U[:, 1:2] * cdf_k[-1], axis=1, dtype=jnp.int32), K - 1)
     thetasT = jnp.swapaxes(thetas, 1, 2)  # (K, p, A): a unit's rows are contiguous
-    u, e, pick = trajectory_draws(kp, (N, 1), spec, dt, problem.explore)
-    ret0, corr0, Z, dev, _ = policy_episodes(
-        thetasT, comp, spec, X, y, u[:, 0], e[:, 0], pick[:, 0], batch=cfg.rollout_batch
-    )
+    u, e, ka, pick = U[:, 2], U[:, 3] < problem.explore, U[:, 4], U[:, 6:]
+    ret0, corr0, Z, dev, _ = policy_episodes(thetasT, comp, spec, X, y, u, e, pick, batch=cfg.rollout_batch)
     if n_pol < S:  # the first S − P slots of a row: the paper's uniform states
         uniform = slot < S - n_pol
-        Z = jnp.where(uniform[:, None], sample_states(kz, spec, N, 1)[:, 0], Z)
+        Z = jnp.where(uniform[:, None], sample_states(jax.random.fold_in(key, 1), spec, N, 1)[:, 0], Z)
         dev = dev & ~uniform
     Phi = jax.vmap(phi)(X, feature_mask(spec, Z))  # (N, p)
     scores = jnp.take_along_axis(
@@ -351,11 +360,8 @@ def rcpi_step(problem: RCPIProblem, state: RCPIState) -> RCPIState:
         mT, bT, GT = tstats
         tau = problem.terminal_weight * m_cls / jnp.maximum(mT, jnp.ones_like(mT))
         m_cls, b_cls, G_cls = m_cls + tau * mT, b_cls + tau * bT, G_cls + tau * GT
-    theta_new = jnp.concatenate(
-        [
-            shared_ridge_solve(m_cls, b_cls, G_cls, problem.l2, theta_prev[:C]),
-            ridge_solve(m_acq, B_acq, G_acq, problem.l2 * cfg.acquisition_l2_scale, theta_prev[C:]),
-        ]
+    theta_new = ridge_solve_actions(
+        m_cls, b_cls, G_cls, problem.l2, m_acq, B_acq, G_acq, problem.l2 * cfg.acquisition_l2_scale, theta_prev
     )
     # constant columns are inert: the weights of their values x⊙z_f are exactly 0
     keep = jnp.concatenate([jnp.ones((d,), dt), problem.live.astype(dt), jnp.ones((1,), dt)])

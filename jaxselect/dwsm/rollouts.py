@@ -168,7 +168,8 @@ def sampled_rollouts(problem, thetasT, comp, X, y, Z, Phi, sw, wc, scores, key):
         Phi: (N, p) their features φ(x, z).
       sw: (N,) state weights; wc: (N,) weights of the states in the classification regressions
         (0 for deviated states): the weights of the rollouts' terminal states.
-      scores: (N, A) ``θ_comp · φ(x, z)`` of every state; key: PRNG key of the action sample.
+      scores: (N, A) ``θ_comp · φ(x, z)`` of every state; key: PRNG key of the action sample, or
+        its (N,) uniform draws in [0, 1) (one per state; what :func:`~.rcpi_step` passes).
 
     Returns:
       ``(m, B, G)`` of the J acquisition actions ((J,), (J, p), (J, p, p): weighted count,
@@ -199,7 +200,10 @@ def sampled_rollouts(problem, thetasT, comp, X, y, Z, Phi, sw, wc, scores, key):
         # same states and their errors are correlated — the differences between the actions' scores,
         # which the greedy policy compares, stay accurate (independent samples per unit over-rate
         # acquisitions: the argmax over J noisy fits picks the most optimistic one)
-        u = jax.random.uniform(key, (N, 1), dt)
+        if isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jnp.floating):
+            u = key.astype(dt).reshape(N, 1)  # the caller's uniform draws, one per state
+        else:
+            u = jax.random.uniform(key, (N, 1), dt)
         vals, idx = jax.lax.top_k(jnp.where(ok, u, -1.0).T, M)
         valid = vals >= 0
     q_cls = -spec.cost_matrix[:, y].T.astype(dt)  # (N, C)
@@ -326,10 +330,12 @@ def slot_rollouts(spec: DWSMSpec, thetasT, comp, X, y, Z, spent, scores, lane_s,
         return new, nxt + jnp.sum(refill, dtype=jnp.int32), out_ret, out_z
 
     def cond(carry):
-        return jnp.any(carry[0]["ok"])
+        return jnp.any(carry[0]["ok"]) | (carry[1] < n_valid)
 
     out_ret = jnp.zeros((L,), dt)
     out_z = jnp.zeros((max(n_terminal, 1), J), bool)
-    init = (load(jnp.arange(B, dtype=jnp.int32)), jnp.asarray(B, jnp.int32), out_ret, out_z)
+    # every slot starts idle: the first step loads lanes 0..B−1 (one traced load, inside the loop)
+    idle = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), jax.eval_shape(load, jnp.zeros((B,), jnp.int32)))
+    init = (idle, jnp.zeros((), jnp.int32), out_ret, out_z)
     _, _, out_ret, out_z = jax.lax.while_loop(cond, body, init)
     return out_ret, out_z[:n_terminal]

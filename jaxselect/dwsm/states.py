@@ -159,8 +159,7 @@ def policy_episodes(thetasT, comp, spec: DWSMSpec, X, y, u, e, pick, *, batch: i
     units = jnp.arange(J, dtype=jnp.int32)
     z0 = jnp.zeros((J,), bool)
 
-    def one(args):
-        x, yi, c, ui, ei, pi = args
+    def one(x, yi, c, ui, ei, pi):
         ret, label, _, order = run_episode(
             None,
             spec,
@@ -181,4 +180,15 @@ def policy_episodes(thetasT, comp, spec: DWSMSpec, X, y, u, e, pick, *, batch: i
         dev = ok[j] & ei
         return ret, label == yi, z | ((units == j) & dev), dev, L
 
-    return jax.lax.map(one, (X, y, comp, u, e, pick), batch_size=max(1, min(N, int(batch))))
+    # G groups of equal width (the last padded with copies of the first state, then cut): lax.map of
+    # a batch size that does not divide N would compile the episode loop a second time for the rest
+    G = -(-N // max(1, min(N, int(batch))))
+    width = -(-N // G)
+    pad = G * width - N
+    args = (X, y, comp, u, e, pick)
+    if pad:
+        args = jax.tree.map(lambda a: jnp.concatenate([a, jnp.broadcast_to(a[:1], (pad,) + a.shape[1:])]), args)
+    if G == 1:
+        return jax.tree.map(lambda a: a[:N], jax.vmap(one)(*args))
+    out = jax.lax.map(lambda a: jax.vmap(one)(*a), jax.tree.map(lambda a: a.reshape((G, width) + a.shape[1:]), args))
+    return jax.tree.map(lambda a: a.reshape((G * width,) + a.shape[2:])[:N], out)
