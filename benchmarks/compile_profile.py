@@ -1,0 +1,56 @@
+"""A pytest plugin that measures what the suite spends compiling, per program and per test.
+
+Usage (any test selection; ``-n 0`` so that one process sees every compile)::
+
+    PYTHONPATH=benchmarks python -m pytest -q -n 0 -p compile_profile tests/test_sklearn.py
+
+It listens to XLA's backend-compile event (``jax.monitoring``; a load from JAX's persistent cache
+counts too), sums the seconds per program name and per test, prints the largest of each at the
+end of the session and writes all of them as JSON to ``$COMPILE_PROFILE`` (default
+``benchmarks/results/compile_profile.json``).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+
+import jax
+
+_EVENT = "/jax/core/compile/backend_compile_duration"
+_BY_PROGRAM: dict = collections.defaultdict(lambda: [0, 0.0])
+_BY_TEST: dict = collections.defaultdict(lambda: [0, 0.0])
+_CURRENT = ["(collection)"]
+
+
+def _listen(event, duration_secs, **kwargs):
+    if event == _EVENT:
+        for table, key in ((_BY_PROGRAM, kwargs.get("fun_name", "?")), (_BY_TEST, _CURRENT[0])):
+            table[key][0] += 1
+            table[key][1] += duration_secs
+
+
+jax.monitoring.register_event_duration_secs_listener(_listen)
+
+
+def pytest_runtest_setup(item):
+    _CURRENT[0] = item.nodeid
+
+
+def _top(table, n=15):
+    rows = sorted(table.items(), key=lambda kv: -kv[1][1])[:n]
+    return "\n".join(f"{secs:9.1f} s {count:5d}  {name}" for name, (count, secs) in rows)
+
+
+def pytest_terminal_summary(terminalreporter):
+    total = sum(secs for _, secs in _BY_PROGRAM.values())
+    count = sum(c for c, _ in _BY_PROGRAM.values())
+    write = terminalreporter.write_line
+    write(f"\ncompile profile: {count} programs, {total:.1f} s compiling")
+    write("by program (seconds, compiles, name):\n" + _top(_BY_PROGRAM))
+    write("by test:\n" + _top(_BY_TEST))
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.environ.get("COMPILE_PROFILE") or os.path.join(here, "results", "compile_profile.json")
+    with open(path, "w") as fh:
+        json.dump({"programs": dict(_BY_PROGRAM), "tests": dict(_BY_TEST)}, fh, indent=1, sort_keys=True)
