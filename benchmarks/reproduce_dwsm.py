@@ -582,7 +582,7 @@ def part_diagnose(args, summary, lam=0.03, n_iter=10, alpha=0.7):
         X=jnp.where(prob.live[None, :], (jnp.asarray(Xte) - prob.mean[None, :]) / prob.scale[None, :], 0.0),
         y=jnp.asarray(yte, jnp.int32),
     )
-    state = rcpi_init(prob, jax.random.key(0), n_iter)  # iteration t draws from split(key, n_iter)[t]
+    state = rcpi_init(prob, jax.random.key(0), n_iter)  # iteration t draws from fold_in(key, t)
     state = state._replace(thetas=jnp.zeros_like(state.thetas))  # θ_0 = 0 as before 0.3 (ties: class 0)
     step = jax.jit(rcpi_step)
     ev = jax.jit(rcpi_evaluate)

@@ -58,3 +58,39 @@ def test_first_call_compiles_within_budget(name):
     with count_compiles() as again:
         jax.block_until_ready(CALLS[name](key2, X2, y2))
     assert again[0] == 0, f"{name}: a repeat call compiled {again[0]} programs"
+
+
+def _primitive_counts(closed_jaxpr):
+    """Primitive names of a jaxpr and of every jaxpr nested in it (loop bodies, branches, calls)."""
+    import collections
+
+    counts = collections.Counter()
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            counts[eqn.primitive.name] += 1
+            for value in eqn.params.values():
+                for sub in value if isinstance(value, (list, tuple)) else [value]:
+                    inner = getattr(sub, "jaxpr", sub)
+                    if hasattr(inner, "eqns"):
+                        walk(inner)
+
+    walk(closed_jaxpr.jaxpr)
+    return counts
+
+
+@pytest.mark.parametrize("options", [RCPIOptions(), RCPIOptions(n_states=64, acquisitions=2)], ids=["rows", "sampled"])
+def test_one_iteration_draws_its_random_numbers_once(options):
+    """One RCPI iteration makes one random-number call (issue 36: every draw of the iteration — rows,
+    mixture components, prefixes, deviations, the action sample — is a column of one uniform array
+    from ``fold_in(key, t)``; before, 7 calls and 2 splits compiled ~70 of the fit's ~300 kernels),
+    and its loops are the episode loop, the rollout pool and the Gram map (plus the row sampler's
+    search when rows are sampled)."""
+    from jaxselect.dwsm import make_spec, rcpi_init, rcpi_problem, rcpi_step
+
+    X, y = _data(n=300, d=6)
+    problem = rcpi_problem(make_spec(6, 2), X, y, options=options)
+    counts = _primitive_counts(jax.make_jaxpr(rcpi_step)(problem, rcpi_init(problem, jax.random.key(0), 3)))
+    assert counts["random_bits"] == 1 and counts["random_fold_in"] == 1, counts
+    assert counts["random_split"] == 0 and counts["threefry2x32"] == 0, counts
+    assert counts["while"] + counts["scan"] <= 4, counts

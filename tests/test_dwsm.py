@@ -419,6 +419,41 @@ def test_ridge_statistics_of_row_blocks_add_up():
     np.testing.assert_allclose(np.asarray(th), np.asarray(ref), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("p", [9, 300])  # 300: the 2 × 2 block elimination (p ≥ BLOCK_SOLVE_MIN)
+def test_all_actions_in_one_solve_match_numpy(p):
+    """ridge_solve_actions: the C classification actions (one shared system) and the J acquisition
+    actions (one system each, their own ridge weight) solved in one batched call equal numpy's solves
+    of ``(G/m + l2·D) θ = b/m``; an action with m = 0 keeps its previous weights."""
+    from jaxselect.dwsm.policy_fit import BLOCK_SOLVE_MIN, ridge_solve_actions
+
+    assert (p >= BLOCK_SOLVE_MIN) == (p == 300)
+    rng = np.random.default_rng(2)
+    C, J, n = 3, 4, 2 * p
+    D = np.diag(np.r_[np.ones(p - 1), 0.0])
+
+    def gram():  # sparse-ish φ with a bias column, as the states' features are
+        P = rng.normal(size=(n, p)) * (rng.random((n, p)) < 0.2)
+        P[:, -1] = 1.0
+        return P.T @ P
+
+    G_cls, B_cls = gram(), rng.normal(size=(C, p))
+    G_acq, B_acq = np.stack([gram() for _ in range(J)]), rng.normal(size=(J, p))
+    m_acq = np.array([n, n / 2, 0.0, n])
+    prev = rng.normal(size=(C + J, p))
+    f = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
+    th = np.asarray(
+        jax.jit(ridge_solve_actions)(
+            f(n), f(B_cls), f(G_cls), f(0.1), f(m_acq), f(B_acq), f(G_acq), f(0.3), f(prev)
+        ),
+        np.float64,
+    )
+    ref_cls = np.linalg.solve(G_cls / n + 0.1 * D, B_cls.T / n).T
+    np.testing.assert_allclose(th[:C], ref_cls, rtol=2e-3, atol=2e-4)
+    for j in range(J):
+        want = prev[C + j] if m_acq[j] == 0 else np.linalg.solve(G_acq[j] / m_acq[j] + 0.3 * D, B_acq[j] / m_acq[j])
+        np.testing.assert_allclose(th[C + j], want, rtol=2e-3, atol=2e-4)
+
+
 def test_row_sharded_X_equals_plain_fit():
     # a row-sharded X (here on a one-device mesh) is partitioned by XLA inside the one compiled
     # fit; tests/sharded_cases.py checks 4 devices

@@ -140,6 +140,24 @@ def component_delta(thetasT, c, spec: DWSMSpec, x, j):
     return jnp.sum(v[:, None] * tz + (jnp.take(x, cols) * v)[:, None] * tx, axis=0)
 
 
+def grouped_vmap(fn, args, batch: int):
+    """``jax.vmap(fn)(*args)`` over the leading axis N, run as G groups of at most ``batch`` one after
+    another (``lax.map``): each group's while loops stop when its own episodes end, not when the
+    longest of all N does. The groups have equal width (the last padded with copies of the first
+    element, cut from the result): a batch size that does not divide N would make ``lax.map`` trace
+    and compile the body a second time for the rest."""
+    N = jax.tree.leaves(args)[0].shape[0]
+    G = -(-N // max(1, min(N, int(batch))))
+    width = -(-N // G)
+    pad = G * width - N
+    if pad:
+        args = jax.tree.map(lambda a: jnp.concatenate([a, jnp.broadcast_to(a[:1], (pad,) + a.shape[1:])]), args)
+    if G == 1:
+        return jax.tree.map(lambda a: a[:N], jax.vmap(fn)(*args))
+    out = jax.lax.map(lambda a: jax.vmap(fn)(*a), jax.tree.map(lambda a: a.reshape((G, width) + a.shape[1:]), args))
+    return jax.tree.map(lambda a: a.reshape((G * width,) + a.shape[2:])[:N], out)
+
+
 def policy_episodes(thetasT, comp, spec: DWSMSpec, X, y, u, e, pick, *, batch: int = 256):
     """The rollout policy's episodes from z = 0 on N sampled rows, and the states they visit.
 
@@ -153,7 +171,6 @@ def policy_episodes(thetasT, comp, spec: DWSMSpec, X, y, u, e, pick, *, batch: i
       class, (N, J) bool sampled states, (N,) whether the state was deviated and (N,) int32 the
       number of units the episode acquired.
     """
-    N = comp.shape[0]
     J = spec.groups.costs.shape[0]
     costs = spec.groups.costs
     units = jnp.arange(J, dtype=jnp.int32)
@@ -180,15 +197,4 @@ def policy_episodes(thetasT, comp, spec: DWSMSpec, X, y, u, e, pick, *, batch: i
         dev = ok[j] & ei
         return ret, label == yi, z | ((units == j) & dev), dev, L
 
-    # G groups of equal width (the last padded with copies of the first state, then cut): lax.map of
-    # a batch size that does not divide N would compile the episode loop a second time for the rest
-    G = -(-N // max(1, min(N, int(batch))))
-    width = -(-N // G)
-    pad = G * width - N
-    args = (X, y, comp, u, e, pick)
-    if pad:
-        args = jax.tree.map(lambda a: jnp.concatenate([a, jnp.broadcast_to(a[:1], (pad,) + a.shape[1:])]), args)
-    if G == 1:
-        return jax.tree.map(lambda a: a[:N], jax.vmap(one)(*args))
-    out = jax.lax.map(lambda a: jax.vmap(one)(*a), jax.tree.map(lambda a: a.reshape((G, width) + a.shape[1:]), args))
-    return jax.tree.map(lambda a: a.reshape((G * width,) + a.shape[2:])[:N], out)
+    return grouped_vmap(one, (X, y, comp, u, e, pick), batch)
