@@ -64,7 +64,7 @@ from jaxselect.anneal.fsa import fsa, fsa_predict, fsa_prepare, fsa_stage_widths
 from jaxselect.anneal.multiclass import SOFTMAX_LOSSES, class_labels
 from jaxselect.anneal.options import PiecewiseLinear, Polish, take_deprecated
 from jaxselect.anneal.defaults import auto_n_iter, is_auto
-from jaxselect.anneal.scaling import check_scale_rule, has_indicator_columns
+from jaxselect.anneal.scaling import apply_transform, check_scale_rule, has_indicator_columns, result_transform
 from jaxselect.losses import HuberHinge, loss_names
 from jaxselect.anneal.run import RunPlan, iteration_cap, run as run_schedule
 from jaxselect.anneal.schedule import annealing_schedule
@@ -582,7 +582,7 @@ def cross_validate_fsa(
     n_iter: int | str = "auto",
     mu: float = 300.0,
     lr=None,
-    l2=0.0,
+    l2="auto",
     bins=None,
     smoothness: float = 0.0,
     score: str | None = None,
@@ -612,13 +612,14 @@ def cross_validate_fsa(
         multiclass loss, one support shared by the classes; every class present in every fold's
         training rows — use stratified folds).
       n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa` (``"auto"``: decided by
-        the data, :mod:`jaxselect.anneal.defaults`).
+        the data, :mod:`jaxselect.anneal.defaults`; ``l2="auto"`` per fold, from its k and its
+        training rows' weight).
       score: "r2" or "neg_mse" for the squared loss (default "r2"), "accuracy" for the
         classification losses (their default; the arg-max class for ``"softmax"``).
       sample_weight: None or (n,) row weights ≥ 0: each fold's fit gets its training rows'
         weights (:func:`jaxselect.fsa`'s ``sample_weight``), its held-out score their weights.
       scale: the column scaling of linear learners, as in :func:`jaxselect.fsa` (``"auto"``,
-        ``"std"`` or ``"sparse"``).
+        ``"std"``, ``"sparse"`` or ``"log1p"``; each fold's held-out scores map X as its fit did).
       polish: None or a :class:`~jaxselect.anneal.Polish` record (``l1``, ``refine``, ``tol``,
         ``max_iter``), as in :func:`jaxselect.fsa`.
 
@@ -700,7 +701,11 @@ def cross_validate_fsa(
         n_iter = auto_n_iter(X)
     if is_auto(scale) and not sparse and not has_indicator_columns(X):
         scale = "std"  # the same fit: "auto" is "std" on columns without a single non-zero value
-    l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
+    fold_by_fold = sparse or loss == "softmax" or scale != "std" or polish is not None
+    if is_auto(l2) and not fold_by_fold:
+        l2 = 0.0  # "auto" is a ridge on sparse counts (scale "log1p") only: those folds run one by one
+    if not is_auto(l2):
+        l2 = as_hyper(l2, "l2", X.dtype, low=0.0)
     options = (
         ("loss", loss),
         ("n_iter", n_iter),
@@ -713,7 +718,7 @@ def cross_validate_fsa(
     train, test = fold_masks(folds, n)
     train, test, w = _fold_weights(train, test, sample_weight, n)
     _check_fsa_options(X if w is None else X[w > 0], max(grid), dict(options))  # the vmapped fits skip value checks
-    if sparse or loss == "softmax" or scale != "std" or polish is not None:
+    if fold_by_fold:
         # the folds one after the other, each a polished fsa call (train: the folds' weights)
         return _cv_fsa_sparse(X, y, grid, train, test, l2, score, options, scale=scale, polish=polish)
     train = train > 0
@@ -756,7 +761,8 @@ def _cv_fsa_sparse(X, y, grid, train_w, test_w, l2, score: str, options, *, scal
         for f in range(train_w.shape[0]):
             res = fsa(X, y, kk, l2=l2, sample_weight=train_w[f].astype(dt), **opts)
             support = host_array(res.support)
-            s = np.asarray(X[:, support] @ host_array(res.coef)).astype(dt) + host_array(res.intercept)
+            cols = apply_transform(X[:, support], result_transform(res))  # the values its fit saw
+            s = np.asarray(cols @ host_array(res.coef)).astype(dt) + host_array(res.intercept)
             vw = jnp.asarray(test_w[f], dt)
             if s.ndim == 2:  # softmax: the weighted share of held-out rows whose arg-max class is right
                 hit = (np.argmax(s, axis=1) == y).astype(np.float64)

@@ -209,8 +209,10 @@ def test_load_dexter_sparse_is_the_dense_data_and_fsa_agrees():
     np.testing.assert_array_equal(csr.X.toarray(), dense.X.astype(np.float32))
     np.testing.assert_array_equal(csr.y, dense.y)
     rows = np.arange(0, 300, 2)
-    a = js.fsa(csr.X[rows], csr.y[rows], 10, loss="logistic", l2=3.0, n_iter=100)
-    b = js.fsa(dense.X[rows].astype(np.float32), dense.y[rows], 10, loss="logistic", l2=3.0, n_iter=100)
+    # counts: the map of sparse counts (scale="auto" there) on both, and the same polish
+    opts = {"loss": "logistic", "l2": 3.0, "n_iter": 100, "scale": "log1p", "polish": js.anneal.Polish(l1=None, refine=0)}
+    a = js.fsa(csr.X[rows], csr.y[rows], 10, **opts)
+    b = js.fsa(dense.X[rows].astype(np.float32), dense.y[rows], 10, **opts)
     np.testing.assert_array_equal(np.asarray(a.support), np.asarray(b.support))
     np.testing.assert_allclose(np.asarray(a.coef), np.asarray(b.coef), rtol=2e-3, atol=1e-4)
 

@@ -82,8 +82,8 @@ from ..sharding import any_mesh
 from ..status import OK, status_message
 from .design import PLDesign
 from .piecewise import PLGrid, pl_basis_mean, pl_encode, pl_grid, pl_scores
-from .defaults import is_auto, resolve_defaults
-from .scaling import check_scale_rule, rescale_design
+from .defaults import auto_l2, is_auto, resolve_defaults
+from .scaling import LOG1P, apply_transform, check_scale_rule, log1p_values, rescale_design, result_transform
 from .options import Execution, PiecewiseLinear, Polish, SPELLING, as_execution, as_learner, as_polish, take_deprecated
 from .polish import POLISH_MAX_ITER, compacts_support, merge_status, polish_prepared, polish_problem, polish_tol
 from .refine import refine_support
@@ -158,6 +158,11 @@ class FSAResult(NamedTuple):
       basis_mean: (k, B+1) centering ū_j of the PL responses (None for linear learners).
       n_features: int, M, the number of columns of the training X (predictions need X of that
         width; None on a result built by hand).
+      transform: None, or ``"log1p"``: the model was fitted on ``sign(x)·log(1 + |x|)`` of X's
+        values (``scale="log1p"``, or ``"auto"`` on sparse count data), so ``coef`` applies to the
+        transformed values; every prediction (:func:`jaxselect.predict`, the estimators) maps
+        X's support columns the same way. A str, not an array: a result with a transform is
+        not a ``jax.jit`` output.
 
     >>> import numpy as np, jaxselect as js
     >>> rng = np.random.default_rng(0)
@@ -178,6 +183,7 @@ class FSAResult(NamedTuple):
     bin_width: Any = None
     basis_mean: Any = None
     n_features: Any = None
+    transform: Any = None
 
 
 FSAResult.__repr__ = short_repr
@@ -784,7 +790,7 @@ def fsa(
     n_iter: int | str = "auto",
     mu: float = 300.0,
     lr: float | None = None,
-    l2=0.0,
+    l2="auto",
     optimizer=None,
     learner: PiecewiseLinear | None = None,
     sample_weight=None,
@@ -835,8 +841,11 @@ def fsa(
         bound from power iteration (scale-free; see :mod:`.stepsize`; the three classification
         losses use the logistic curvature 1/4, see ``step._DEFAULT_STEP_NOTE``).
       l2: ridge weight (≥ 0; may be traced, e.g. ``jax.vmap`` over it): the prior is
-        ``(l2/2)‖β‖²`` on the mean loss, the library's one ``l2`` convention. The paper's prior
-        ``s‖β‖²`` on its losses summed over the N examples (squared loss as ½Σ, eq. 10) is
+        ``(l2/2)‖β‖²`` on the mean loss, the library's one ``l2`` convention. ``"auto"``
+        (default): ``8·k/N_w`` (N_w the sum of the row weights) when the fit runs on ``log1p``
+        counts (``scale="log1p"``, or ``"auto"`` on sparse count data) with a binary
+        classification loss (logistic, huberized hinge, Lorenz), else 0 (:mod:`.defaults`). The
+        paper's prior ``s‖β‖²`` on its losses summed over the N examples (squared loss as ½Σ, eq. 10) is
         ``l2 = 2s/N``; with eq. (4)'s unhalved Σ(y − xᵀβ)² it is ``l2 = s/N``.
       optimizer: an optax ``GradientTransformation`` used instead of plain gradient descent
         (:func:`~jaxselect.anneal.gradient_descent`, the default rule, goes through the same
@@ -880,9 +889,14 @@ def fsa(
         (``polish=False`` with it is a ValueError). For labels on raw 0/1 columns
         (``scale="sparse"``) λ ≈ 1/(C·N) matches scikit-learn's L1 ``C``.
       scale: how linear learners scale the centred columns (:mod:`.scaling`): ``"auto"``
-        (default) ``"sparse"``'s scale on indicator columns (their non-zero entries all one value:
-        0/1 flags) and ``"std"`` on the others — exactly ``"std"`` on dense real data, ``"std"``
-        for a streamed X; ``"std"`` unit variance; ``"sparse"`` unit variance per non-zero entry (σ_j/√f_j, f_j the fraction
+        (default) ``"log1p"`` on sparse count data (non-negative whole stored values, at least
+        half of them in columns that are not indicators: raw word counts), else ``"sparse"``'s
+        scale on indicator columns (their non-zero entries all one value: 0/1 flags) and
+        ``"std"`` on the others — exactly ``"std"`` on dense real data, ``"std"`` for a streamed
+        X; ``"log1p"``: every value x mapped to ``sign(x)·log(1 + |x|)`` (``log(1 + x)`` on
+        counts; a sparse X's stored values only), then ``"std"`` — X in memory and linear
+        learners, recorded in ``FSAResult.transform`` and applied by every prediction;
+        ``"std"`` unit variance; ``"sparse"`` unit variance per non-zero entry (σ_j/√f_j, f_j the fraction
         of rows where column j is non-zero): the same as ``"std"`` on columns without zeros, raw
         0/1 values on binary indicators, so rare columns are not lifted (sparse text / click data).
       Polish.refine: ``"auto"`` (default: 1 on sparse X in memory with a pointwise loss and
@@ -918,7 +932,8 @@ def fsa(
         runs in memory raises ValueError: place it with :func:`jaxselect.shard_rows` instead.
 
     Defaults: every ``"auto"`` is decided by the data at the boundary (:mod:`.defaults`; dense
-    real data keep the paper's N_iter = 500, no ridge, standardised columns). The paper's settings
+    real data keep the paper's N_iter = 500, no ridge, standardised columns; sparse raw counts
+    are fitted on ``log(1 + x)`` with the ridge ``8·k/N_w``). The paper's settings
     on any data: ``fsa(X, y, k, **js.FSA_PAPER)``.
 
     Deprecated keywords (one release, a ``DeprecationWarning`` each, the same result): ``tol``,
@@ -963,8 +978,9 @@ def fsa(
     options = resolve_defaults(options, X, sample_weight, sparse=sparse, streamed=stream_kind(X) in ("source", "memmap"))
     options = options._replace(polish=options.polish._replace(
         refine=_check_refine(options.polish.refine, options.bins, options.polish.enabled)))
+    X, l2, options, transform = _value_map(X, y, l2, options, sample_weight)
     if options.loss == "softmax":
-        return _fsa_softmax(X, y, sample_weight, l2, options)
+        return _with_transform(_fsa_softmax(X, y, sample_weight, l2, options), transform)
     in_jit = is_traced((y, sample_weight, l2, options.pairs))
     budget = None if in_jit else options.execution.max_memory
     source, lean = _stream_input(X, options.k, budget, options)
@@ -976,8 +992,31 @@ def fsa(
             "max_memory); this X runs in memory: place its rows with js.shard_rows(X, y, mesh=mesh) instead"
         )
     if source is not None:
-        return _fsa_streamed(source, y, sample_weight, l2, options, lean)
-    return _fsa_memory(X, y, sample_weight, l2, options)
+        return _with_transform(_fsa_streamed(source, y, sample_weight, l2, options, lean), transform)
+    return _with_transform(_fsa_memory(X, y, sample_weight, l2, options), transform)
+
+
+def _with_transform(result: FSAResult, transform) -> FSAResult:
+    return result if transform is None else result._replace(transform=transform)
+
+
+def _value_map(X, y, l2, options, sample_weight):
+    """``(X, l2, options, transform)``: ``l2="auto"`` resolved, and for ``scale="log1p"`` X's values
+    mapped (:func:`~jaxselect.anneal.scaling.log1p_values`), the columns then standardised."""
+    if options.scale != LOG1P:
+        return X, auto_l2(l2, options, X, sample_weight), options, None
+    if options.bins is not None:
+        raise ValueError(
+            "scale='log1p' maps the values of linear learners' columns; piecewise-linear learners (bins=...) bin "
+            "the raw values"
+        )
+    if is_traced((X, y)):
+        raise TypeError(
+            "scale='log1p' needs concrete X and y (the result records the transform, a str, which cannot leave "
+            "jax.jit): map X yourself (jnp.log1p) inside jit and pass scale='std'"
+        )
+    l2 = auto_l2(l2, options, X, sample_weight)
+    return log1p_values(X), l2, options._replace(scale="std"), LOG1P
 
 
 def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
@@ -1176,7 +1215,14 @@ def _scores(support, coef, intercept, x_min, bin_width, basis_mean, X):
     return pl_scores(idx, alpha, basis_mean.astype(dtype), coef.astype(dtype)) + intercept
 
 
+def _log1p_scores(support, coef, intercept, x_min, bin_width, basis_mean, X):
+    """:func:`_scores` of a model fitted on ``log1p`` values: X's support columns mapped first."""
+    Xs = apply_transform(jnp.take(X, support, axis=1), LOG1P)
+    return _scores(None, coef, intercept, x_min, bin_width, basis_mean, Xs)
+
+
 _scores_program = jit(_scores)
+_log1p_scores_program = jit(_log1p_scores)
 
 
 def fsa_scores(result: FSAResult, X) -> jax.Array:
@@ -1186,8 +1232,9 @@ def fsa_scores(result: FSAResult, X) -> jax.Array:
     piecewise-linear ones densify only the (n, k) support columns."""
     check_fsa_width(result, X.shape[1])
     model = (result.coef, result.intercept, result.status)
+    transform = result_transform(result)
     if is_sparse(X):
-        cols = X[:, host_array(result.support)]
+        cols = apply_transform(X[:, host_array(result.support)], transform)
         if result.x_min is None:  # in X's dtype (js.predict gives X in the model's)
             pred = np.asarray(cols @ host_array(result.coef).astype(X.dtype, copy=False))
             pred = pred + host_array(result.intercept).astype(X.dtype)
@@ -1198,6 +1245,6 @@ def fsa_scores(result: FSAResult, X) -> jax.Array:
         return check_predictions(pred, dense, model)
     if isinstance(X, np.ndarray):
         X = jax.device_put(X)
-    pred = _scores_program(result.support, result.coef, result.intercept, result.x_min, result.bin_width,
-                           result.basis_mean, X)
+    program = _scores_program if transform is None else _log1p_scores_program  # (the support's columns mapped)
+    pred = program(result.support, result.coef, result.intercept, result.x_min, result.bin_width, result.basis_mean, X)
     return check_predictions(pred, X, model)

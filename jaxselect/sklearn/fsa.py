@@ -14,6 +14,7 @@ from jaxselect._validation import clip_k
 from jaxselect.anneal import PiecewiseLinear, Polish, fsa, fsa_predict
 from jaxselect.anneal.defaults import is_auto
 from jaxselect.anneal.multiclass import SOFTMAX_LOSSES
+from jaxselect.anneal.scaling import apply_transform, result_transform
 from jaxselect.design import is_sparse
 from jaxselect.design.buckets import pad_design
 from jaxselect.design.stream import stream_kind
@@ -97,7 +98,7 @@ class _FSABase(_Selector, _Base):
                 polish=polish,
                 **options,
             )
-            self.result_ = _host(result)
+            self.result_ = _host(result)._replace(transform=result.transform)  # (a str, not an array)
         self.status_ = int(self.result_.status)
         support = np.asarray(self.result_.support)
         self.support_ = np.zeros(X.shape[1], bool)
@@ -117,6 +118,11 @@ class _FSABase(_Selector, _Base):
 
     def _scores(self, X):
         X = self._validate_X(X)
+        transform = result_transform(self.result_)
+        if self.bins is None and transform is not None:  # fitted on log1p values: the support's columns mapped
+            support = np.flatnonzero(self.support_)
+            coef = self.coef_[..., support]
+            return _linear_predict(apply_transform(X[:, support], transform), coef, self.intercept_)
         if self.bins is None:
             return _linear_predict(X, self.coef_, self.intercept_)
         dtype = np.asarray(self.result_.coef).dtype
@@ -136,15 +142,19 @@ class FSARegressor(RegressorMixin, _FSABase):
       n_iter, mu, lr, l2, bins, smoothness: as in :func:`jaxselect.fsa` (``l2``: mean loss +
         (l2/2)‖β‖² on standardised features; ``bins``: piecewise-linear learners).
       scale, l1, refine: as in :func:`jaxselect.fsa` (``scale``: how columns are scaled, raw 0/1
-        indicators keep their scale under ``"auto"``; ``l1``: the L1 polish; ``refine``: rounds of
-        gradient support pursuit). Every ``"auto"`` is :func:`jaxselect.fsa`'s data-dependent
-        default (:mod:`jaxselect.anneal.defaults`); the defaults before 0.6 on any data:
-        ``scale="std", n_iter=500, l1=None, refine=0``.
+        indicators keep their scale under ``"auto"`` and sparse raw counts are fitted on
+        ``log(1 + x)``; ``l1``: the L1 polish; ``refine``: rounds of gradient support pursuit).
+        Every ``"auto"`` (``l2`` too: a ridge on count data with a binary classification loss) is
+        :func:`jaxselect.fsa`'s data-dependent default (:mod:`jaxselect.anneal.defaults`); the
+        defaults before 0.4 on any data: ``scale="std", l2=0.0, n_iter=500, l1=None, refine=0``.
 
     Attributes:
       support_: (n_features,) bool, the k selected columns.
       coef_: (n_features,) raw-space coefficients, 0 off the support ((n_features, bins + 1) for
-        piecewise-linear learners).
+        piecewise-linear learners); with ``result_.transform == "log1p"`` (sparse counts under
+        ``scale="auto"``, or ``scale="log1p"``) they apply to ``log(1 + x)``, and ``predict``/
+        ``decision_function`` map X's support columns so. ``transform`` (the selector's) returns
+        the selected columns of X as given, unmapped.
       intercept_: float.
       result_: the :class:`jaxselect.FSAResult`.
       status_: int, the solver's status flags (0 = fine).
@@ -167,7 +177,7 @@ class FSARegressor(RegressorMixin, _FSABase):
         n_iter="auto",
         mu=300.0,
         lr=None,
-        l2=0.0,
+        l2="auto",
         bins=None,
         smoothness=0.0,
         scale="auto",
@@ -242,7 +252,7 @@ class FSARegressorCV(FSARegressor):
         n_iter="auto",
         mu=300.0,
         lr=None,
-        l2=0.0,
+        l2="auto",
         bins=None,
         smoothness=0.0,
         scale="auto",
@@ -367,7 +377,7 @@ class FSAClassifier(ClassifierMixin, _FSABase):
         n_iter="auto",
         mu=300.0,
         lr=None,
-        l2=0.0,
+        l2="auto",
         bins=None,
         smoothness=0.0,
         huber_h=0.1,
@@ -491,7 +501,7 @@ class FSAClassifierCV(FSAClassifier):
         n_iter="auto",
         mu=300.0,
         lr=None,
-        l2=0.0,
+        l2="auto",
         bins=None,
         smoothness=0.0,
         huber_h=0.1,
