@@ -419,14 +419,14 @@ def test_ridge_statistics_of_row_blocks_add_up():
     np.testing.assert_allclose(np.asarray(th), np.asarray(ref), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("p", [9, 300])  # 300: the 2 × 2 block elimination (p ≥ BLOCK_SOLVE_MIN)
+@pytest.mark.parametrize("p", [9, 300, 1030])  # Cholesky, 2 × 2 blocks, LU (BLOCK_SOLVE_MIN, LU_SOLVE_MIN)
 def test_all_actions_in_one_solve_match_numpy(p):
     """ridge_solve_actions: the C classification actions (one shared system) and the J acquisition
     actions (one system each, their own ridge weight) solved in one batched call equal numpy's solves
     of ``(G/m + l2·D) θ = b/m``; an action with m = 0 keeps its previous weights."""
-    from jaxselect.dwsm.policy_fit import BLOCK_SOLVE_MIN, ridge_solve_actions
+    from jaxselect.dwsm.policy_fit import BLOCK_SOLVE_MIN, LU_SOLVE_MIN, ridge_solve_actions
 
-    assert (p >= BLOCK_SOLVE_MIN) == (p == 300)
+    assert (p >= BLOCK_SOLVE_MIN) == (p > 9) and (p >= LU_SOLVE_MIN) == (p == 1030)
     rng = np.random.default_rng(2)
     C, J, n = 3, 4, 2 * p
     D = np.diag(np.r_[np.ones(p - 1), 0.0])

@@ -133,16 +133,24 @@ def _ridge_matrices(m, G, l2):
 #: factors and a batched matrix product): LAPACK's factorisation of a few hundred columns runs out of
 #: cache on the CPU, and two half-size factors plus a product cost half as much (p = 401, 200 systems)
 BLOCK_SOLVE_MIN = 256
+#: systems at least this large are solved by LU (``jnp.linalg.solve``), as before issue 36's third part:
+#: measured on the grouped 10 000 × 1 000 problem (101 systems of 2001, one iteration, first call),
+#: LU 76 s, the 2 × 2 blocks 91 s, a plain Cholesky 196 s
+LU_SOLVE_MIN = 1024
 
 
 def _cholesky_solve(H, rhs):
     """Solve the SPD systems ``H x = rhs`` (batched; ``G/m + l2·D`` is positive definite for l2 > 0:
-    the bias entry of ``G/m`` is 1): a Cholesky factor and two triangular solves, or for p ≥
-    ``BLOCK_SOLVE_MIN`` the same elimination in 2 × 2 blocks ``[[A, B], [Bᵀ, C]]``: ``A = L Lᵀ``,
-    ``Y = L⁻¹B``, the Schur complement ``S = C − YᵀY`` (SPD) solved by Cholesky, then back-substitution."""
+    the bias entry of ``G/m`` is 1): a Cholesky factor and two triangular solves; for
+    ``BLOCK_SOLVE_MIN`` ≤ p < ``LU_SOLVE_MIN`` the same elimination in 2 × 2 blocks
+    ``[[A, B], [Bᵀ, C]]``: ``A = L Lᵀ``, ``Y = L⁻¹B``, the Schur complement ``S = C − YᵀY`` (SPD)
+    solved by Cholesky, then back-substitution; for p ≥ ``LU_SOLVE_MIN`` LU (what measured fastest
+    on this CPU at each size)."""
     p = H.shape[-1]
     if p < BLOCK_SOLVE_MIN:
         return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H, lower=True), rhs)
+    if p >= LU_SOLVE_MIN:
+        return jnp.linalg.solve(H, rhs)
     k = p // 2
     L1 = jnp.linalg.cholesky(H[:, :k, :k])
     tri = jax.lax.linalg.triangular_solve
