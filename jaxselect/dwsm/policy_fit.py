@@ -218,4 +218,3 @@ def ridge_fit(Phi, Q, W, l2, theta_prev, *, gram_batch: int = 8):
     """
     m, Bs, Gs = ridge_stats(Phi, Q, W, gram_batch=gram_batch)
     return ridge_solve(m, Bs, Gs, l2, theta_prev)
-
