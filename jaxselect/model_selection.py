@@ -74,6 +74,7 @@ from jaxselect.sequencing.engine import clip_steps
 from jaxselect.groups import as_groups
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, OK
+from jaxselect.programs import jit
 
 __all__ = ["CVResult", "cross_validate_fsa", "cross_validate_path", "fold_masks"]
 
@@ -300,7 +301,7 @@ def _path_scores(path, X, Y, test_w, *, score: str):
     return jnp.concatenate([null[None], scores])
 
 
-@partial(jax.jit, static_argnames=("method", "k", "criterion", "cost_sensitive", "whiten", "score"))
+@partial(jit, static_argnames=("method", "k", "criterion", "cost_sensitive", "whiten", "score"))
 def _cv_weighted(X, Y, groups, train_w, test_w, l2, c_min, *, method, k, criterion, cost_sensitive, whiten, score):
     from jaxselect.sequencing.prepare import prepare
 
@@ -507,7 +508,7 @@ def cross_validate_path(
 # ---------------------------------------------------------------------------------------------
 # FSA over a grid of k.
 
-@partial(jax.jit, static_argnames=("k", "score", "options"))
+@partial(jit, static_argnames=("k", "score", "options"))
 def _cv_fsa(X, y, rows, row_w, test_w, l2, *, k, score, options):
     # The folds score the schedule's own fit (polish=False): XLA's CPU compiler crashed compiling the
     # polish's Newton solve vmapped over folds on a two-column problem; the final fit is polished.
@@ -533,7 +534,7 @@ def _fsa_keywords(opts: dict, **extra) -> dict:
     return dict(loss=loss, n_iter=opts["n_iter"], mu=opts["mu"], lr=opts["lr"], learner=learner, **extra)
 
 
-@partial(jax.jit, static_argnames=("score", "options", "plan"))
+@partial(jit, static_argnames=("score", "options", "plan"))
 def _cv_fsa_linear(X, y, rows, row_w, test_w, l2, schedule, n_iter, lr, *, score, options, plan):
     """:func:`_cv_fsa` for linear learners with the schedule as data: every k of the grid shares this
     program (the stages of the largest k, ``plan``). Each fold runs

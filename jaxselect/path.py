@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxselect._repr import short_repr
+from jaxselect.programs import jit
 
 __all__ = ["SelectionPath", "RLSResult", "LINKS", "link_code", "rls_to_path"]
 
@@ -261,7 +262,7 @@ def rls_to_path(result: RLSResult) -> SelectionPath:
     )
 
 
-@partial(jax.jit, static_argnames=("d",))
+@partial(jit, static_argnames=("d",))
 def _to_path(selected, loo, null_loo, coef_path, intercept_path, null_intercept, status, *, d):
     k, _, T = coef_path.shape
     dt = coef_path.dtype

@@ -12,7 +12,10 @@ static arguments), and evicting it clears that instance, which frees its executa
 * :func:`clear_compiled` drops every compiled program of the library now;
 * :func:`set_max_programs` bounds the cache (default 32, or ``JAXSELECT_MAX_PROGRAMS``);
 * :func:`enable_persistent_cache` turns on JAX's persistent compilation cache, so a new process
-  loads the library's programs from disk instead of compiling them.
+  loads the library's programs from disk instead of compiling them;
+* on the CPU, small inputs compile the cheap way (:data:`CPU_COMPILER_OPTIONS`, and up to
+  :func:`quick_compile_max_bytes` also :data:`QUICK_COMPILE_OPTIONS`):
+  :func:`set_quick_compile_max_bytes` moves that bound.
 
 Inside a traced program (a user's ``jax.jit``, ``vmap`` or ``grad``) the wrapped function traces
 into the caller's program and nothing is cached here.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import inspect
 import os
 import threading
 
@@ -30,7 +34,10 @@ import numpy as np
 
 from jaxselect._compat import is_tracer, jit_cache_size, top_level
 
-__all__ = ["clear_compiled", "enable_persistent_cache", "jit", "max_programs", "set_max_programs"]
+__all__ = [
+    "clear_compiled", "enable_persistent_cache", "jit", "max_programs", "quick_compile_max_bytes", "set_max_programs",
+    "set_quick_compile_max_bytes",
+]
 
 _DEFAULT_MAX = 32
 _LOCK = threading.RLock()
@@ -128,12 +135,61 @@ def enable_persistent_cache(directory: str | os.PathLike | None = None) -> str:
 CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
 #: inputs (all array arguments together) above this many bytes compile with XLA's defaults
 CHEAP_COMPILE_MAX_BYTES = 64 << 20
+#: XLA options added on inputs up to :data:`QUICK_COMPILE_MAX_BYTES`: LLVM's optimisation off (the
+#: settings of ``jax_disable_most_optimizations``). Compiling is then 2-2.5x faster and the
+#: kernels run 1.3-4x slower (FSA on 2 000 x 200: compile 7.6 s -> 3.0 s, a run 36 -> 150 ms;
+#: ``benchmarks/bench_cold.py``): on such inputs a program must run dozens of times before the
+#: optimised kernels repay their compile. The matrix products call the same library kernels on
+#: both paths; results agree to rounding (tests/test_default_compile.py).
+QUICK_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+#: inputs up to this many bytes compile with :data:`QUICK_COMPILE_OPTIONS` too (environment:
+#: ``JAXSELECT_QUICK_COMPILE_MAX_BYTES``; 0 turns them off)
+QUICK_COMPILE_MAX_BYTES = 2 << 20
 _CPU_OPTIONS_USABLE = [True]
 
 
-def cpu_compiler_options() -> dict:
-    """The XLA options the library's next CPU compile passes (:data:`CPU_COMPILER_OPTIONS`, or none
-    when the environment asks for XLA's defaults or this XLA does not know them).
+_QUICK_BOUND: list = [None]  # set_quick_compile_max_bytes's value (None: the environment's, or the default)
+
+
+def quick_compile_max_bytes() -> int:
+    """The input size up to which programs compile with :data:`QUICK_COMPILE_OPTIONS` (bytes):
+    :func:`set_quick_compile_max_bytes`'s value, else ``JAXSELECT_QUICK_COMPILE_MAX_BYTES``, else
+    :data:`QUICK_COMPILE_MAX_BYTES`.
+
+    >>> from jaxselect.programs import quick_compile_max_bytes
+    >>> quick_compile_max_bytes() >= 0
+    True
+    """
+    if _QUICK_BOUND[0] is not None:
+        return _QUICK_BOUND[0]
+    value = os.environ.get("JAXSELECT_QUICK_COMPILE_MAX_BYTES", "")
+    return int(value) if value.strip() else QUICK_COMPILE_MAX_BYTES
+
+
+def set_quick_compile_max_bytes(n_bytes: int | None) -> int:
+    """Compile programs on inputs up to ``n_bytes`` with LLVM's optimisation off
+    (:data:`QUICK_COMPILE_OPTIONS`); 0 keeps it on everywhere — for a loop that refits one small
+    shape hundreds of times, where the optimised kernels repay their compile — and None restores
+    the default. Programs already compiled keep their options (:func:`clear_compiled` drops
+    them). Returns the previous bound.
+
+    >>> from jaxselect.programs import set_quick_compile_max_bytes
+    >>> previous = set_quick_compile_max_bytes(0)
+    >>> set_quick_compile_max_bytes(None)  # back to the default
+    0
+    """
+    if n_bytes is not None and (isinstance(n_bytes, bool) or not isinstance(n_bytes, (int, np.integer)) or n_bytes < 0):
+        raise ValueError(f"quick compile bytes must be an integer >= 0 or None; got {n_bytes!r}")
+    previous = quick_compile_max_bytes()
+    _QUICK_BOUND[0] = None if n_bytes is None else int(n_bytes)
+    return previous
+
+
+def cpu_compiler_options(n_bytes: int | None = None) -> dict:
+    """The XLA options the library's next CPU compile passes on inputs of ``n_bytes`` (None: the
+    options of every small input, :data:`CPU_COMPILER_OPTIONS`; up to
+    :func:`quick_compile_max_bytes` also :data:`QUICK_COMPILE_OPTIONS`), or none when the
+    environment asks for XLA's defaults or this XLA does not know them.
 
     >>> from jaxselect.programs import cpu_compiler_options
     >>> isinstance(cpu_compiler_options(), dict)
@@ -145,7 +201,10 @@ def cpu_compiler_options() -> dict:
         or any(name in os.environ.get("XLA_FLAGS", "") for name in CPU_COMPILER_OPTIONS)
     ):
         return {}
-    return dict(CPU_COMPILER_OPTIONS)
+    options = dict(CPU_COMPILER_OPTIONS)
+    if n_bytes is not None and n_bytes <= quick_compile_max_bytes():
+        options.update(QUICK_COMPILE_OPTIONS)
+    return options
 
 
 def _input_bytes(args, kwargs) -> int:
@@ -159,17 +218,21 @@ def _input_bytes(args, kwargs) -> int:
     return total
 
 
-def _compile_options(options: dict, n_bytes: int) -> dict:
+def _compile_options(options: dict, n_bytes: int, quick: bool | int = True) -> dict:
     """``options`` with the library's CPU compiler options (small inputs on a CPU backend, unless
-    the caller set its own)."""
+    the caller set its own); ``quick``: True (:data:`QUICK_COMPILE_OPTIONS` up to
+    :func:`quick_compile_max_bytes`), False (never), or a program's own lower bound in bytes."""
     if "compiler_options" in options or jax.default_backend() != "cpu" or n_bytes > CHEAP_COMPILE_MAX_BYTES:
         return options
-    extra = cpu_compiler_options()
+    if quick is not True and (quick is False or n_bytes > quick):
+        extra = cpu_compiler_options(None)
+    else:
+        extra = cpu_compiler_options(n_bytes)
     return {**options, "compiler_options": extra} if extra else options
 
 
 def _unknown_option(err: Exception) -> bool:
-    return any(name in str(err) for name in CPU_COMPILER_OPTIONS)
+    return any(name in str(err) for name in {**CPU_COMPILER_OPTIONS, **QUICK_COMPILE_OPTIONS})
 
 
 def _leaf_key(x):
@@ -185,21 +248,44 @@ def _leaf_key(x):
     return (type(x), getattr(x, "shape", None), getattr(x, "dtype", None))
 
 
+def _static_positions(fun, names, numbers) -> dict:
+    """``{position: name}`` of the static arguments that a call may pass by position."""
+    numbers = (numbers,) if isinstance(numbers, int) else tuple(numbers or ())
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return {i: f"#{i}" for i in numbers}
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    found = {i: name for i, name in enumerate(positional) if name in names}
+    found.update({i: positional[i] if i < len(positional) else f"#{i}" for i in numbers})
+    return found
+
+
 class BoundedJit:
     """``jax.jit(fun, **options)`` whose compiled signatures live in the library's bounded cache."""
 
-    def __init__(self, fun, **options):
+    def __init__(self, fun, quick: bool | int = True, **options):
         functools.update_wrapper(self, fun)
         self._fun = fun
         self._options = options
+        self._quick = quick
         static = options.get("static_argnames", ()) or ()
         self._static = (static,) if isinstance(static, str) else tuple(static)
+        self._static_positions = _static_positions(fun, self._static, options.get("static_argnums", ()))
         self._traced = jax.jit(fun, **options)  # for calls inside a traced program: nothing compiled
         self._keys: set = set()
 
     def _signature(self, args, kwargs):
         dynamic = {k: v for k, v in kwargs.items() if k not in self._static}
-        static = tuple(sorted((k, v) for k, v in kwargs.items() if k in self._static))
+        static = [(k, v) for k, v in kwargs.items() if k in self._static]
+        if self._static_positions:  # static arguments passed by position: keyed by value too
+            args = list(args)
+            for i, name in self._static_positions.items():
+                if i < len(args):
+                    static.append((name, args[i]))
+                    args[i] = None
+            args = tuple(args)
+        static = tuple(sorted(static, key=lambda item: item[0]))
         leaves, tree = jax.tree.flatten((args, dynamic))
         if any(is_tracer(leaf) for leaf in leaves):
             return None
@@ -221,7 +307,8 @@ class BoundedJit:
                 return fun(*a, **k)
 
             functools.update_wrapper(program, fun)
-            fn = _CACHE[key] = jax.jit(program, **_compile_options(self._options, _input_bytes(args, kwargs)))
+            options = _compile_options(self._options, _input_bytes(args, kwargs), self._quick)
+            fn = _CACHE[key] = jax.jit(program, **options)
             self._keys.add(key)
             _evict()
             return fn
@@ -268,9 +355,11 @@ class BoundedJit:
         return f"<jaxselect.programs.jit of {getattr(self._fun, '__qualname__', self._fun)!r}>"
 
 
-def jit(fun=None, **options):
+def jit(fun=None, *, quick: bool | int = True, **options):
     """``jax.jit`` with the library's bounded program cache; as a decorator with or without options
-    (``@jit``, ``@functools.partial(jit, static_argnames=...)``)."""
+    (``@jit``, ``@functools.partial(jit, static_argnames=...)``). ``quick``: a program whose run
+    is long next to its compile on small inputs (many passes over the data, e.g. DWSM's rollouts)
+    passes False, or the input bytes up to which :data:`QUICK_COMPILE_OPTIONS` still pay."""
     if fun is None:
-        return functools.partial(jit, **options)
-    return BoundedJit(fun, **options)
+        return functools.partial(jit, quick=quick, **options)
+    return BoundedJit(fun, quick=quick, **options)

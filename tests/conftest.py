@@ -49,28 +49,6 @@ def _release_compiled_programs():
     gc.collect()
 
 
-@pytest.fixture(scope="module")
-def cheap_compiles():
-    """Compile with XLA's cheapest optimisation settings for one module (``pytestmark =
-    pytest.mark.usefixtures("cheap_compiles")``).
-
-    For modules that fit small problems of many shapes once or twice each (the scikit-learn checks,
-    the estimators, cross-validation, the DWSM fits, the docs' examples): compiling dominates
-    there, running takes milliseconds. The
-    settings change how XLA optimises, not what is computed; :func:`_release_compiled_programs`
-    drops the programs after the module, so no other test runs them.
-    """
-    saved = (
-        jax.config.values["jax_disable_most_optimizations"],
-        jax.config.values["jax_exec_time_optimization_effort"],
-    )
-    jax.config.update("jax_disable_most_optimizations", True)
-    jax.config.update("jax_exec_time_optimization_effort", -1.0)
-    yield
-    jax.config.update("jax_disable_most_optimizations", saved[0])
-    jax.config.update("jax_exec_time_optimization_effort", saved[1])
-
-
 # ------------------------------------------------------------------------------ fuzz report
 # Each fuzz test (tests/test_fuzz.py) checks its own outcome counts and records them as a user
 # property; pytest-xdist sends those to the controller with the test reports, so the totals below are

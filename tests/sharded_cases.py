@@ -157,8 +157,7 @@ def test_sequencing(gram, offset, kind):
         with p.context():
             b = solver(js.prepare(*p.sharded, groups, gram=gram, sample_weight=p.w))
         assert a.order.tolist() == b.order.tolist()
-        # float32 XᵀX − nμμᵀ summed over 4 devices (and compiled with XLA's cheapest settings by
-        # test_sharding.py): coefficients of ~0.04 agree to ~3e-5
+        # float32 XᵀX − nμμᵀ summed over 4 devices: coefficients of ~0.04 agree to ~3e-5
         close(a, b, atol=5e-5)
 
 
@@ -237,7 +236,10 @@ def test_fsa(loss, kind):
     X = rng.standard_normal((N, 16))
     y = X[:, 4] - 2 * X[:, 11] + 0.1 * rng.standard_normal(N)
     if loss == "logistic":
-        y = (y > 0).astype(float)
+        # labels with noise: on separable labels the logistic minimiser is at infinity and the
+        # polish stops anywhere along that ray within its tolerance (coefficients of ~10³ whose
+        # last digits depend on rounding)
+        y = (X[:, 4] - 2 * X[:, 11] + rng.standard_normal(N) > 0).astype(float)
     p = Placed(kind, X, y)
     a = js.fsa(*p.ref, 2, loss=loss, n_iter=20)
     with p.context():

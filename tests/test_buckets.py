@@ -11,8 +11,6 @@ from compile_count import count_compiles
 from jaxselect.design.buckets import bucket, pad_columns, pad_design, pad_rows
 from jaxselect.sklearn import FSAClassifier, FSARegressor
 
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
-
 
 def test_buckets_are_few_and_tight():
     sizes = np.arange(1, 5000)

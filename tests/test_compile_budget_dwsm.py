@@ -21,7 +21,6 @@ from compile_count import count_compiles
 from jaxselect.dwsm import RCPIOptions
 from jaxselect.sklearn import DWSMClassifier
 
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 #: programs compiled by a first call (the issue's budget is 2: the front door's summary + the solve)
 BUDGET = {"dwsm_fit": 1, "DWSMClassifier.fit": 1, "dwsm_fit(progress=True)": 6}

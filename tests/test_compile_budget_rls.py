@@ -6,7 +6,7 @@ flags, from empty caches (``jax.clear_caches()`` and the library's
 :func:`compile_count.count_compiles`. The two programs are the front door's summary pass and the
 solve (problem, steps, finish and output shaping in one program); no eager ``jnp`` op runs between
 them. A second identical call compiles nothing. Run in a subprocess so no other test's warm caches
-(or ``cheap_compiles`` settings) can hide a program.
+can hide a program.
 """
 
 import json

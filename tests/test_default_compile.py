@@ -2,12 +2,13 @@
 defaults, and XLA's cheapest settings.
 
 On the CPU the library compiles small inputs with XLA:CPU's legacy emitters
-(``jaxselect.programs.CPU_COMPILER_OPTIONS``: about half the compile time);
-``JAXSELECT_XLA_DEFAULTS=1`` restores XLA's own defaults (the fusion emitters); and several test
-modules compile with XLA's cheapest optimisation settings (``cheap_compiles`` in
-``tests/conftest.py``). Here each family runs on tiny data on each path, from empty caches (so the
-programs really are compiled here), and the results must agree — so the references checked on one
-path hold on the others. No ``cheap_compiles``.
+(``jaxselect.programs.CPU_COMPILER_OPTIONS``: about half the compile time), and the smallest
+(``programs.QUICK_COMPILE_MAX_BYTES``) with LLVM's optimisation off as well
+(``programs.QUICK_COMPILE_OPTIONS``); ``JAXSELECT_XLA_DEFAULTS=1`` restores XLA's own defaults
+(the fusion emitters, full optimisation), and ``jax_disable_most_optimizations`` is JAX's switch
+for the cheapest settings. Here each family runs on tiny data on each path, from empty caches (so
+the programs really are compiled here), and the results must agree — so the references the suite
+checks on the library's path hold on the others.
 """
 
 import contextlib

@@ -13,12 +13,7 @@ import os
 import pkgutil
 import re
 
-import pytest
-
 import jaxselect
-
-# small examples of many shapes, each compiled once: compiling dominates (see conftest.cheap_compiles)
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(ROOT, "docs")

@@ -59,11 +59,6 @@ def with_rcpi(fit_kw, **changes):
     """``fit_kw`` with some fields of its ``rcpi=RCPIOptions(...)`` changed."""
     return {**fit_kw, "rcpi": fit_kw["rcpi"].replace(**changes)}
 
-# many small fits of distinct programs, each compiled once or twice: compiling dominates, so this
-# module compiles with XLA's cheapest settings (conftest.cheap_compiles; the DWSM cases of
-# test_sample_weight, test_examples and the sharded cases keep the default ones)
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
-
 
 def use_dtype(request, dtype):
     """Switch float64 on for this test when asked (the suite's default is float32)."""

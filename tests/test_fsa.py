@@ -220,7 +220,9 @@ def test_step_by_hand_with_optimizer_equals_compacted_fsa():
         support, coef, intercept, objective = _by_hand(X, y, "squared", optimizer=optax.adam(0.05))
     np.testing.assert_array_equal(res.support, support)
     np.testing.assert_allclose(res.coef, coef, rtol=1e-3, atol=1e-4)
-    np.testing.assert_allclose(res.loss_path, objective, rtol=1e-5, atol=1e-6)
+    # Adam's first steps are ±lr on every coordinate whatever |g| (m̂/√v̂ = sign g): a gradient at
+    # rounding level (fsa's program and the hand-made one compile differently) moves F by ~1e-3
+    np.testing.assert_allclose(res.loss_path, objective, rtol=2e-3, atol=1e-6)
     assert np.isnan(np.asarray(res.step_size)).all()
 
 

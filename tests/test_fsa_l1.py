@@ -19,7 +19,6 @@ import scipy.sparse as sp
 import jaxselect as js
 from jaxselect.anneal.owlqn import owlqn, pseudo_gradient
 
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 N, M, K = 300, 24, 8
 

@@ -14,7 +14,6 @@ from jaxselect import losses
 from jaxselect.anneal import Execution, FSACarry, FSAStage, PiecewiseLinear, Polish, fsa_solver
 from jaxselect.solver import Solver, iterate
 
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 N, M, K, NITER = 300, 30, 3, 60
 

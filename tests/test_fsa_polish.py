@@ -21,9 +21,6 @@ from jaxselect.anneal.polish import polish
 
 import reference_fsa as ref
 
-# small problems, a few shapes: compiling dominates (the default-compile path of fsa, polish
-# included, is checked against this one by tests/test_default_compile.py)
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 N, M, K, NITER = 300, 24, 3, 60
 TRUE = [3, 11, 17]

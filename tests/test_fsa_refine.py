@@ -17,7 +17,6 @@ import scipy.sparse as sp
 import jaxselect as js
 from jaxselect.anneal import k_bucket
 
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 N, M, K = 400, 40, 2
 L2 = 1e-3
@@ -97,8 +96,9 @@ def test_a_round_without_gain_returns_the_unrefined_fit():
     for rounds in (1, 3):
         refined = js.fsa(X, y, 2, loss="logistic", n_iter=40, refine=rounds)
         assert refined.support.tolist() == plain.support.tolist()
-        np.testing.assert_array_equal(np.asarray(refined.coef), np.asarray(plain.coef))
-        np.testing.assert_array_equal(np.asarray(refined.intercept), np.asarray(plain.intercept))
+        # the same fit, run as separate programs (the schedule, then the polish) instead of one: rounding
+        np.testing.assert_allclose(np.asarray(refined.coef), np.asarray(plain.coef), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(refined.intercept), np.asarray(plain.intercept), rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("fmt", ["csr", "csc"])

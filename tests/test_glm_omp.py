@@ -17,8 +17,6 @@ from jaxselect.losses import glm_loss
 from jaxselect.newton import glm_risk, glm_risk_grad
 from jaxselect.sequencing.prepare import whiten_design
 
-# many small programs, each compiled once or twice: XLA's cheapest settings (conftest.cheap_compiles)
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 sklearn_linear = pytest.importorskip("sklearn.linear_model")
 

@@ -480,8 +480,8 @@ def test_inside_user_jit_and_no_recompilation():
 
     traced = fit(X, Y)
     np.testing.assert_array_equal(np.asarray(traced.selected), np.asarray(eager.selected))
-    for a, b in zip(traced, eager):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+    for a, b in zip(traced, eager):  # the eager call's program compiles the library's quick way
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
     with count_compiles() as compiles:
         again = fit(X.copy(), Y.copy())  # fresh, equal arrays
         eager2 = greedy_rls(X.copy(), Y.copy(), 4, l2=0.01, bias=1.0)

@@ -20,8 +20,6 @@ from jaxselect.sequencing import engine
 from jaxselect.sequencing import rules as seq
 from jaxselect.sequencing.criteria import lean_steps, raw_slot_capacity, slot_capacity
 
-# many small programs, each compiled once or twice: XLA's cheapest settings (conftest.cheap_compiles)
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 prepare_mod = importlib.import_module("jaxselect.sequencing.prepare")  # the module (js.prepare is the function)
 

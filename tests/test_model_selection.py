@@ -11,9 +11,6 @@ COSTS = [1.0, 2.5, 1.0, 4.0, 0.5]
 IDS = [0, 1, 1, 2, 3, 4]
 
 
-pytestmark = pytest.mark.usefixtures("cheap_compiles")  # see tests/conftest.py
-
-
 def _data(seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(N, D)).astype(np.float32)

@@ -16,10 +16,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
-
-# compiling dominates these small problems: XLA's cheapest settings here and in the processes
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "examples", "multihost.py")
@@ -35,7 +31,6 @@ def _example():
 def _run_two_processes(out, reference, *flags):
     """Start the example's 2 processes, compute ``reference()`` here while they run; ``(stdout, ref)``."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    env.update(JAX_DISABLE_MOST_OPTIMIZATIONS="true", JAX_EXEC_TIME_OPTIMIZATION_EFFORT="-1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)  # jaxselect need not be installed
     proc = subprocess.Popen(
         [sys.executable, SCRIPT, "--spawn-local", "--out", str(out), "--timeout", "240", *flags],

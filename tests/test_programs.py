@@ -55,6 +55,32 @@ def test_static_arguments_are_part_of_the_signature(small_cache):
     assert powers._cache_size() == 2
 
 
+def test_static_arguments_passed_by_position_are_separate_entries(small_cache):
+    """A static argument given by position (static_argnames or static_argnums) keys its own cache
+    entry, so the bound counts each compiled program once."""
+    from functools import partial
+
+    @partial(programs.jit, static_argnames=("n",))
+    def by_name(x, n):
+        return x * n
+
+    @partial(programs.jit, static_argnums=1)
+    def by_number(x, n):
+        return x + n
+
+    x = np.ones(3, np.float32)
+    previous = js.set_max_programs(16)
+    try:
+        js.clear_compiled()
+        assert float(by_name(x, 2)[0]) == 2.0 and float(by_name(x, 3)[0]) == 3.0
+        assert float(by_number(x, 2)[0]) == 3.0 and float(by_number(x, 5)[0]) == 6.0
+        assert len(programs._CACHE) == 4 and by_name._cache_size() == 2 and by_number._cache_size() == 2
+        by_name(x, 3), by_number(x, 5)  # the same signatures again: no new entry
+        assert len(programs._CACHE) == 4
+    finally:
+        js.set_max_programs(previous)
+
+
 def test_least_recently_used_is_dropped(small_cache):
     xs = [np.ones((5 + i, 3), np.float32) for i in range(6)]
     for x in xs[:4]:
@@ -125,22 +151,29 @@ def test_typed_prng_keys_are_a_signature_like_any_array(small_cache):
 
 
 def test_small_inputs_compile_with_the_cheap_cpu_options(monkeypatch):
-    """Small inputs on the CPU: the legacy emitters (about half the compile time); large inputs and
-    ``JAXSELECT_XLA_DEFAULTS=1``: XLA's own defaults; an XLA that rejects the option: its defaults
-    from then on, the call still answered."""
+    """Small inputs on the CPU: the legacy emitters (about half the compile time), and on the
+    smallest LLVM's optimisation off too; large inputs and ``JAXSELECT_XLA_DEFAULTS=1``: XLA's own
+    defaults; an XLA that rejects the option: its defaults from then on, the call still answered."""
     from jaxselect import programs
 
     if jax.default_backend() != "cpu":
         pytest.skip("CPU options")
-    small = programs._compile_options({}, 1000)
+    quick = programs.quick_compile_max_bytes()
+    tiny = programs._compile_options({}, 1000)
+    assert tiny["compiler_options"] == {**programs.CPU_COMPILER_OPTIONS, **programs.QUICK_COMPILE_OPTIONS}
+    small = programs._compile_options({}, quick + 1)
     assert small["compiler_options"] == programs.CPU_COMPILER_OPTIONS
     assert "compiler_options" not in programs._compile_options({}, programs.CHEAP_COMPILE_MAX_BYTES + 1)
+    monkeypatch.setenv("JAXSELECT_QUICK_COMPILE_MAX_BYTES", "0")
+    assert programs._compile_options({}, 1000)["compiler_options"] == programs.CPU_COMPILER_OPTIONS
+    monkeypatch.delenv("JAXSELECT_QUICK_COMPILE_MAX_BYTES")
     assert programs._compile_options({"compiler_options": {"a": 1}}, 10) == {"compiler_options": {"a": 1}}
     monkeypatch.setenv("JAXSELECT_XLA_DEFAULTS", "1")
     assert programs._compile_options({}, 1000) == {}
     monkeypatch.delenv("JAXSELECT_XLA_DEFAULTS")
 
     monkeypatch.setattr(programs, "CPU_COMPILER_OPTIONS", {"xla_jaxselect_no_such_option": True})
+    monkeypatch.setattr(programs, "QUICK_COMPILE_OPTIONS", {})
     monkeypatch.setattr(programs, "_CPU_OPTIONS_USABLE", [True])
     f = programs.jit(lambda x: 2 * x + 1)
     np.testing.assert_array_equal(np.asarray(f(np.arange(3.0, dtype=np.float32))), [1.0, 3.0, 5.0])

@@ -12,9 +12,6 @@ from jax.test_util import check_grads
 import jaxselect as js
 from compile_count import count_compiles
 
-# many small programs, each compiled once or twice: XLA's cheapest settings (conftest.cheap_compiles)
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
-
 
 def data(seed=0, n=40, d=5, T=2):
     rng = np.random.default_rng(seed)
@@ -150,8 +147,9 @@ def test_rls_refit_float32_matches_greedy_rls_and_ignores_minus_one():
     # −1 (a greedy step that found nothing, under a user's jit) is ignored; so is a traced support.
     padded = np.concatenate([np.asarray(res.selected), [-1]]).astype(np.int32)
     coef2, b2 = jax.jit(lambda s: js.rls_refit(X, Y[:, 0], s, l2=0.01, bias=1.0))(padded)
-    np.testing.assert_allclose(coef2, coef, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(b2, b, rtol=1e-5, atol=1e-6)
+    # (float32 rounding: the user's jit compiles with XLA's defaults, the call the library's quick way)
+    np.testing.assert_allclose(coef2, coef, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(b2, b, rtol=1e-4, atol=1e-6)
     # l2 may be traced: vmap over a grid equals one call per value.
     grid = jnp.asarray([0.01, 0.1], jnp.float32)
     coefs, _ = jax.vmap(lambda l2: js.rls_refit(X, Y, res.selected, l2=l2))(grid)

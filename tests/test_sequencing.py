@@ -10,8 +10,6 @@ import pytest
 import jaxselect as js
 import reference as ref
 
-# many small programs, each compiled once or twice: XLA's cheapest settings (conftest.cheap_compiles)
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 L2 = 1e-3
 

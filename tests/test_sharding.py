@@ -25,9 +25,6 @@ def test_sharded_equals_unsharded_and_x_is_not_gathered(tmp_path):
         + f" --xla_force_host_platform_device_count=4 --xla_dump_to={dump} --xla_dump_hlo_as_text"
         + " --xla_dump_hlo_pass_re=^$"
     ).strip()
-    # compiling dominates these small cases: XLA's cheapest settings (as conftest.cheap_compiles);
-    # the SPMD partitioner, which places the collectives checked below, runs all the same
-    env["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "true"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.join(here, "sharded_cases.py")],
         cwd=os.path.dirname(here),

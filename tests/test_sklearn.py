@@ -32,9 +32,6 @@ COSTS = [2.0, 1.0, 3.0, 1.5]
 NAMES = ["age", "bmi", "glucose", "insulin", "bp", "skin"]
 
 
-pytestmark = pytest.mark.usefixtures("cheap_compiles")  # see tests/conftest.py
-
-
 def _data(seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(N, D)).astype(np.float32)

@@ -1,7 +1,7 @@
 """Every estimator of jaxselect.sklearn, constructed with its defaults, passes scikit-learn's checks.
 
 ``ESTIMATORS`` holds default-constructed instances (``check_estimator(Est())`` as a user would run
-it); the checks fit them on tiny data, with XLA's cheapest compile settings (``cheap_compiles``).
+it); the checks fit them on tiny data.
 A check that cannot apply to an estimator is listed in ``EXPECTED_FAILED`` with the reason.
 """
 
@@ -65,9 +65,6 @@ EXPECTED_FAILED = {
         ),
     },
 }
-
-
-pytestmark = pytest.mark.usefixtures("cheap_compiles")  # see tests/conftest.py
 
 
 _CACHE_OWNER = [None]

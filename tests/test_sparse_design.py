@@ -15,8 +15,6 @@ from jax.experimental import sparse as jsparse
 import jaxselect as js
 from jaxselect.design import DesignOperator, HostSparseDesign, SparseDesign, as_data, as_sparse_csr
 
-# many small programs, each run once or twice: XLA's cheapest compile settings (same results)
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 N, D = 37, 8
 

@@ -16,8 +16,6 @@ from jax.experimental import sparse as jsparse
 import jaxselect as js
 from jaxselect.design import sparse as sparse_module
 
-# many small programs, each run once or twice: XLA's cheapest compile settings (same results)
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 N, D = 60, 8
 FORMATS = [sp.csr_matrix, sp.csc_matrix, sp.coo_matrix, sp.csr_array]

@@ -15,7 +15,6 @@ import jaxselect as js
 from jaxselect.anneal import fsa_prepare
 import reference_fsa as ref
 
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 N, M = 300, 120
 #: the dense defaults on a sparse X (no L1 polish, no refinement), to compare the two storages

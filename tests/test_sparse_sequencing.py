@@ -14,7 +14,6 @@ from jax.experimental import sparse as jsparse
 import jaxselect as js
 from jaxselect.design import SparseDesign
 
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 FORMATS = {
     "csr": sp.csr_matrix,

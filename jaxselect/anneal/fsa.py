@@ -370,7 +370,7 @@ def _check_k_live(live, k: int) -> int:
 
 
 # --------------------------------------------------------------------------- preparation
-@functools.partial(jax.jit, static_argnames="bins")
+@functools.partial(jit, static_argnames="bins")
 def _prepare_pl(X, bins, w=None):
     grid = pl_grid(X, bins, w)
     idx, alpha = pl_encode(X, grid, bins)

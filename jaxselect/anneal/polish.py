@@ -20,8 +20,11 @@ is ``max|◇(F + λ‖c‖₁)| ≤ min(tol·σ, λ/2)`` on the minimum-norm sub
 resolves the penalty: from a converged ridge start, ``tol·σ`` alone may already hold when λ is
 of the order of the tolerance, as ``λ ≈ 1/(C·N)`` is on large N).
 
-Solvers. Linear learners with a pointwise built-in loss go through the library's damped Newton
-solver (:func:`jaxselect.newton.glm_newton`, Armijo backtracking, Cholesky or CG steps): squared
+Solvers. Linear learners with a pointwise built-in loss go through a Levenberg–Marquardt-damped
+Newton solve (Cholesky steps, the damping down to 1e-9 of the curvature after accepted steps, so a
+Newton step on a determined support and a step in the range of the rows on an underdetermined
+one), or above 255 coefficients the library's damped Newton solver with CG steps
+(:func:`jaxselect.newton.glm_newton`, Armijo backtracking): squared
 and logistic are C², the huberized hinge is C¹ with a piecewise constant (generalised) second
 derivative ≥ 0, and the Lorenz loss is C¹ and non-convex — its negative curvature (margins below
 0) is clipped to 0, so the step solves a positive semi-definite model (a modified Newton step,
@@ -57,6 +60,7 @@ from .design import PLDesign
 from .owlqn import owlqn
 from .step import FSAProblem, prior
 from .stepsize import WeightedTarget
+from ..programs import jit
 
 __all__ = [
     "DENSE_SUPPORT_BYTES", "PolishResult", "polish", "polish_prepared", "polish_problem", "polish_tol", "support_design", "POLISH_MAX_ITER", "NEWTON_LOSSES",
@@ -212,26 +216,15 @@ def _newton(problem: FSAProblem, Z, coef, intercept, active, tol, max_iter):
     l2 = problem.l2.astype(Z.dtype)
     solver = choose_solver("auto", width + 1)
 
-    def newton(_):
+    if solver != "cholesky":  # wide supports: CG steps, no (W+1)² matrix
         res = glm_newton(Z, Y, coef, intercept[None], active, l2, parts, tol=tol, max_iter=max_iter, solver=solver)
         return res.V, res.b[0], res.info.n_iter, res.info.status
-
-    if solver != "cholesky":
-        return newton(None)
-    # fewer independent rows of positive weight than moving coefficients (+ the intercept): F has
-    # no unique minimiser on the support, and the damped solver (steps in the range of the rows)
-    # replaces the undamped one; a determined support keeps the undamped Newton solve
-    n = Z.shape[0]
-    A = jnp.concatenate([Z * active[None, :].astype(Z.dtype), jnp.ones((n, 1), Z.dtype)], axis=1)
-    w = jnp.ones((n,), Z.dtype) if rel is None else rel
-    # the rank from the (W+1)² Gram matrix (an SVD of the tall (N, W+1) columns may take N² memory):
-    # eigenvalues below its rounding, 100·(W+1)·eps of the largest, count as 0
-    lam = jnp.linalg.eigvalsh((A * w[:, None]).T @ A)
-    rank = jnp.sum(lam > lam[-1] * 100.0 * (width + 1) * jnp.finfo(Z.dtype).eps)
-    deficient = rank < jnp.sum(active) + 1
-    return jax.lax.cond(
-        deficient, lambda _: _lm_newton(Z, Y, coef, intercept, active, l2, parts, tol, max_iter), newton, None
-    )
+    # one Levenberg–Marquardt-damped Newton solve for every support that fits a Cholesky factor:
+    # on a determined support its damping falls to 1e-9 of the curvature within a few accepted
+    # steps (a Newton step in all but rounding), on an underdetermined one it keeps the steps in
+    # the range of the rows; one loop instead of the undamped solver, a rank test and both
+    # branches (a third of FSA's first-call compile, issue 35)
+    return _lm_newton(Z, Y, coef, intercept, active, l2, parts, tol, max_iter)
 
 
 #: Levenberg–Marquardt damping of the polish: the first μ, its floor and ceiling (relative to the
@@ -417,7 +410,7 @@ def polish_prepared(problem: FSAProblem, cols, coef, intercept, active, tol, max
     return _polish(problem, cols, coef, intercept, active, tol, max_iter, bool(compacted), l1)
 
 
-@functools.partial(jax.jit, static_argnums=7)
+@functools.partial(jit, static_argnames="compacted")
 def _polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, compacted: bool, l1) -> PolishResult:
     dtype = coef.dtype
     width, p = coef.shape
@@ -502,7 +495,7 @@ def merge_status(status, polished: PolishResult):
     return _merge(status, polished.status)
 
 
-@jax.jit
+@jit
 def _merge(a, b):
     return jnp.bitwise_or(a, b)
 

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 
 from .._memory import release_free_memory
 from .._validation import is_traced
+from ..programs import jit
 from .polish import PolishResult, polish_prepared, polish_problem
 from .step import FSAProblem
 
@@ -72,7 +73,7 @@ def union_width(width: int, n_features: int) -> int:
     return int(min(2 * width, n_features))
 
 
-@jax.jit
+@jit
 def _full_gradient(problem: FSAProblem, cols, coef, intercept, active):
     """(M,) ``|∂F/∂β_j|`` over all columns at the fit ``(cols, coef, intercept)``."""
     design = problem.design
@@ -83,7 +84,7 @@ def _full_gradient(problem: FSAProblem, cols, coef, intercept, active):
     return jnp.abs(design.rmv(u.astype(coef.dtype)))
 
 
-@functools.partial(jax.jit, static_argnames="n_add")
+@functools.partial(jit, static_argnames="n_add")
 def _candidates(score, live, cols, active, coef, n_add: int):
     """The union U = S ∪ the ``n_add`` live columns outside S with the largest score: W + n_add
     distinct columns in increasing order (S's padding columns join as candidates), with the
@@ -98,7 +99,7 @@ def _candidates(score, live, cols, active, coef, n_add: int):
     return union[order], union_active[order], union_coef[order]
 
 
-@functools.partial(jax.jit, static_argnames="width")
+@functools.partial(jit, static_argnames="width")
 def _prune(union_coef, union_active, k, width: int):
     """``(positions (W,) increasing, active (W,))``: the ``k`` largest ``|c|`` of U active, padded
     with the next largest (inactive)."""
@@ -109,7 +110,7 @@ def _prune(union_coef, union_active, k, width: int):
     return positions, jnp.take(chosen, positions)
 
 
-@functools.partial(jax.jit, static_argnames="n_features")
+@functools.partial(jit, static_argnames="n_features")
 def _same_support(cols, active, new_cols, new_active, n_features: int):
     """Whether two supports hold the same set of columns."""
     old = jnp.zeros((n_features,), bool).at[cols].max(active)

@@ -115,7 +115,7 @@ def stage_bounds(schedule, n_iter: int, widths) -> list:
     return list(zip(starts, starts[1:] + [int(n_iter)]))
 
 
-@functools.partial(jax.jit, static_argnames="width")
+@functools.partial(jit, static_argnames="width")
 def keep_columns(active, width: int):
     """Positions of the columns kept for a stage of ``width``: the active ones first (ascending)."""
     return _first_true(active, width)

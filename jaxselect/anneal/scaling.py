@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 
 from ..design import SparseDesign
+from ..programs import jit
 
 __all__ = [
     "LOG1P",
@@ -67,7 +68,7 @@ def check_scale_rule(scale) -> str:
     return scale
 
 
-@jax.jit
+@jit
 def _fill_sparse(op: SparseDesign, w):
     stored = op.data != 0  # padding entries are zeros
     we = stored.astype(op.dtype) if w is None else jnp.where(stored, w[op.rows], jnp.zeros((), op.dtype))
@@ -77,7 +78,7 @@ def _fill_sparse(op: SparseDesign, w):
     return per_col / total
 
 
-@jax.jit
+@jit
 def _fill_dense(X, w):
     nz = (X != 0).astype(X.dtype)
     if w is None:
@@ -105,7 +106,7 @@ def column_fill(design, weights=None):
     return _per_column(design, weights, _fill_sparse, _fill_dense)
 
 
-@jax.jit
+@jit
 def _indicator_sparse(op: SparseDesign, w):
     stored = op.data != 0
     if w is not None:
@@ -117,7 +118,7 @@ def _indicator_sparse(op: SparseDesign, w):
     return flag if op.alias is None else flag[op.alias]
 
 
-@jax.jit
+@jit
 def _indicator_dense(X, w):
     stored = X != 0
     if w is not None:
@@ -151,7 +152,7 @@ def has_indicator_columns(X, weights=None, block_bytes: int = 1 << 24) -> bool:
     return False
 
 
-@functools.partial(jax.jit, static_argnames="auto")
+@functools.partial(jit, static_argnames="auto")
 def _indicator_factor(design, weights, auto: bool):
     fill = column_fill(design, weights)
     root = jnp.sqrt(jnp.maximum(fill, jnp.zeros((), fill.dtype)))

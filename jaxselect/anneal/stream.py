@@ -192,7 +192,7 @@ def _standardised_gradient(g_raw, total, mean, factor):
     return ((g_raw - total * mean) * factor)[:, None]
 
 
-direction = jax.jit(_direction)
+direction = jit(_direction)
 
 
 @partial(jit, static_argnames=("solver",))
@@ -210,13 +210,13 @@ def _normalize(vc, vb):
     return vc / nrm, vb / nrm
 
 
-@jax.jit
+@jit
 def _power_start(vc, vb, mean, factor):
     vc, vb = _normalize(vc, vb)
     return vc, vb, _direction(vc, vb, mean, factor)
 
 
-@jax.jit
+@jit
 def _power_update(g_raw, total, vc, vb, mean, factor):
     """One power iteration's end: the Rayleigh quotient, the normalised product and its direction."""
     gc = _standardised_gradient(g_raw, total, mean, factor)
@@ -225,7 +225,7 @@ def _power_update(g_raw, total, vc, vb, mean, factor):
     return lam, vc, vb, _direction(vc, vb, mean, factor)
 
 
-@jax.jit
+@jit
 def _compact(state: FSAState, cols, v_coef, keep):
     width = state.active.shape[0]
     state = state._replace(
@@ -236,7 +236,7 @@ def _compact(state: FSAState, cols, v_coef, keep):
     return state, jnp.take(cols, keep), jnp.take(v_coef, keep, axis=0)
 
 
-@partial(jax.jit, static_argnames=("n_power",))
+@partial(jit, static_argnames=("n_power",))
 def _subsample_step(problem, v_coef, v_icpt, lam, *, n_power):
     return default_step(problem, v_coef, v_icpt, n_power, lam)
 

@@ -34,6 +34,7 @@ import numpy as np
 from jaxselect._validation import MIN_ROWS, float_dtype_for, is_traced
 from jaxselect.design.summary import standardize
 from jaxselect.design.sparse import is_sparse
+from jaxselect.programs import jit
 
 __all__ = [
     "ArraySource",
@@ -322,7 +323,7 @@ def as_stream_source(X, rows: int | None = None):
 
 
 # --------------------------------------------------------------------------- the summary pass
-@jax.jit
+@jit
 def _block_stats(X, w):
     """(min, max over w > 0, Σw, block mean, Σ w (x − mean)², all finite) of one row block."""
     pos = (w > 0)[:, None]

@@ -24,12 +24,13 @@ import numpy as np
 from jaxselect.sharding import any_mesh
 from jaxselect.solver import run
 
-from . import progress as _progress
 from .._progress import check_progress
 from .._validation import check_int, host_array, is_traced
 from ..design import as_data
+from ..programs import jit
+from . import progress as _progress
 from .mdp import make_spec
-from .policy import DWSMPolicy
+from .policy import QUICK_BYTES, DWSMPolicy
 from .policy import predict_policy as _predict
 from .problem import (
     MDPOptions,
@@ -52,10 +53,10 @@ def _problem(X, y, w, summary, spec, alpha, l2, explore, options, scale):
     return rcpi_problem(spec, X, y, options=options, scale=scale, sample_weight=w, summary=summary)
 
 
-_problem_program = jax.jit(_problem, static_argnames=("options", "scale"))
+_problem_program = jit(_problem, static_argnames=("options", "scale"))
 
 
-@partial(jax.jit, static_argnames=("options", "scale", "n_iter", "report", "with_acquired"))
+@partial(jit, quick=QUICK_BYTES, static_argnames=("options", "scale", "n_iter", "report", "with_acquired"))
 def _fit(X, y, w, summary, spec, alpha, l2, explore, key, patience, use_best, call_id, *, options, scale, n_iter,
          report, with_acquired):
     problem = _problem(X, y, w, summary, spec, alpha, l2, explore, options, scale)
@@ -65,7 +66,7 @@ def _fit(X, y, w, summary, spec, alpha, l2, explore, key, patience, use_best, ca
     return policy, _predict(policy, X)[1]
 
 
-@jax.jit
+@partial(jit, quick=QUICK_BYTES)
 def _acquired(policy, X):
     return _predict(policy, X)[1]
 

@@ -17,17 +17,24 @@ classification before acquisition and to the lower class / unit.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from jaxselect._repr import short_repr
+from jaxselect.programs import jit
 from jaxselect.sharding import any_mesh
 from jaxselect.status import NONFINITE, OK
 
 from .._validation import as_float_matrix, as_labels
 from .mdp import DWSMSpec, budget_rtol, feature_mask
+
+#: DWSM's programs run many passes over X (the rollouts): with LLVM's optimisation off
+#: (:data:`jaxselect.programs.QUICK_COMPILE_OPTIONS`) splice's 1 000 x 60 fit ran 8x slower, so
+#: only inputs up to this many bytes compile that way
+QUICK_BYTES = 16 << 10
 
 __all__ = [
     "DWSMPolicy",
@@ -260,7 +267,7 @@ def standardize(policy: DWSMPolicy, X: jax.Array) -> jax.Array:
     return (X - policy.mean[None, :]) / policy.scale[None, :]
 
 
-@jax.jit
+@partial(jit, quick=QUICK_BYTES)
 def _predict(policy: DWSMPolicy, X: jax.Array):
     Xs = standardize(policy, X)
     theta, spec = policy.theta, policy.spec
@@ -275,7 +282,7 @@ def _predict(policy: DWSMPolicy, X: jax.Array):
     return labels, feature_mask(spec, z)
 
 
-@jax.jit
+@partial(jit, quick=QUICK_BYTES)
 def _trace(policy: DWSMPolicy, X: jax.Array, y: jax.Array):
     Xs = standardize(policy, X)
     theta, spec = policy.theta, policy.spec

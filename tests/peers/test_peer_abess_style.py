@@ -7,8 +7,7 @@ jaxselect's solvers are sequencing ones (``cs_omp``, ``cs_fr``, ``glm_omp``) or 
 for a given support size they should find the same support, and their models are the refits that
 scikit-learn computes here: ``LinearRegression`` on the support, ``LogisticRegression(C=1/(l2·n))``
 on the standardised support columns (jaxselect's ``l2`` convention; the multinomial case uses one
-support shared by every class, as abess does). The module compiles with XLA's cheapest settings
-(``cheap_compiles``): the GLM Newton solves dominate its time and every case is a few small fits.
+support shared by every class, as abess does).
 """
 
 import numpy as np
@@ -18,8 +17,6 @@ from sklearn.metrics import r2_score
 from sklearn.model_selection import KFold
 
 import jaxselect as js
-
-pytestmark = pytest.mark.usefixtures("cheap_compiles")
 
 N, D = 200, 20
 SUPPORT = [2, 9, 15]
