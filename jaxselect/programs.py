@@ -218,16 +218,14 @@ def _input_bytes(args, kwargs) -> int:
     return total
 
 
-def _compile_options(options: dict, n_bytes: int, quick: bool | int = True) -> dict:
+def _compile_options(options: dict, n_bytes: int, quick_max_bytes: int | None = None) -> dict:
     """``options`` with the library's CPU compiler options (small inputs on a CPU backend, unless
-    the caller set its own); ``quick``: True (:data:`QUICK_COMPILE_OPTIONS` up to
-    :func:`quick_compile_max_bytes`), False (never), or a program's own lower bound in bytes."""
+    the caller set its own); ``quick_max_bytes``: a program's own cap on
+    :func:`quick_compile_max_bytes` (None: none)."""
     if "compiler_options" in options or jax.default_backend() != "cpu" or n_bytes > CHEAP_COMPILE_MAX_BYTES:
         return options
-    if quick is not True and (quick is False or n_bytes > quick):
-        extra = cpu_compiler_options(None)
-    else:
-        extra = cpu_compiler_options(n_bytes)
+    capped = quick_max_bytes is not None and n_bytes > quick_max_bytes
+    extra = cpu_compiler_options(None if capped else n_bytes)
     return {**options, "compiler_options": extra} if extra else options
 
 
@@ -264,11 +262,11 @@ def _static_positions(fun, names, numbers) -> dict:
 class BoundedJit:
     """``jax.jit(fun, **options)`` whose compiled signatures live in the library's bounded cache."""
 
-    def __init__(self, fun, quick: bool | int = True, **options):
+    def __init__(self, fun, quick_max_bytes: int | None = None, **options):
         functools.update_wrapper(self, fun)
         self._fun = fun
         self._options = options
-        self._quick = quick
+        self._quick_max_bytes = quick_max_bytes
         static = options.get("static_argnames", ()) or ()
         self._static = (static,) if isinstance(static, str) else tuple(static)
         self._static_positions = _static_positions(fun, self._static, options.get("static_argnums", ()))
@@ -307,7 +305,7 @@ class BoundedJit:
                 return fun(*a, **k)
 
             functools.update_wrapper(program, fun)
-            options = _compile_options(self._options, _input_bytes(args, kwargs), self._quick)
+            options = _compile_options(self._options, _input_bytes(args, kwargs), self._quick_max_bytes)
             fn = _CACHE[key] = jax.jit(program, **options)
             self._keys.add(key)
             _evict()
@@ -355,11 +353,11 @@ class BoundedJit:
         return f"<jaxselect.programs.jit of {getattr(self._fun, '__qualname__', self._fun)!r}>"
 
 
-def jit(fun=None, *, quick: bool | int = True, **options):
+def jit(fun=None, *, quick_max_bytes: int | None = None, **options):
     """``jax.jit`` with the library's bounded program cache; as a decorator with or without options
-    (``@jit``, ``@functools.partial(jit, static_argnames=...)``). ``quick``: a program whose run
-    is long next to its compile on small inputs (many passes over the data, e.g. DWSM's rollouts)
-    passes False, or the input bytes up to which :data:`QUICK_COMPILE_OPTIONS` still pay."""
+    (``@jit``, ``@functools.partial(jit, static_argnames=...)``). ``quick_max_bytes``: a program
+    whose run is long next to its compile on small inputs (many passes over the data, e.g. DWSM's
+    rollouts) caps the input size up to which :data:`QUICK_COMPILE_OPTIONS` apply."""
     if fun is None:
-        return functools.partial(jit, quick=quick, **options)
-    return BoundedJit(fun, quick=quick, **options)
+        return functools.partial(jit, quick_max_bytes=quick_max_bytes, **options)
+    return BoundedJit(fun, quick_max_bytes=quick_max_bytes, **options)

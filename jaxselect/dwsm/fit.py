@@ -56,7 +56,7 @@ def _problem(X, y, w, summary, spec, alpha, l2, explore, options, scale):
 _problem_program = jit(_problem, static_argnames=("options", "scale"))
 
 
-@partial(jit, quick=QUICK_BYTES, static_argnames=("options", "scale", "n_iter", "report", "with_acquired"))
+@partial(jit, quick_max_bytes=QUICK_BYTES, static_argnames=("options", "scale", "n_iter", "report", "with_acquired"))
 def _fit(X, y, w, summary, spec, alpha, l2, explore, key, patience, use_best, call_id, *, options, scale, n_iter,
          report, with_acquired):
     problem = _problem(X, y, w, summary, spec, alpha, l2, explore, options, scale)
@@ -66,7 +66,7 @@ def _fit(X, y, w, summary, spec, alpha, l2, explore, key, patience, use_best, ca
     return policy, _predict(policy, X)[1]
 
 
-@partial(jit, quick=QUICK_BYTES)
+@partial(jit, quick_max_bytes=QUICK_BYTES)
 def _acquired(policy, X):
     return _predict(policy, X)[1]
 

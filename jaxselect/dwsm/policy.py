@@ -267,7 +267,7 @@ def standardize(policy: DWSMPolicy, X: jax.Array) -> jax.Array:
     return (X - policy.mean[None, :]) / policy.scale[None, :]
 
 
-@partial(jit, quick=QUICK_BYTES)
+@partial(jit, quick_max_bytes=QUICK_BYTES)
 def _predict(policy: DWSMPolicy, X: jax.Array):
     Xs = standardize(policy, X)
     theta, spec = policy.theta, policy.spec
@@ -282,7 +282,7 @@ def _predict(policy: DWSMPolicy, X: jax.Array):
     return labels, feature_mask(spec, z)
 
 
-@partial(jit, quick=QUICK_BYTES)
+@partial(jit, quick_max_bytes=QUICK_BYTES)
 def _trace(policy: DWSMPolicy, X: jax.Array, y: jax.Array):
     Xs = standardize(policy, X)
     theta, spec = policy.theta, policy.spec
