@@ -1,15 +1,27 @@
 """Shape buckets (issue 35 item 2): nearby data shapes share compiled programs, and padding changes
-no result. The FSA estimators pad X's rows to their bucket — zero rows of weight 0 (and a sparse
-X's stored entries) — so a second fit on a nearby row count compiles nothing, and every fit equals
-the unpadded one."""
+no result. Every estimator pads X's rows to their bucket — zero rows of weight 0 (and a sparse
+X's stored entries) — and greedy RLS also its columns (zero columns, never selectable), so a
+second fit on a nearby row count compiles nothing, and every fit equals the unpadded one (with
+``JAXSELECT_SHAPE_BUCKETS=0``). The predictions that compile (DWSM's episodes, FSA's
+piecewise-linear learners) pad the rows they predict."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from compile_count import count_compiles
 
-from jaxselect.design.buckets import bucket, pad_columns, pad_design, pad_rows
-from jaxselect.sklearn import FSAClassifier, FSARegressor
+from jaxselect.design.buckets import bucket, bucket_rows, pad_columns, pad_design, pad_rows
+from jaxselect.dwsm.problem import RCPIOptions
+from jaxselect.sklearn import (
+    DWSMClassifier,
+    FSAClassifier,
+    FSARegressor,
+    GreedyRLSRegressor,
+    GroupSequencingClassifier,
+    GroupSequencingRegressor,
+    GroupSequencingRegressorCV,
+)
+from jaxselect.sklearn.dwsm import _padding_keeps_draws
 
 
 def test_buckets_are_few_and_tight():
@@ -70,3 +82,112 @@ def test_fsa_estimators_on_nearby_shapes_share_programs_and_equal_the_unpadded_f
         np.testing.assert_allclose(padded.predict(wrap(X))[:20] if target is y else padded.decision_function(wrap(X)),
                                    plain.predict(wrap(X))[:20] if target is y else plain.decision_function(wrap(X)),
                                    rtol=2e-3, atol=2e-3)
+
+
+def _fits(make, X, target, weights, monkeypatch):
+    """(bucketed fit, unpadded fit) of ``make()`` on the same data."""
+    padded = make().fit(X, target, sample_weight=weights)
+    monkeypatch.setenv("JAXSELECT_SHAPE_BUCKETS", "0")
+    plain = make().fit(X, target, sample_weight=weights)
+    monkeypatch.delenv("JAXSELECT_SHAPE_BUCKETS")
+    return padded, plain
+
+
+_OTHER_FAMILIES = {
+    "sequencing": (GroupSequencingRegressor, False),
+    "sequencing_cv": (lambda: GroupSequencingRegressorCV(cv=3), False),
+    "glm_omp": (GroupSequencingClassifier, True),
+    "greedy_rls": (lambda: GreedyRLSRegressor(k=4, bias=1.0), False),
+}
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("family", list(_OTHER_FAMILIES))
+def test_sequencing_and_rls_estimators_pad_to_buckets(family, sparse, weighted, monkeypatch):
+    """45 rows (bucket 48; greedy RLS: 7 columns, bucket 32), a constant column: the bucketed fit is
+    the unpadded one — the same order or selection, coefficients to float32 rounding."""
+    make, classifier = _OTHER_FAMILIES[family]
+    wrap = sp.csr_matrix if sparse else np.asarray
+    X, y = _data(45, 7, 3)
+    X[:, 5] = 1.0
+    target = np.where(y > 0, "yes", "no") if classifier else y
+    w = np.random.default_rng(4).uniform(0.5, 2.0, 45).astype(np.float32) if weighted else None
+    padded, plain = _fits(make, wrap(X), target, w, monkeypatch)
+    if hasattr(plain, "order_"):
+        assert padded.order_.tolist() == plain.order_.tolist()
+        assert padded.path_.order.shape == plain.path_.order.shape
+    else:
+        assert padded.selected_.tolist() == plain.selected_.tolist()
+        assert padded.coef_.shape == plain.coef_.shape == (7,)
+    assert padded.get_support().tolist() == plain.get_support().tolist()
+    # float32 sums over 45 or 48 (32 columns: 7) terms; in float64 greedy RLS's agree to 1e-13
+    np.testing.assert_allclose(padded.coef_, plain.coef_, rtol=1e-4, atol=2e-4)
+    np.testing.assert_allclose(padded.intercept_, plain.intercept_, rtol=1e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("make", [GroupSequencingRegressor, lambda: GreedyRLSRegressor(k=3)], ids=["sequencing", "greedy_rls"])
+def test_nearby_row_counts_compile_nothing(make):
+    X, y = _data(200, 37, 1)
+    X2, y2 = _data(205, 37, 2)  # one row bucket (208)
+    make().fit(X, y)
+    with count_compiles() as compiles:
+        make().fit(X2, y2)
+    assert compiles[0] == 0, f"a nearby row count compiled {compiles[0]} programs"
+
+
+def test_sparse_lean_default_counts_the_rows_of_positive_weight():
+    """A lazy (sparse) problem sequences by default as many groups as fit in its rows: the rows of
+    positive weight, so rows of weight 0 (a bucket's padding) change nothing."""
+    import jaxselect as js
+
+    X, y = _data(20, 40, 5)
+    w = np.ones(30, np.float32)
+    w[20:] = 0.0
+    Xw = sp.csr_matrix(np.vstack([X, np.zeros((10, 40), np.float32)]))
+    yw = np.concatenate([y, np.zeros(10, np.float32)])
+    plain = js.cs_omp(js.prepare(sp.csr_matrix(X), y))
+    padded = js.cs_omp(js.prepare(Xw, yw, sample_weight=w))
+    assert plain.n_steps == padded.n_steps == 20
+    assert padded.order.tolist() == plain.order.tolist()
+
+
+def _dwsm_data(n, d, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    X[:, 2] = 1.0
+    return X, np.where(X[:, 1] - X[:, 4] > 0, "a", "b")
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_dwsm_pads_its_rows_where_the_draws_stay_the_same(weighted, monkeypatch):
+    X, y = _dwsm_data(45, 7, 6)
+    w = np.random.default_rng(7).uniform(0.5, 2.0, 45).astype(np.float32) if weighted else None
+    padded, plain = _fits(lambda: DWSMClassifier(random_state=0, n_iter=3), X, y, w, monkeypatch)
+    np.testing.assert_allclose(padded.policy_.theta, plain.policy_.theta, rtol=1e-5, atol=1e-6)
+    assert (padded.acquired(X) == plain.acquired(X)).all()
+    assert (padded.predict(X) == plain.predict(X)).all()
+    assert padded.mean_features_ == pytest.approx(plain.mean_features_)
+    X2, y2 = _dwsm_data(47, 7, 8)  # the same row bucket: the fit and its predictions compile nothing
+    with count_compiles() as compiles:
+        DWSMClassifier(random_state=0, n_iter=3).fit(X2, y2).predict(X2)
+    assert compiles[0] == 0
+
+
+def test_dwsm_padding_rule():
+    """Padded only where RCPI's draws for the real rows do not change: both row counts sample
+    ``n_states`` rows, or both use every row with every state rolled out for every unit."""
+    opts = RCPIOptions()  # S = 10, n_states = 2048, acquisitions = 64
+    assert _padding_keeps_draws(opts, 45, 48, 7)  # every row, every state rolled out
+    assert _padding_keeps_draws(opts, 230, 240, 7)  # both sample 2 048 states
+    assert not _padding_keeps_draws(opts, 200, 208, 7)  # 2 000 states vs sampling 2 048
+    assert not _padding_keeps_draws(opts, 45, 48, 80)  # 80 units > 64 acquisitions: M follows n
+    assert _padding_keeps_draws(opts, 48, 48, 80)
+
+
+def test_bucket_rows_pads_dense_arrays_only():
+    X = np.ones((33, 4), np.float32)
+    assert bucket_rows(X).shape == (36, 4) and not bucket_rows(X)[33:].any()
+    assert bucket_rows(X[:32]).shape == (32, 4)
+    S = sp.csr_matrix(X)
+    assert bucket_rows(S) is S

@@ -11,8 +11,9 @@ shapes the same shape:
   dropped again from the fitted model.
 
 Only inputs whose padded copy is small are padded (at most :data:`MAX_PADDED_BYTES`, where
-compiling is most of a fit; a larger X is fitted as it is). The scikit-learn FSA estimators pad
-through :func:`pad_design`; ``JAXSELECT_SHAPE_BUCKETS=0`` turns it off.
+compiling is most of a fit; a larger X is fitted as it is). The scikit-learn estimators pad their
+fits through :func:`pad_design` (rows; greedy RLS's also columns) and their compiled predictions
+through :func:`bucket_rows`; ``JAXSELECT_SHAPE_BUCKETS=0`` turns it off.
 
 >>> [bucket(n) for n in (1, 30, 33, 100, 960, 1200, 5000)]
 [32, 32, 36, 104, 960, 1280, 5120]
@@ -27,7 +28,17 @@ import numpy as np
 from jaxselect._validation import check_int
 from jaxselect.design.sparse import is_sparse
 
-__all__ = ["BUCKETS_PER_OCTAVE", "MAX_PADDED_BYTES", "MIN_BUCKET", "bucket", "buckets_enabled", "pad_columns", "pad_design", "pad_rows"]
+__all__ = [
+    "BUCKETS_PER_OCTAVE",
+    "MAX_PADDED_BYTES",
+    "MIN_BUCKET",
+    "bucket",
+    "bucket_rows",
+    "buckets_enabled",
+    "pad_columns",
+    "pad_design",
+    "pad_rows",
+]
 
 #: sizes per doubling: a bucket is at most 1 + 1/BUCKETS_PER_OCTAVE times the size it holds
 BUCKETS_PER_OCTAVE = 8
@@ -71,6 +82,24 @@ def pad_rows(X, n_rows: int):
     out = np.zeros((n_rows,) + X.shape[1:], X.dtype)
     out[:n] = X
     return out
+
+
+def bucket_rows(X):
+    """A dense numpy X (n, ...) with zero rows appended up to the bucket of n — for a computation
+    whose rows are independent (a prediction: the caller keeps the first n rows of its result).
+    X itself when buckets are off, n is a bucket, X is not a numpy array, or the padded copy would
+    exceed :data:`MAX_PADDED_BYTES`.
+
+    >>> import numpy as np
+    >>> bucket_rows(np.ones((33, 4), np.float32)).shape
+    (36, 4)
+    """
+    if not buckets_enabled() or type(X) is not np.ndarray or X.ndim < 1 or X.shape[0] < 1:
+        return X
+    n_to = bucket(X.shape[0])
+    if n_to * (X.nbytes // X.shape[0]) > MAX_PADDED_BYTES:
+        return X
+    return pad_rows(X, n_to)
 
 
 def pad_columns(X, n_columns: int):

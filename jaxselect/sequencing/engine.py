@@ -639,15 +639,25 @@ def _raw_slot_coef(problem: Problem, order, slot_feature, ws, raw_capacity: int)
 
 def _steps(problem: Problem, k, who: str = "sequencing_run") -> int:
     """Steps of a path: ``k`` capped at the usable groups (:func:`clip_steps`); by default J, or
-    :func:`~jaxselect.sequencing.criteria.lean_steps` (the most steps whose slots fit in min(n, D))
-    on a ``gram=False`` problem."""
+    :func:`~jaxselect.sequencing.criteria.lean_steps` (the most steps whose slots fit in min(n, D),
+    n the rows of positive weight) on a ``gram=False`` problem."""
     J = problem.n_groups
     if k is None:
         if problem.C is None:
             g = problem.groups
-            return lean_steps(g.mask, problem.Z.shape[0], problem.n_features, index=g.index, live=problem.live)
+            return lean_steps(g.mask, _rows_present(problem), problem.n_features, index=g.index, live=problem.live)
         return J
     return clip_steps(k, problem.groups, problem.live, who)
+
+
+def _rows_present(problem: Problem) -> int:
+    """The rows of a ``gram=False`` problem: those of positive weight when its weights are concrete
+    (rows of weight 0 are absent — padding to a shape bucket, a cross-validation fold), else all
+    of Z's rows (inside a user's ``jit`` the weights are not known before the run)."""
+    n = problem.Z.shape[0]
+    if problem.weights is None or is_traced(problem.weights):
+        return n
+    return max(1, int((host_array(problem.weights) > 0).sum()))
 
 
 def usable_groups(groups, live) -> int | None:

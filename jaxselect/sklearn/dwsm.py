@@ -7,10 +7,12 @@ from sklearn.base import ClassifierMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
+from jaxselect.design.buckets import bucket_rows, pad_design
 from jaxselect.dwsm import MDPOptions as _MDPOptions
 from jaxselect.dwsm import RCPIOptions as _RCPIOptions
 from jaxselect.dwsm import dwsm_predict
 from jaxselect.dwsm.fit import fit_with_acquired as _dwsm_fit_with_acquired
+from jaxselect.dwsm.problem import rcpi_config as _rcpi_config
 from jaxselect.sklearn._base import (
     _Base,
     _check_budget,
@@ -21,6 +23,21 @@ from jaxselect.sklearn._base import (
     _report_status,
     _seed_key,
 )
+
+
+def _padding_keeps_draws(options, n: int, n_padded: int, n_units: int) -> bool:
+    """Whether RCPI on n rows padded to ``n_padded`` (the padding of weight 0) draws the same random
+    states for the real rows — then the fit is the unpadded one. Both sample ``n_states`` rows by
+    weight (the padding is never drawn), or both use every row with every state rolled out for
+    every unit (the draws are per state index). Otherwise (the number of states, or of rolled-out
+    states per unit, would follow the padded row count) the rows are not padded."""
+    if n_padded == n:
+        return True
+    a, b = _rcpi_config(options, n, n_units), _rcpi_config(options, n_padded, n_units)
+    if not a.all_rows and not b.all_rows:
+        return True
+    S = options.states_per_example
+    return a.all_rows and b.all_rows and a.action_states == n * S and b.action_states == n_padded * S
 
 
 class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
@@ -120,28 +137,33 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
             None if self.groups is None and self.costs is None else _make_groups(self.groups, self.costs, X.shape[1])
         )
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        rcpi = _RCPIOptions(states_per_example=self.states_per_example, alpha=self.alpha, l2=self.l2)
+        n = X.shape[0]
+        X_fit, labels_fit, w_fit = pad_design(X, labels, w, columns=False)
+        if not _padding_keeps_draws(rcpi, n, X_fit.shape[0], X.shape[1] if groups is None else groups.n_groups):
+            X_fit, labels_fit, w_fit = X, labels, w
         with _precision(X.dtype):
             # one compiled program: the policy and the features it acquires on the training rows
             policy, acquired = _dwsm_fit_with_acquired(
                 # jax.random.key(seed)'s raw data (threefry: [0, seed]): the same random numbers,
                 # without compiling the seeding program
                 _seed_key(seed),
-                X,
-                labels,
+                X_fit,
+                labels_fit,
                 lam=self.lam,
                 budget=budget,
                 groups=groups,
                 n_iter=self.n_iter,
                 mdp=_MDPOptions(gamma=self.gamma, cost_matrix=self.cost_matrix),
-                rcpi=_RCPIOptions(states_per_example=self.states_per_example, alpha=self.alpha, l2=self.l2),
+                rcpi=rcpi,
                 n_classes=len(self.classes_),
-                sample_weight=w,
+                sample_weight=w_fit,
                 progress=self.progress,
             )
             self.policy_ = _host(policy)
         self.status_ = int(self.policy_.status)
         _report_status(self.status_, type(self).__name__)
-        acquired = np.asarray(acquired)
+        acquired = np.asarray(acquired)[:n]
         if w is not None:  # the training data are the rows of positive weight, counted w times
             acquired, counts = acquired[w > 0], w[w > 0]
         else:
@@ -159,9 +181,12 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
     def _episodes(self, X):
         X = self._validate_X(X)
         dtype = np.asarray(self.policy_.theta).dtype
+        n = X.shape[0]
         with _precision(dtype):
-            labels, acquired = dwsm_predict(self.policy_, X.astype(dtype, copy=False))
-        return X, np.asarray(labels), np.asarray(acquired)
+            # every datum's episode is its own: rows padded to their shape bucket share the compiled
+            # program of nearby row counts, and the padding's episodes are dropped
+            labels, acquired = dwsm_predict(self.policy_, bucket_rows(X.astype(dtype, copy=False)))
+        return X, np.asarray(labels)[:n], np.asarray(acquired)[:n]
 
     def predict(self, X):
         """Predicted labels (n_samples,)."""

@@ -16,7 +16,7 @@ from jaxselect.anneal.defaults import is_auto
 from jaxselect.anneal.multiclass import SOFTMAX_LOSSES
 from jaxselect.anneal.scaling import apply_transform, result_transform
 from jaxselect.design import is_sparse
-from jaxselect.design.buckets import pad_design
+from jaxselect.design.buckets import bucket_rows, pad_design
 from jaxselect.design.stream import stream_kind
 from jaxselect.losses import HuberHinge, loss_names
 from jaxselect.model_selection import cross_validate_fsa
@@ -129,7 +129,9 @@ class _FSABase(_Selector, _Base):
         with _precision(dtype):
             if is_sparse(X):  # a model fitted on dense X: only its support columns are densified
                 return np.asarray(_predict(self.result_, X), np.float64)
-            return np.asarray(fsa_predict(self.result_, X.astype(dtype, copy=False)), np.float64)
+            # rows are independent: padded to their bucket, nearby row counts share the program
+            n = X.shape[0]
+            return np.asarray(fsa_predict(self.result_, bucket_rows(X.astype(dtype, copy=False))), np.float64)[:n]
 
 
 class FSARegressor(RegressorMixin, _FSABase):

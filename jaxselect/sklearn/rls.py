@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
+from jaxselect.design.buckets import pad_design
 from jaxselect.rls import greedy_rls
 from jaxselect.sklearn._base import (
     _Base,
@@ -78,9 +79,12 @@ class GreedyRLSRegressor(_Selector, RegressorMixin, _Base):
         k = _check_k(self.k, allow_none=False)
         X, y, w = self._validate_fit(X, y, sample_weight, multi_output=True, numeric=True)
         k = _cap_k(self, k, int(_live_columns(X, w).sum()), "features")
+        # nearby shapes share compiled programs: zero rows of weight 0 and zero (never selectable)
+        # columns up to the shape buckets — the same fit; the padded columns' weights are dropped
+        X_fit, y_fit, w_fit = pad_design(X, y, w)
         with _precision(X.dtype):
-            result = greedy_rls(X, y, k, l2=self.l2, bias=self.bias, sample_weight=w)
-            self.result_ = _host(result)
+            result = greedy_rls(X_fit, y_fit, k, l2=self.l2, bias=self.bias, sample_weight=w_fit)
+            self.result_ = _host(result)._replace(coef=np.asarray(result.coef)[: X.shape[1]])
         self.status_ = int(self.result_.status)
         _report_status(self.status_, type(self).__name__)
         selected = np.asarray(self.result_.selected)

@@ -8,6 +8,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.model_selection import check_cv
 
 from jaxselect._budget import within_budget
+from jaxselect.design.buckets import pad_design
 from jaxselect.model_selection import cross_validate_path
 from jaxselect.sequencing import NewtonOptions, cs_fr, cs_omp, doubling, glm_omp
 from jaxselect.sequencing.prepare import prepare
@@ -138,8 +139,11 @@ class GroupSequencingRegressor(_SequencingMixin, _Selector, RegressorMixin, _Bas
         self._y_1d = y.ndim == 1
         groups = _make_groups(self.groups, self.costs, X.shape[1])
         k = _cap_k(self, k, _usable_groups(X, w, groups), "groups", stacklevel=4)
+        # nearby row counts (CV folds, GridSearchCV, the next dataset) share compiled programs: zero
+        # rows of weight 0 up to the shape bucket — the same fit (weight-0 rows are absent)
+        X_fit, y_fit, w_fit = pad_design(X, y, w, columns=False)
         with _precision(X.dtype):
-            problem = prepare(X, y, groups, sample_weight=w, l2=self.l2, whiten=bool(self.whiten))
+            problem = prepare(X_fit, y_fit, groups, sample_weight=w_fit, l2=self.l2, whiten=bool(self.whiten))
             if method == "omp":
                 path = cs_omp(problem, criterion=self.criterion, cost_sensitive=bool(self.cost_sensitive), k=k)
             elif method == "fr":
@@ -251,10 +255,12 @@ class GroupSequencingRegressorCV(GroupSequencingRegressor):
         X, y, w, k = self._fit_path(X, y, sample_weight)
         splitter = check_cv(self.cv, y, classifier=False)
         folds = list(splitter.split(X, y))
+        # the folds are row weights of one X: its rows padded to their bucket (weight 0, in no fold)
+        X_fit, y_fit, w_fit = pad_design(X, y, w, columns=False)
         with _precision(X.dtype):
             cv = cross_validate_path(
-                X,
-                y,
+                X_fit,
+                y_fit,
                 self.groups_,
                 method=self.method,
                 folds=folds,
@@ -265,7 +271,7 @@ class GroupSequencingRegressorCV(GroupSequencingRegressor):
                 criterion=self.criterion,
                 cost_sensitive=bool(self.cost_sensitive),
                 score=self.scoring,
-                sample_weight=w,
+                sample_weight=w_fit,
             )
             self.cv_result_ = cv
             self.budget_ = cv.best if rule == "best" else cv.best_1se
@@ -355,10 +361,11 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
         groups = _make_groups(self.groups, self.costs, X.shape[1])
         k = _cap_k(self, k, _usable_groups(X, w, groups), "groups")
         loss = "logistic" if len(self.classes_) == 2 else "softmax"
+        X_fit, labels_fit, w_fit = pad_design(X, labels, w, columns=False)  # rows to their bucket: the same fit
         with _precision(X.dtype):
             path = glm_omp(
-                X,
-                labels,
+                X_fit,
+                labels_fit,
                 groups,
                 loss=loss,
                 l2=self.l2,
@@ -368,7 +375,7 @@ class GroupSequencingClassifier(_SequencingMixin, _Selector, ClassifierMixin, _B
                 whiten=bool(self.whiten),
                 newton=NewtonOptions(tol=self.tol, max_iter=self.max_iter),
                 n_classes=None if loss == "logistic" else len(self.classes_),
-                sample_weight=w,
+                sample_weight=w_fit,
             )
             self.n_iter_ = int(np.sum(np.asarray(path.info.n_iter)))
             self.path_ = _host(path)
