@@ -161,9 +161,10 @@ def main(argv=None):
     parser.add_argument("--d", type=int, default=200)
     parser.add_argument("--only", nargs="*", default=None, help="case names (default: all)")
     parser.add_argument("--no-grid", action="store_true", help="skip the GridSearchCV pipeline")
+    parser.add_argument("--grid-only", action="store_true", help="only the GridSearchCV pipeline")
     parser.add_argument("--out", default=os.path.join(HERE, "results", "bench_cold.json"))
     args = parser.parse_args(argv)
-    names = args.only or list(CASES)
+    names = [] if args.grid_only else (args.only or list(CASES))
     rows = {}
     header = (f"{'call':26s} {'programs':>8s} {'compile s':>9s} {'first s':>8s} {'second s':>9s} "
               f"{'warm-cache first s':>18s} {'sklearn peer s':>14s}")

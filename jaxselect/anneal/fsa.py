@@ -116,11 +116,12 @@ _MIN_DROP = 32
 _LARGE_ENTRIES = 1 << 22
 
 
-def schedule_plan(m: int, k: int, n_iter: int, mu: float):
+def schedule_plan(m: int, k: int, n_iter: int, mu: float, m_schedule: int | None = None):
     """``(schedule, padded, widths)`` of a run: the (n_iter,) int32 M_e of eq. (3), the same padded
     with k to :func:`~jaxselect.anneal.run.iteration_cap` (the program's buffer), and the stage
-    widths (:func:`fsa_stage_widths`); host values, for the in-memory and the streamed runs alike."""
-    schedule = annealing_schedule(m, k, n_iter, mu).astype(np.int32)
+    widths (:func:`fsa_stage_widths`); host values, for the in-memory and the streamed runs alike.
+    ``m_schedule``: the M of eq. (3) when X's width m holds padding columns (default m)."""
+    schedule = annealing_schedule(m if m_schedule is None else m_schedule, k, n_iter, mu).astype(np.int32)
     padded = np.full((iteration_cap(n_iter),), k, np.int32)
     padded[:n_iter] = schedule
     return schedule, padded, fsa_stage_widths(m, k)
@@ -350,6 +351,20 @@ def _check_refine(refine, bins, polish) -> int:
     if refine and polish is False:
         raise ValueError("refine minimises F on each candidate support (the polish): pass polish=True or None with it")
     return refine
+
+
+def _real_columns(live, m: int, padded) -> int:
+    """M − p for ``Execution.padded_columns`` = p: checked to be an int in 0..M−1 whose columns are
+    constant (not live) when ``live`` is concrete."""
+    p = check_int(padded, "Execution.padded_columns", low=0, high=m - 1)
+    if p:
+        values = host_value(lambda: live)
+        if values is not None and bool(np.asarray(values)[m - p :].any()):
+            raise ValueError(
+                f"Execution.padded_columns={p}: the last {p} columns of X must be constant padding "
+                "(jaxselect.design.buckets.pad_design appends zero columns); some of them vary"
+            )
+    return m - p
 
 
 def _check_k_live(live, k: int) -> int:
@@ -912,7 +927,7 @@ def fsa(
         polish. ``loss="softmax"`` (``"auto"``: 0) ranks by the L2 norms over the classes of the
         gradient rows and coefficient rows, with W = k (:func:`~jaxselect.anneal.multiclass.softmax_refine`).
       execution: None or an :class:`~jaxselect.anneal.Execution` record ``(max_memory, mesh,
-        checkpoint, progress)``, how and where the call runs:
+        checkpoint, progress, padded_columns)``, how and where the call runs:
       Execution.max_memory: bytes the working set of a streamed X may take in memory (``"auto"``: a quarter
         of the available RAM, or of the default accelerator's free memory if that is less; a number of bytes; None: no budget). While a stage's columns
         (2·N·W·itemsize) do not fit, each iteration re-reads the stage's columns block by block;
@@ -930,6 +945,10 @@ def fsa(
         their gradients summed (equal to the one-device result to float32 rounding). The summary
         pass and the in-memory stages after the hand-over run on the default device. An X that
         runs in memory raises ValueError: place it with :func:`jaxselect.shard_rows` instead.
+      Execution.padded_columns: p, the number of X's last columns that are constant padding to a
+        shape bucket (:func:`jaxselect.design.buckets.pad_design`): the schedule anneals from
+        M − p columns, so the result is the fit on X without them (``n_features`` M − p) from the
+        compiled program of M columns. X in memory only.
 
     Defaults: every ``"auto"`` is decided by the data at the boundary (:mod:`.defaults`; dense
     real data keep the paper's N_iter = 500, no ridge, standardised columns; sparse raw counts
@@ -992,6 +1011,8 @@ def fsa(
             "max_memory); this X runs in memory: place its rows with js.shard_rows(X, y, mesh=mesh) instead"
         )
     if source is not None:
+        if options.execution.padded_columns:
+            raise ValueError("Execution.padded_columns applies to an X in memory; this X streams (max_memory=None holds it)")
         return _with_transform(_fsa_streamed(source, y, sample_weight, l2, options, lean), transform)
     return _with_transform(_fsa_memory(X, y, sample_weight, l2, options), transform)
 
@@ -1041,8 +1062,9 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
     if opts.scale != "std" and bins is None:
         problem = problem._replace(design=rescale_design(problem.design, w, opts.scale))
     k = _check_k_live(problem.live, check_int(opts.k, "k", low=1))
+    m_real = _real_columns(problem.live, m, opts.execution.padded_columns)
 
-    schedule, padded, widths = schedule_plan(m, k, n_iter, mu)
+    schedule, padded, widths = schedule_plan(m, k, n_iter, mu, m_real)
     cap = padded.shape[0]
     sparse = problem.design.sparse
     polish = _default_polish(polish, n, int(widths[-1]), dtype, sparse)
@@ -1072,7 +1094,7 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
             if show:
                 out = jax.block_until_ready(out)  # the ticks arrive while the device works
         _finish_bar(bar)
-        return make_result(out, k, n_iter, schedule, m, traced)
+        return make_result(out, k, n_iter, schedule, m_real, traced)
     with ticking(bar):
         state, cols, objective, step_size, mean, inv_scale, basis_mean = run(*((problem,) + args), sub=sub, plan=plan)
         if show:
@@ -1104,7 +1126,7 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
                          polish=False)
     if polished is not None:
         out = out._replace(status=merge_status(out.status, polished))
-    return make_result(out, k, n_iter, schedule, m, traced)
+    return make_result(out, k, n_iter, schedule, m_real, traced)
 
 
 def _fsa_softmax(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
@@ -1129,7 +1151,8 @@ def _fsa_softmax(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
     if opts.scale != "std":
         design = rescale_design(design, w, opts.scale)
     k = _check_k_live(data.summary.live, check_int(opts.k, "k", low=1))
-    schedule = annealing_schedule(m, k, n_iter, mu).astype(np.int32)
+    m_real = _real_columns(data.summary.live, m, opts.execution.padded_columns)
+    schedule = annealing_schedule(m_real, k, n_iter, mu).astype(np.int32)
     rounds = int(opts.polish.refine)
     polish = True if rounds else _default_polish(polish, n * n_classes, k, dtype, design.sparse)
     onehot = np.zeros((n, n_classes), dtype)
@@ -1151,7 +1174,7 @@ def _fsa_softmax(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
     fields = jax.device_put(out)
     result = FSAResult(
         support=fields.support, coef=fields.coef, intercept=fields.intercept, loss_path=fields.objective,
-        n_kept=put(schedule), step_size=fields.step, status=fields.status, n_features=m,
+        n_kept=put(schedule), step_size=fields.step, status=fields.status, n_features=m_real,
     )
     code = int(out.status)
     if code != OK:

@@ -59,6 +59,11 @@ class Execution(NamedTuple):
       progress: show a progress bar (needs ``tqdm``) whose count is the work done, columns ×
         iterations, ticked by every iteration (the compiled ones through a ``jax.debug.callback``:
         a run with the bar is its own compiled program).
+      padded_columns: p ≥ 0, the number of X's last columns that are padding (constant columns
+        appended to reach a shape bucket, :func:`jaxselect.design.buckets.pad_design`): the
+        schedule anneals from M − p columns, so the fit is the one on X without them, while the
+        compiled program is that of M columns (shared with nearby column counts). X in memory
+        only; the padding columns must be constant (ValueError otherwise).
 
     >>> import numpy as np, jaxselect as js
     >>> X = np.random.default_rng(0).normal(size=(60, 8)).astype(np.float32)
@@ -71,6 +76,7 @@ class Execution(NamedTuple):
     mesh: Any = None
     checkpoint: Any = None
     progress: bool = False
+    padded_columns: int = 0
 
 
 class PiecewiseLinear(NamedTuple):
