@@ -314,15 +314,27 @@ def _cv_weighted(X, Y, groups, train_w, test_w, l2, c_min, *, method, k, criteri
 
 
 def _cv_sparse(X, Y, groups, train_w, test_w, l2, c_min, *, method, k, criterion, cost_sensitive, whiten, score):
-    """:func:`_cv_weighted` for a sparse (canonical CSR) X: one fold after the other."""
+    """:func:`_cv_weighted` for a sparse (canonical CSR) X: one fold after the other. A fold whose
+    training rows leave fewer than ``k`` usable groups (a column constant on them) sequences those
+    and is padded, as the dense folds are, with steps that take nothing (order −1, cost +inf)."""
+    from jaxselect.sequencing.engine import usable_groups
     from jaxselect.sequencing.prepare import prepare
 
     outs = []
     for tw, vw in zip(train_w, test_w):
         problem = prepare(X, Y, groups, l2=l2, whiten=whiten, sample_weight=tw)
-        path = _solve(problem, c_min, method=method, k=k, criterion=criterion, cost_sensitive=cost_sensitive)
-        outs.append((path.order, path.cum_cost, _sparse_path_scores(path, X, Y, vw, score=score), path.status))
-    return tuple(jnp.stack([o[i] for o in outs]) for i in range(4))
+        n_usable = usable_groups(problem.groups, problem.live)
+        steps = k if n_usable is None else max(1, min(k, n_usable))
+        path = _solve(problem, c_min, method=method, k=steps, criterion=criterion, cost_sensitive=cost_sensitive)
+        order, cum_cost = host_array(path.order), host_array(path.cum_cost)
+        scores = host_array(_sparse_path_scores(path, X, Y, vw, score=score))
+        pad = k - order.shape[0]
+        if pad > 0:  # scores of steps never within a budget (cost +inf): the last prefix's
+            order = np.concatenate([order, np.full(pad, -1, order.dtype)])
+            cum_cost = np.concatenate([cum_cost, np.full(pad, np.inf, cum_cost.dtype)])
+            scores = np.concatenate([scores, np.repeat(scores[-1:], pad)])
+        outs.append((order, cum_cost, scores, host_array(path.status)))
+    return tuple(np.stack([o[i] for o in outs]) for i in range(4))
 
 
 def _sparse_path_scores(path, X, Y, test_w, *, score: str):

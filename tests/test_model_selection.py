@@ -138,3 +138,26 @@ def test_cross_validate_fsa_matches_per_fold_fits():
         js.cross_validate_fsa(np.concatenate([X, np.ones((N, 1))], axis=1), y, [9], n_iter=40)
     with pytest.raises(ValueError, match="score must be one of"):
         js.cross_validate_fsa(X, labels, [1], loss="logistic", score="r2")
+
+
+def test_sparse_folds_with_a_column_constant_on_one_fold_match_the_dense_folds():
+    """Column 0 varies only in fold 0's held-out rows: on fold 0's training rows it is constant, so
+    that fold sequences one group fewer. The sparse folds (one after the other) pad it as the dense
+    (vmapped) folds do, quietly, and score the same."""
+    import warnings
+
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 5)).astype(np.float32)
+    X[10:, 0] = 0.0
+    y = (X[:, 1] + 0.1 * rng.standard_normal(50)).astype(np.float32)
+    dense = js.cross_validate_path(X, y, folds=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sparse = js.cross_validate_path(sp.csr_matrix(X), y, folds=5)
+    assert sparse.scores.shape == dense.scores.shape == (5, 6)
+    np.testing.assert_array_equal(sparse.fold_order, dense.fold_order)
+    assert (sparse.fold_order[0] == -1).sum() == 1
+    np.testing.assert_allclose(sparse.scores, dense.scores, rtol=1e-5, atol=1e-6)
+    assert sparse.best == dense.best
