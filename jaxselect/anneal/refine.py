@@ -110,6 +110,7 @@ def _prune(union_coef, union_active, k, width: int):
     return positions, jnp.take(chosen, positions)
 
 
+@functools.partial(jit, static_argnames="n_features")
 def _same_support(cols, active, new_cols, new_active, n_features: int):
     """Whether two supports hold the same set of columns."""
     old = jnp.zeros((n_features,), bool).at[cols].max(active)
@@ -117,34 +118,8 @@ def _same_support(cols, active, new_cols, new_active, n_features: int):
     return jnp.all(old == new)
 
 
-@jit
-def _union_cap(max_iter):
-    """The union fit's iteration cap: ``min(max_iter, UNION_MAX_ITER)``."""
-    return jnp.minimum(max_iter, UNION_MAX_ITER)
-
-
-@jit
-def _pruned(union, union_coef, order):
-    """S′'s columns and start coefficients: the union's at ``order``."""
-    return jnp.take(union, order), jnp.take(union_coef, order, axis=0)
-
-
-@functools.partial(jit, static_argnames="n_features")
-def _better(new_objective, objective, cols, active, new_cols, new_active, n_features: int):
-    """Whether S′ replaces S: a finite, lower objective on another set of columns."""
-    lower = jnp.isfinite(new_objective) & (new_objective < objective)
-    return lower & ~_same_support(cols, active, new_cols, new_active, n_features)
-
-
-@jit
-def _choose(better, new, old):
-    """``new`` where ``better`` else ``old``, leaf by leaf (one program for the whole round state)."""
-    return jax.tree.map(lambda a, b: jnp.where(better, a, b), new, old)
-
-
-@jit
-def _support_scales(mean_all, factor_all, cols):
-    return jnp.take(mean_all, cols), jnp.take(factor_all, cols)
+def _select(take_first, a, b):
+    return jnp.where(take_first, a, b)
 
 
 def _sub_problem(problem: FSAProblem, compacted: bool, positions, size: int | None = None):
@@ -209,19 +184,20 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
             full = problem = None
             release_free_memory()
         union_fit = polish_prepared(union_problem, union, union_coef, fit.intercept, union_active,
-                                    tol, _union_cap(max_iter), union_compacted)
+                                    tol, jnp.minimum(max_iter, UNION_MAX_ITER), union_compacted)
         order, new_active = _prune(union_fit.coef, union_active, k, width)
         if union_compacted:  # the union fit's transients are gone once its result is read
             jax.block_until_ready(order)
             release_free_memory()
-        new_cols, new_coef = _pruned(union, union_fit.coef, order)
+        new_cols = jnp.take(union, order)
         new_problem, new_compacted = _sub_problem(union_problem, union_compacted, order, size)
         union_problem = None  # S' is all a round needs of U from here
         if union_compacted:
             release_free_memory()
-        new_fit = polish_prepared(new_problem, new_cols, new_coef, union_fit.intercept,
+        new_fit = polish_prepared(new_problem, new_cols, jnp.take(union_fit.coef, order, axis=0), union_fit.intercept,
                                   new_active, tol, max_iter, new_compacted, l1)
-        better = _better(new_fit.objective, fit.objective, cols, active, new_cols, new_active, n_features=n_features)
+        better = jnp.isfinite(new_fit.objective) & (new_fit.objective < fit.objective)
+        better = better & ~_same_support(cols, active, new_cols, new_active, n_features)
         if union_compacted:  # concrete: the supports hold different entries
             if not bool(better):  # one host read per round
                 break
@@ -230,8 +206,8 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
             continue
         # the same storage (the full problem): chosen elementwise, so it also runs traced
         current = full
-        cols, active, fit = _choose(better, (new_cols, new_active, new_fit), (cols, active, fit))
+        cols, active = jnp.where(better, new_cols, cols), jnp.where(better, new_active, active)
+        fit = jax.tree.map(functools.partial(_select, better), new_fit, fit)
         if not traced and not bool(better):
             break
-    mean, inv_scale = _support_scales(mean_all, factor_all, cols)
-    return Refined(cols, fit.coef, fit.intercept, active, mean, inv_scale, fit)
+    return Refined(cols, fit.coef, fit.intercept, active, jnp.take(mean_all, cols), jnp.take(factor_all, cols), fit)
