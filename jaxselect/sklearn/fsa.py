@@ -11,7 +11,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array
 
 from jaxselect._validation import clip_k
-from jaxselect.anneal import Execution, PiecewiseLinear, Polish, fsa, fsa_predict
+from jaxselect.anneal import PiecewiseLinear, Polish, fsa, fsa_predict
 from jaxselect.anneal.defaults import is_auto
 from jaxselect.anneal.multiclass import SOFTMAX_LOSSES
 from jaxselect.anneal.scaling import apply_transform, result_transform
@@ -80,11 +80,11 @@ class _FSABase(_Selector, _Base):
             options.pop("huber_h", None)
             polish = Polish(l1=options.pop("l1", "auto"), refine=options.pop("refine", "auto"))
             learner = None if self.bins is None else PiecewiseLinear(self.bins, self.smoothness)
-            # nearby shapes (CV folds, GridSearchCV, the next dataset) share compiled programs: zero
-            # rows of weight 0 and, for linear learners, zero columns up to the buckets — the same
-            # fit: the annealing schedule counts X's own columns (Execution.padded_columns)
-            X_fit, y_fit, w_fit = pad_design(X, y, w, columns=self.bins is None)
-            execution = Execution(padded_columns=X_fit.shape[1] - X.shape[1])
+            # nearby row counts (CV folds, GridSearchCV, the next dataset) share compiled programs:
+            # zero rows of weight 0 up to the bucket — the same fit. Not the columns (see
+            # docs/performance.md, "Shape buckets": a program per column bucket beside the CV's
+            # own shapes outgrew the bounded program cache)
+            X_fit, y_fit, w_fit = pad_design(X, y, w, columns=False)
             result = fsa(
                 X_fit,
                 y_fit,
@@ -97,7 +97,6 @@ class _FSABase(_Selector, _Base):
                 learner=learner,
                 sample_weight=w_fit,
                 polish=polish,
-                execution=execution,
                 **options,
             )
             self.result_ = _host(result)._replace(transform=result.transform)  # (a str, not an array)
