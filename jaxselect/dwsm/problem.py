@@ -241,6 +241,21 @@ def rcpi_config(options: RCPIOptions, n: int, J: int) -> RCPIConfig:
     )
 
 
+def padding_keeps_draws(options, n: int, n_padded: int, n_units: int) -> bool:
+    """Whether RCPI on n rows padded to ``n_padded`` (the padding of weight 0) draws the same random
+    states for the real rows — then the fit is the unpadded one. Both sample ``n_states`` rows by
+    weight (the padding is never drawn), or both use every row with every state rolled out for
+    every unit (the draws are per state index). Otherwise (the number of states, or of rolled-out
+    states per unit, would follow the padded row count) the rows are not padded."""
+    if n_padded == n:
+        return True
+    a, b = rcpi_config(options, n, n_units), rcpi_config(options, n_padded, n_units)
+    if not a.all_rows and not b.all_rows:
+        return True
+    S = options.states_per_example
+    return a.all_rows and b.all_rows and a.action_states == n * S and b.action_states == n_padded * S
+
+
 #: The keywords of rcpi_problem / dwsm_fit before the option records: name -> RCPIOptions field.
 LEGACY_RCPI = {
     "states_per_example": "states_per_example",

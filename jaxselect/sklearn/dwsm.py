@@ -7,12 +7,12 @@ from sklearn.base import ClassifierMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
-from jaxselect.design.buckets import bucket_rows, pad_design
+from jaxselect.design.buckets import bucket, bucket_rows, pad_design
 from jaxselect.dwsm import MDPOptions as _MDPOptions
 from jaxselect.dwsm import RCPIOptions as _RCPIOptions
 from jaxselect.dwsm import dwsm_predict
 from jaxselect.dwsm.fit import fit_with_acquired as _dwsm_fit_with_acquired
-from jaxselect.dwsm.problem import rcpi_config as _rcpi_config
+from jaxselect.dwsm.problem import padding_keeps_draws as _padding_keeps_draws
 from jaxselect.sklearn._base import (
     _Base,
     _check_budget,
@@ -23,21 +23,6 @@ from jaxselect.sklearn._base import (
     _report_status,
     _seed_key,
 )
-
-
-def _padding_keeps_draws(options, n: int, n_padded: int, n_units: int) -> bool:
-    """Whether RCPI on n rows padded to ``n_padded`` (the padding of weight 0) draws the same random
-    states for the real rows — then the fit is the unpadded one. Both sample ``n_states`` rows by
-    weight (the padding is never drawn), or both use every row with every state rolled out for
-    every unit (the draws are per state index). Otherwise (the number of states, or of rolled-out
-    states per unit, would follow the padded row count) the rows are not padded."""
-    if n_padded == n:
-        return True
-    a, b = _rcpi_config(options, n, n_units), _rcpi_config(options, n_padded, n_units)
-    if not a.all_rows and not b.all_rows:
-        return True
-    S = options.states_per_example
-    return a.all_rows and b.all_rows and a.action_states == n * S and b.action_states == n_padded * S
 
 
 class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
@@ -139,9 +124,9 @@ class DWSMClassifier(ClassifierMixin, TransformerMixin, _Base):
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         rcpi = _RCPIOptions(states_per_example=self.states_per_example, alpha=self.alpha, l2=self.l2)
         n = X.shape[0]
-        X_fit, labels_fit, w_fit = pad_design(X, labels, w, columns=False)
-        if not _padding_keeps_draws(rcpi, n, X_fit.shape[0], X.shape[1] if groups is None else groups.n_groups):
-            X_fit, labels_fit, w_fit = X, labels, w
+        X_fit, labels_fit, w_fit = X, labels, w
+        if _padding_keeps_draws(rcpi, n, bucket(n), X.shape[1] if groups is None else groups.n_groups):
+            X_fit, labels_fit, w_fit = pad_design(X, labels, w, columns=False)
         with _precision(X.dtype):
             # one compiled program: the policy and the features it acquires on the training rows
             policy, acquired = _dwsm_fit_with_acquired(

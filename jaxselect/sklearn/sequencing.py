@@ -130,7 +130,8 @@ class GroupSequencingRegressor(_SequencingMixin, _Selector, RegressorMixin, _Bas
     def _fit_path(self, X, y, sample_weight):
         """Validate, fit the path on (X, y) and set ``path_``, ``groups_``, ``status_``.
 
-        Returns the validated ``(X, y, w, k)`` (``k`` capped at the usable groups).
+        Returns the validated ``(X, y, w, k)`` (``k`` capped at the usable groups) and the same
+        rows padded to their shape bucket, ``(X_fit, y_fit, w_fit)``, that the path was fitted on.
         """
         method = _check_choice(self.method, "method", _METHODS)
         _check_choice(self.criterion, "criterion", ("whiten", "no_whiten", "single"))
@@ -154,7 +155,7 @@ class GroupSequencingRegressor(_SequencingMixin, _Selector, RegressorMixin, _Bas
         self.groups_ = _host(groups)
         self.status_ = int(self.path_.status)
         _report_status(self.status_, type(self).__name__)
-        return X, y, w, k
+        return (X, y, w, k), (X_fit, y_fit, w_fit)
 
     def _set_linear(self, coef, intercept):  # (T, D), (T,)
         if self._y_1d:
@@ -169,7 +170,7 @@ class GroupSequencingRegressor(_SequencingMixin, _Selector, RegressorMixin, _Bas
         weights equal repeated rows, weight-0 rows are left out.
         """
         budget = _check_budget(self.budget)
-        X, _, _, _ = self._fit_path(X, y, sample_weight)
+        (X, _, _, _), _ = self._fit_path(X, y, sample_weight)
         with _precision(X.dtype):
             self._use_budget(budget)
         return self
@@ -252,11 +253,10 @@ class GroupSequencingRegressorCV(GroupSequencingRegressor):
         """
         rule = _check_choice(self.rule, "rule", _RULES)
         _check_choice(self.scoring, "scoring", ("r2", "neg_mse"))
-        X, y, w, k = self._fit_path(X, y, sample_weight)
+        # the folds are row weights of one X: the path's padded rows (weight 0, in no fold)
+        (X, y, w, k), (X_fit, y_fit, w_fit) = self._fit_path(X, y, sample_weight)
         splitter = check_cv(self.cv, y, classifier=False)
         folds = list(splitter.split(X, y))
-        # the folds are row weights of one X: its rows padded to their bucket (weight 0, in no fold)
-        X_fit, y_fit, w_fit = pad_design(X, y, w, columns=False)
         with _precision(X.dtype):
             cv = cross_validate_path(
                 X_fit,
