@@ -162,8 +162,11 @@ def main(argv=None):
     parser.add_argument("--only", nargs="*", default=None, help="case names (default: all)")
     parser.add_argument("--no-grid", action="store_true", help="skip the GridSearchCV pipeline")
     parser.add_argument("--grid-only", action="store_true", help="only the GridSearchCV pipeline")
-    parser.add_argument("--out", default=os.path.join(HERE, "results", "bench_cold.json"))
+    parser.add_argument("--out", default=None,
+                        help="JSON file (default results/bench_cold.json; with --grid-only results/bench_cold_grid.json)")
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = os.path.join(HERE, "results", "bench_cold_grid.json" if args.grid_only else "bench_cold.json")
     names = [] if args.grid_only else (args.only or list(CASES))
     rows = {}
     header = (f"{'call':26s} {'programs':>8s} {'compile s':>9s} {'first s':>8s} {'second s':>9s} "

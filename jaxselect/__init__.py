@@ -72,7 +72,14 @@ from jaxselect.dwsm import (
     dwsm_trace,
 )
 from jaxselect.sharding import data_mesh, row_sharding, shard_rows
-from jaxselect.programs import clear_compiled, enable_persistent_cache, max_programs, set_max_programs
+from jaxselect.programs import (
+    clear_compiled,
+    enable_persistent_cache,
+    max_program_maps,
+    max_programs,
+    set_max_program_maps,
+    set_max_programs,
+)
 from jaxselect.solver import Solver, SolverTraits
 from jaxselect.status import (
     DEGENERATE,
@@ -152,6 +159,7 @@ __all__ = [
     "group_lasso_lambda_max",
     "group_lasso_path",
     "losses",
+    "max_program_maps",
     "max_programs",
     "objective_curve",
     "oracle_curve",
@@ -168,6 +176,7 @@ __all__ = [
     "rls_to_path",
     "row_batches",
     "row_sharding",
+    "set_max_program_maps",
     "set_max_programs",
     "shard_rows",
     "status_message",

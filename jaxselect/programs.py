@@ -7,10 +7,14 @@ grow without bound and, past the kernel's ``vm.max_map_count``, crash inside LLV
 compiles through :func:`jit`, a drop-in for ``jax.jit`` whose programs live in one process-wide
 least-recently-used cache of at most :func:`max_programs` entries: each entry is its own
 ``jax.jit`` instance for one input signature (the tree structure, shapes, dtypes, shardings and
-static arguments), and evicting it clears that instance, which frees its executable.
+static arguments), and evicting it clears that instance, which frees its executable (and, with
+glibc, hands the freed pages back to the operating system: ``malloc_trim``).
 
 * :func:`clear_compiled` drops every compiled program of the library now;
-* :func:`set_max_programs` bounds the cache (default 32, or ``JAXSELECT_MAX_PROGRAMS``);
+* :func:`set_max_programs` bounds the cache (default 64 entries, or ``JAXSELECT_MAX_PROGRAMS``), and
+  :func:`set_max_program_maps` bounds the memory mappings its executables hold (default 12 000, or
+  ``JAXSELECT_MAX_PROGRAM_MAPS``; where ``/proc/self/maps`` exists): whichever bound is reached
+  first evicts;
 * :func:`enable_persistent_cache` turns on JAX's persistent compilation cache, so a new process
   loads the library's programs from disk instead of compiling them;
 * on the CPU, small inputs compile the cheap way (:data:`CPU_COMPILER_OPTIONS`, and up to
@@ -24,10 +28,12 @@ into the caller's program and nothing is cached here.
 from __future__ import annotations
 
 import collections
+import ctypes
 import functools
 import inspect
 import os
 import threading
+import time
 
 import jax
 import numpy as np
@@ -35,14 +41,18 @@ import numpy as np
 from jaxselect._compat import is_tracer, jit_cache_size, top_level
 
 __all__ = [
-    "clear_compiled", "enable_persistent_cache", "jit", "max_programs", "quick_compile_max_bytes", "set_max_programs",
-    "set_quick_compile_max_bytes",
+    "clear_compiled", "enable_persistent_cache", "jit", "max_program_maps", "max_programs", "quick_compile_max_bytes",
+    "set_max_program_maps", "set_max_programs", "set_quick_compile_max_bytes",
 ]
 
-_DEFAULT_MAX = 32
+_DEFAULT_MAX = 64
+_DEFAULT_MAX_MAPS = 12_000
 _LOCK = threading.RLock()
 _CACHE: collections.OrderedDict = collections.OrderedDict()  # (owner, signature) -> jax.jit instance
+_MAPS: dict = {}  # (owner, signature) -> memory mappings its first call (the compile) added
 _MAX = [int(os.environ.get("JAXSELECT_MAX_PROGRAMS", _DEFAULT_MAX))]
+_MAX_MAPS = [int(os.environ.get("JAXSELECT_MAX_PROGRAM_MAPS", _DEFAULT_MAX_MAPS))]
+_PROC_MAPS = "/proc/self/maps"
 
 
 def max_programs() -> int:
@@ -57,8 +67,9 @@ def max_programs() -> int:
 
 def set_max_programs(n: int) -> int:
     """Bound the library's program cache to ``n`` ≥ 1 entries (least recently used dropped first);
-    returns the previous bound. Each XLA:CPU program keeps about 550 memory mappings: the default
-    32 stays far below Linux's 65 530 per process.
+    returns the previous bound. Each XLA:CPU program keeps 100–600 memory mappings; the mappings
+    have their own bound (:func:`set_max_program_maps`), which keeps the cache far below Linux's
+    65 530 per process whatever ``n`` is.
 
     >>> import jaxselect as js
     >>> previous = js.set_max_programs(8)
@@ -74,6 +85,46 @@ def set_max_programs(n: int) -> int:
     return previous
 
 
+def max_program_maps() -> int:
+    """The bound on the memory mappings the cached programs hold together (Linux; elsewhere only
+    :func:`max_programs` bounds the cache).
+
+    >>> import jaxselect as js
+    >>> js.max_program_maps() >= 1
+    True
+    """
+    return _MAX_MAPS[0]
+
+
+def set_max_program_maps(n: int) -> int:
+    """Bound the memory mappings held by the library's cached programs to ``n`` ≥ 1 (where
+    ``/proc/self/maps`` exists): each new program is charged the mappings its compile added, and
+    least recently used programs are dropped until the total is within ``n`` (the newest always
+    stays). Returns the previous bound. The default, 12 000, keeps a process that fits hundreds of
+    shapes under 20 000 mappings (Linux allows 65 530; past that XLA's compiler crashes).
+
+    >>> import jaxselect as js
+    >>> previous = js.set_max_program_maps(5000)
+    >>> js.set_max_program_maps(previous)
+    5000
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"max program maps must be an integer >= 1; got {n!r}")
+    with _LOCK:
+        previous, _MAX_MAPS[0] = _MAX_MAPS[0], int(n)
+        _evict()
+    return previous
+
+
+def _process_maps() -> int | None:
+    """The process's memory mappings now (None where ``/proc/self/maps`` does not exist)."""
+    try:
+        with open(_PROC_MAPS, "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return None
+
+
 def clear_compiled() -> int:
     """Drop every compiled program of the library (their executables are freed); returns how many
     cache entries were dropped. The next call of each function compiles again (or loads from the
@@ -86,15 +137,44 @@ def clear_compiled() -> int:
     with _LOCK:
         n = len(_CACHE)
         while _CACHE:
-            _, fn = _CACHE.popitem(last=False)
-            fn.clear_cache()
+            _drop_oldest()
+        if n:
+            _return_freed_memory(0.0)
     return n
 
 
+def _drop_oldest():
+    key, fn = _CACHE.popitem(last=False)
+    _MAPS.pop(key, None)
+    fn.clear_cache()
+
+
 def _evict():
-    while len(_CACHE) > _MAX[0]:
-        _, fn = _CACHE.popitem(last=False)
-        fn.clear_cache()
+    """Drop least recently used programs while either bound is exceeded (the newest stays)."""
+    dropped = False
+    while len(_CACHE) > _MAX[0] or (len(_CACHE) > 1 and sum(_MAPS.values()) > _MAX_MAPS[0]):
+        _drop_oldest()
+        dropped = True
+    if dropped:
+        _return_freed_memory()
+
+
+_TRIM = [None, 0.0]  # glibc's malloc_trim (False where there is none), the time of its last call
+
+
+def _return_freed_memory(min_interval: float = 1.0):
+    """Hand the heap's free pages back to the operating system (glibc's ``malloc_trim``; at most
+    once per ``min_interval`` seconds, about 10 ms a call). A freed executable's memory otherwise
+    stays in the process's resident set: after 60 fits on new shapes, 400 of 800 MB."""
+    if _TRIM[0] is None:
+        try:
+            _TRIM[0] = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _TRIM[0] = False
+    now = time.monotonic()
+    if _TRIM[0] and now - _TRIM[1] >= min_interval:
+        _TRIM[1] = now
+        _TRIM[0](0)
 
 
 def enable_persistent_cache(directory: str | os.PathLike | None = None) -> str:
@@ -290,15 +370,19 @@ class BoundedJit:
         return (tree, tuple(_leaf_key(leaf) for leaf in leaves), static)
 
     def _instance(self, args, kwargs):
+        return self._entry(args, kwargs)[0]
+
+    def _entry(self, args, kwargs):
+        """``(jax.jit instance, cache key or None, new)``: the cached program of this signature."""
         signature = None if not top_level() else self._signature(args, kwargs)
         if signature is None:  # inside a traced program: it traces into the caller's, nothing cached
-            return self._traced
+            return self._traced, None, False
         key = (self, signature)  # the owner itself: an id could be reused after it is freed
         with _LOCK:
             fn = _CACHE.get(key)
             if fn is not None:
                 _CACHE.move_to_end(key)
-                return fn
+                return fn, key, False
             fun = self._fun
 
             def program(*a, **k):  # a new function object: its own jit caches, freed on eviction
@@ -309,17 +393,31 @@ class BoundedJit:
             fn = _CACHE[key] = jax.jit(program, **options)
             self._keys.add(key)
             _evict()
-            return fn
+            return fn, key, True
+
+    def _call(self, args, kwargs):
+        fn, key, new = self._entry(args, kwargs)
+        if not new:
+            return fn(*args, **kwargs)
+        before = _process_maps()  # a new entry's first call compiles: charge it what that maps
+        out = fn(*args, **kwargs)
+        after = _process_maps()
+        if before is not None and after is not None:
+            with _LOCK:
+                if key in _CACHE:
+                    _MAPS[key] = max(0, after - before)
+                    _evict()
+        return out
 
     def __call__(self, *args, **kwargs):
         try:
-            return self._instance(args, kwargs)(*args, **kwargs)
+            return self._call(args, kwargs)
         except Exception as err:
             if not (_CPU_OPTIONS_USABLE[0] and _unknown_option(err)):
                 raise
             _CPU_OPTIONS_USABLE[0] = False  # an XLA without the options: XLA's defaults from now on
             clear_compiled()
-            return self._instance(args, kwargs)(*args, **kwargs)
+            return self._call(args, kwargs)
 
     def lower(self, *args, **kwargs):
         return self._instance(args, kwargs).lower(*args, **kwargs)
@@ -335,6 +433,7 @@ class BoundedJit:
         with _LOCK:
             for key in list(self._keys):
                 fn = _CACHE.pop(key, None)
+                _MAPS.pop(key, None)
                 if fn is not None:
                     fn.clear_cache()
             self._keys.clear()

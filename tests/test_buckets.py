@@ -1,7 +1,8 @@
 """Shape buckets (issue 35 item 2): nearby data shapes share compiled programs, and padding changes
 no result. Every estimator pads X's rows to their bucket — zero rows of weight 0 (and a sparse
-X's stored entries) — and greedy RLS also its columns (zero columns, never selectable), so a
-second fit on a nearby shape compiles nothing, and every fit equals the unpadded one (with
+X's stored entries) — and greedy RLS and FSA's linear learners also its columns (zero columns,
+never selectable; FSA's schedule anneals from X's own columns, ``Execution.padded_columns``), so
+a second fit on a nearby shape compiles nothing, and every fit equals the unpadded one (with
 ``JAXSELECT_SHAPE_BUCKETS=0``). The predictions that compile (DWSM's episodes, FSA's
 piecewise-linear learners) pad the rows they predict."""
 
@@ -193,9 +194,30 @@ def test_bucket_rows_pads_dense_arrays_only():
     assert bucket_rows(S) is S
 
 
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_fsa_estimators_pad_columns_and_equal_the_unpadded_fit(sparse, monkeypatch):
+    """37 columns (one constant) padded to 40: the schedule anneals from 37 (``n_kept`` equal), the
+    support and coefficients are the unpadded fit's; 39 columns then compile nothing."""
+    wrap = sp.csr_matrix if sparse else np.asarray
+    X, y = _data(200, 37, 1)
+    X[:, 9] = 2.0
+    noisy = y + np.random.default_rng(9).standard_normal(200).astype(np.float32)
+    for make, target in ((lambda: FSARegressor(k=3, n_iter=100), y), (lambda: FSAClassifier(k=3, n_iter=100), np.where(noisy > 0, "a", "b"))):
+        padded, plain = _fits(make, wrap(X), target, None, monkeypatch)
+        assert padded.get_support().tolist() == plain.get_support().tolist()
+        assert padded.result_.n_features == 37
+        np.testing.assert_array_equal(padded.result_.n_kept, plain.result_.n_kept)
+        np.testing.assert_allclose(padded.coef_, plain.coef_, rtol=2e-3, atol=1e-3)
+        np.testing.assert_allclose(padded.intercept_, plain.intercept_, rtol=2e-3, atol=1e-3)
+        X2, y2 = _data(200, 39, 2)
+        target2 = y2 if target is y else np.where(y2 > 0, "a", "b")
+        with count_compiles() as compiles:
+            make().fit(wrap(X2), target2)
+        assert compiles[0] == 0, f"39 columns after 37 compiled {compiles[0]} programs"
+
+
 def test_fsa_padded_columns_is_the_fit_without_them():
-    """``Execution(padded_columns=p)``: js.fsa on X with p zero columns appended is js.fsa on X
-    (the schedule anneals from X's own columns: equal ``n_kept``)."""
+    """``Execution(padded_columns=p)``: js.fsa on X with p zero columns appended is js.fsa on X."""
     import jaxselect as js
 
     X, y = _data(120, 21, 10)
@@ -209,3 +231,18 @@ def test_fsa_padded_columns_is_the_fit_without_them():
         js.fsa(Xp, y, 3, n_iter=80, execution=js.anneal.Execution(padded_columns=12))
     with pytest.raises(ValueError, match="padded_columns"):
         js.fsa(Xp, y, 3, n_iter=80, execution=js.anneal.Execution(padded_columns=32))
+
+
+def test_fsa_estimators_decide_n_iter_auto_on_x_not_on_its_padding(monkeypatch):
+    """``n_iter="auto"`` switches to 30 above ``LARGE_SPARSE`` stored values: the estimator counts
+    X's own, not the filler entries its row padding adds (here X sits exactly at the threshold)."""
+    from jaxselect.anneal import defaults
+
+    X, y = _data(203, 30, 4)
+    S = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0).astype(np.float32))
+    assert pad_design(S, y, None)[0].nnz > S.nnz, "the padding should add stored entries"
+    monkeypatch.setattr(defaults, "LARGE_SPARSE", S.nnz)
+    fitted = FSARegressor(k=3).fit(S, y)
+    assert fitted.result_.loss_path.shape == (500,)
+    monkeypatch.setattr(defaults, "LARGE_SPARSE", S.nnz - 1)
+    assert FSARegressor(k=3).fit(S, y).result_.loss_path.shape == (30,)

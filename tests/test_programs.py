@@ -118,11 +118,37 @@ def test_many_shapes_keep_memory_mappings_bounded(small_cache):
     assert counts[1] <= counts[0] + 150, counts
 
 
+@pytest.mark.skipif(programs._process_maps() is None, reason="needs /proc/self/maps (Linux)")
+def test_the_maps_bound_evicts_before_the_count_bound():
+    """Each new entry is charged the mappings its compile added; past the maps bound the least
+    recently used entries go (the newest stays), though the count bound is far away."""
+    js.clear_compiled()
+    previous = js.set_max_programs(64), js.set_max_program_maps(10**9)
+    try:
+        for i in range(3):
+            _toy(np.ones((7 + i, 3), np.float32), 0.0)
+        charged = dict(programs._MAPS)
+        assert len(charged) == 3 and all(v >= 0 for v in charged.values())
+        assert sum(charged.values()) > 0, "compiling three programs added no mapping"
+        newest = list(programs._CACHE)[-1]
+        js.set_max_program_maps(1)  # any charge exceeds it: only the newest entry is kept
+        assert list(programs._CACHE) == [newest] and set(programs._MAPS) <= {newest}
+        with count_compiles() as miss:
+            _toy(np.ones((7, 3), np.float32), 0.0)  # evicted: compiles again, and now it is the newest
+        assert miss[0] == 1 and len(programs._CACHE) == 1
+    finally:
+        js.set_max_programs(previous[0])
+        js.set_max_program_maps(previous[1])
+        js.clear_compiled()
+
+
 def test_clear_compiled_and_bounds_are_validated(small_cache):
     _toy(np.ones((2, 2), np.float32), 0.0)
-    assert js.clear_compiled() >= 1 and len(programs._CACHE) == 0
+    assert js.clear_compiled() >= 1 and len(programs._CACHE) == 0 and programs._MAPS == {}
     with pytest.raises(ValueError, match="integer >= 1"):
         js.set_max_programs(0)
+    with pytest.raises(ValueError, match="integer >= 1"):
+        js.set_max_program_maps(0)
 
 
 def test_enable_persistent_cache_sets_the_directory(tmp_path):

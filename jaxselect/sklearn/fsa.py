@@ -11,8 +11,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array
 
 from jaxselect._validation import clip_k
-from jaxselect.anneal import PiecewiseLinear, Polish, fsa, fsa_predict
-from jaxselect.anneal.defaults import is_auto
+from jaxselect.anneal import Execution, PiecewiseLinear, Polish, fsa, fsa_predict
+from jaxselect.anneal.defaults import auto_n_iter, is_auto
 from jaxselect.anneal.multiclass import SOFTMAX_LOSSES
 from jaxselect.anneal.scaling import apply_transform, result_transform
 from jaxselect.design import is_sparse
@@ -80,23 +80,26 @@ class _FSABase(_Selector, _Base):
             options.pop("huber_h", None)
             polish = Polish(l1=options.pop("l1", "auto"), refine=options.pop("refine", "auto"))
             learner = None if self.bins is None else PiecewiseLinear(self.bins, self.smoothness)
-            # nearby row counts (CV folds, GridSearchCV, the next dataset) share compiled programs:
-            # zero rows of weight 0 up to the bucket — the same fit. Not the columns (see
-            # docs/performance.md, "Shape buckets": a program per column bucket beside the CV's
-            # own shapes outgrew the bounded program cache)
-            X_fit, y_fit, w_fit = pad_design(X, y, w, columns=False)
+            # nearby shapes (CV folds, GridSearchCV, the next dataset) share compiled programs: zero
+            # rows of weight 0 and, for linear learners, zero columns up to the buckets — the same
+            # fit: the annealing schedule counts X's own columns (Execution.padded_columns)
+            X_fit, y_fit, w_fit = pad_design(X, y, w, columns=self.bins is None)
+            execution = Execution(padded_columns=X_fit.shape[1] - X.shape[1])
+            # "auto" counts X's own stored values, not the padding's filler entries
+            n_iter = auto_n_iter(X) if is_auto(self.n_iter) else self.n_iter
             result = fsa(
                 X_fit,
                 y_fit,
                 k,
                 loss=loss,
-                n_iter=self.n_iter,
+                n_iter=n_iter,
                 mu=self.mu,
                 lr=self.lr,
                 l2=self.l2,
                 learner=learner,
                 sample_weight=w_fit,
                 polish=polish,
+                execution=execution,
                 **options,
             )
             self.result_ = _host(result)._replace(transform=result.transform)  # (a str, not an array)
