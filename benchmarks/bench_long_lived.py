@@ -7,7 +7,7 @@ library's compiled programs live in a bounded least-recently-used cache (``js.se
 so both stop growing once the cache is full. Goal (issue 35): 300 pairs under 20 000 mappings, at
 most 600 MB of resident growth after the first 20 pairs, no crash.
 
-Run: ``python benchmarks/bench_long_lived.py [--pairs 300]`` (about 20 minutes on 2 CPU cores);
+Run: ``python benchmarks/bench_long_lived.py [--pairs 300]`` (about 30 minutes on 2 CPU cores);
 saves ``results/bench_long_lived.json``.
 """
 
