@@ -28,7 +28,6 @@ into the caller's program and nothing is cached here.
 from __future__ import annotations
 
 import collections
-import ctypes
 import functools
 import inspect
 import os
@@ -39,6 +38,7 @@ import jax
 import numpy as np
 
 from jaxselect._compat import is_tracer, jit_cache_size, top_level
+from jaxselect._memory import release_free_memory
 
 __all__ = [
     "clear_compiled", "enable_persistent_cache", "jit", "max_program_maps", "max_programs", "quick_compile_max_bytes",
@@ -77,12 +77,7 @@ def set_max_programs(n: int) -> int:
     8
     >>> _ = js.set_max_programs(previous)
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"max programs must be an integer >= 1; got {n!r}")
-    with _LOCK:
-        previous, _MAX[0] = _MAX[0], int(n)
-        _evict()
-    return previous
+    return _set_bound(_MAX, n, "max programs")
 
 
 def max_program_maps() -> int:
@@ -108,10 +103,15 @@ def set_max_program_maps(n: int) -> int:
     >>> js.set_max_program_maps(previous)
     5000
     """
+    return _set_bound(_MAX_MAPS, n, "max program maps")
+
+
+def _set_bound(bound: list, n, what: str) -> int:
+    """Set one of the cache's bounds to ``n`` ≥ 1 and evict what exceeds it; the previous bound."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"max program maps must be an integer >= 1; got {n!r}")
+        raise ValueError(f"{what} must be an integer >= 1; got {n!r}")
     with _LOCK:
-        previous, _MAX_MAPS[0] = _MAX_MAPS[0], int(n)
+        previous, bound[0] = bound[0], int(n)
         _evict()
     return previous
 
@@ -159,22 +159,17 @@ def _evict():
         _return_freed_memory()
 
 
-_TRIM = [None, 0.0]  # glibc's malloc_trim (False where there is none), the time of its last call
+_LAST_TRIM = [float("-inf")]  # when the freed memory was last handed back
 
 
 def _return_freed_memory(min_interval: float = 1.0):
-    """Hand the heap's free pages back to the operating system (glibc's ``malloc_trim``; at most
-    once per ``min_interval`` seconds, about 10 ms a call). A freed executable's memory otherwise
-    stays in the process's resident set: after 60 fits on new shapes, 400 of 800 MB."""
-    if _TRIM[0] is None:
-        try:
-            _TRIM[0] = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _TRIM[0] = False
+    """Hand freed executables' heap back to the operating system (:func:`release_free_memory`, at
+    most once per ``min_interval`` seconds, about 10 ms a call): otherwise it stays in the
+    process's resident set (after 60 fits on new shapes, 400 of 800 MB)."""
     now = time.monotonic()
-    if _TRIM[0] and now - _TRIM[1] >= min_interval:
-        _TRIM[1] = now
-        _TRIM[0](0)
+    if now - _LAST_TRIM[0] >= min_interval:
+        _LAST_TRIM[0] = now
+        release_free_memory()
 
 
 def enable_persistent_cache(directory: str | os.PathLike | None = None) -> str:
