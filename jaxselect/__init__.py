@@ -75,6 +75,7 @@ from jaxselect.sharding import data_mesh, row_sharding, shard_rows
 from jaxselect.programs import (
     clear_compiled,
     enable_persistent_cache,
+    disable_persistent_cache,
     max_program_maps,
     max_programs,
     set_max_program_maps,
@@ -139,6 +140,7 @@ __all__ = [
     "datasets",
     "design",
     "doubling",
+    "disable_persistent_cache",
     "enable_persistent_cache",
     "dwsm_evaluate",
     "dwsm_fit",

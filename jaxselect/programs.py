@@ -38,10 +38,11 @@ import jax
 import numpy as np
 
 from jaxselect._compat import is_tracer, jit_cache_size, top_level
+from jaxselect._exported import ExportedProgram, ExportStore
 from jaxselect._memory import release_free_memory
 
 __all__ = [
-    "clear_compiled", "enable_persistent_cache", "jit", "max_program_maps", "max_programs", "quick_compile_max_bytes",
+    "clear_compiled", "disable_persistent_cache", "enable_persistent_cache", "jit", "max_program_maps", "max_programs", "quick_compile_max_bytes",
     "set_max_program_maps", "set_max_programs", "set_quick_compile_max_bytes",
 ]
 
@@ -53,6 +54,7 @@ _MAPS: dict = {}  # (owner, signature) -> memory mappings its first call (the co
 _MAX = [int(os.environ.get("JAXSELECT_MAX_PROGRAMS", _DEFAULT_MAX))]
 _MAX_MAPS = [int(os.environ.get("JAXSELECT_MAX_PROGRAM_MAPS", _DEFAULT_MAX_MAPS))]
 _PROC_MAPS = "/proc/self/maps"
+_STORE: list = [None]  # the ExportStore of enable_persistent_cache, or None
 
 
 def max_programs() -> int:
@@ -172,23 +174,26 @@ def _return_freed_memory(min_interval: float = 1.0):
         release_free_memory()
 
 
-def enable_persistent_cache(directory: str | os.PathLike | None = None) -> str:
+def enable_persistent_cache(directory: str | os.PathLike | None = None, *, exports: bool = True) -> str:
     """Turn on JAX's persistent compilation cache for every program (the library's and the
     caller's), stored in ``directory`` (default ``$JAXSELECT_CACHE_DIR`` or
     ``~/.cache/jaxselect/xla``); returns the directory.
 
-    A new process then loads compiled programs from disk instead of compiling them: what is left of
-    a first call is tracing. Every program is cached, however quick its compile (JAX's defaults
-    cache only programs that took over a second). Call it once, before the first fit. The cache
-    directory holds executable code that JAX loads and runs without checking it: use a directory
-    only you can write to, as JAX's documentation warns.
+    A new process then loads compiled programs from disk instead of compiling them. Every program
+    is cached, however quick its compile (JAX's defaults cache only programs that took over a
+    second). With ``exports`` (the default) the library also keeps a :func:`jax.export.export` of
+    each of its programs in ``directory/jaxselect-programs`` (:mod:`jaxselect._exported`), so a
+    new process does not trace them either: what is left of a first call is loading. Call it once,
+    before the first fit. The cache directory holds executable code (and Python pickles) that the
+    process loads and runs without checking it: use a directory only you can write to, as JAX's
+    documentation warns.
 
     >>> import tempfile, jax, jaxselect as js
     >>> saved = jax.config.values["jax_compilation_cache_dir"]
     >>> where = js.enable_persistent_cache(tempfile.mkdtemp())
     >>> jax.config.values["jax_compilation_cache_dir"] == where
     True
-    >>> jax.config.update("jax_compilation_cache_dir", saved)
+    >>> js.disable_persistent_cache(saved)
     """
     if directory is None:
         directory = os.environ.get("JAXSELECT_CACHE_DIR") or os.path.join("~", ".cache", "jaxselect", "xla")
@@ -197,7 +202,22 @@ def enable_persistent_cache(directory: str | os.PathLike | None = None) -> str:
     jax.config.update("jax_compilation_cache_dir", directory)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    with _LOCK:
+        _STORE[0] = ExportStore(os.path.join(directory, "jaxselect-programs")) if exports else None
     return directory
+
+
+def disable_persistent_cache(directory: str | None = None) -> None:
+    """Stop using the on-disk caches of :func:`enable_persistent_cache`: JAX's compilation cache
+    directory becomes ``directory`` (None: none) and the library's stored exports are no longer
+    read or written. Programs already in memory stay.
+
+    >>> import jaxselect as js
+    >>> js.disable_persistent_cache()
+    """
+    jax.config.update("jax_compilation_cache_dir", directory)
+    with _LOCK:
+        _STORE[0] = None
 
 
 #: XLA options of the programs the library compiles for the CPU on inputs up to
@@ -348,7 +368,9 @@ class BoundedJit:
         self._traced = jax.jit(fun, **options)  # for calls inside a traced program: nothing compiled
         self._keys: set = set()
 
-    def _signature(self, args, kwargs):
+    def _split(self, args, kwargs):
+        """``(dynamic args, dynamic kwargs, static items)``: static arguments passed by position are
+        replaced by None in the arguments and listed, by name, with those passed by keyword."""
         dynamic = {k: v for k, v in kwargs.items() if k not in self._static}
         static = [(k, v) for k, v in kwargs.items() if k in self._static]
         if self._static_positions:  # static arguments passed by position: keyed by value too
@@ -358,7 +380,10 @@ class BoundedJit:
                     static.append((name, args[i]))
                     args[i] = None
             args = tuple(args)
-        static = tuple(sorted(static, key=lambda item: item[0]))
+        return args, dynamic, tuple(sorted(static, key=lambda item: item[0]))
+
+    def _signature(self, args, kwargs):
+        args, dynamic, static = self._split(args, kwargs)
         leaves, tree = jax.tree.flatten((args, dynamic))
         if any(is_tracer(leaf) for leaf in leaves):
             return None
@@ -385,10 +410,20 @@ class BoundedJit:
 
             functools.update_wrapper(program, fun)
             options = _compile_options(self._options, _input_bytes(args, kwargs), self._quick_max_bytes)
-            fn = _CACHE[key] = jax.jit(program, **options)
+            fn = _CACHE[key] = self._new_program(program, options, args, kwargs, signature)
             self._keys.add(key)
             _evict()
             return fn, key, True
+
+    def _new_program(self, program, options, args, kwargs, signature):
+        """The cache entry of a new signature: run from a stored export where the persistent cache
+        is on and the program exports (:mod:`jaxselect._exported`), else ``jax.jit``."""
+        store = _STORE[0]
+        if store is not None:
+            entry = ExportedProgram.create(store, self, program, options, args, kwargs, signature)
+            if entry is not None:
+                return entry
+        return jax.jit(program, **options)
 
     def _call(self, args, kwargs):
         fn, key, new = self._entry(args, kwargs)

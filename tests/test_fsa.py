@@ -338,7 +338,9 @@ def test_l2_may_be_traced_vmap_matches_loop():
     for i, l2 in enumerate(l2s):
         one = fsa(X, y, K, l2=float(l2), **kw)
         np.testing.assert_array_equal(sup[i], one.support)
-        np.testing.assert_allclose(coef[i], one.coef, rtol=1e-5, atol=1e-6)
+        # float32; the polish's capped iterative solve carries rounding differences between the
+        # batched and the single program (4e-5 relative on an AMD EPYC host)
+        np.testing.assert_allclose(coef[i], one.coef, rtol=2e-4, atol=1e-5)
     assert not np.allclose(coef[0], coef[2])  # the penalty does shrink
 
 

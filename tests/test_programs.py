@@ -162,6 +162,7 @@ def test_enable_persistent_cache_sets_the_directory(tmp_path):
         assert where == str(tmp_path / "xla") and jax.config.values["jax_compilation_cache_dir"] == where
         assert jax.config.values["jax_persistent_cache_min_compile_time_secs"] == 0.0
     finally:
+        js.disable_persistent_cache(saved["jax_compilation_cache_dir"])
         for k, v in saved.items():
             jax.config.update(k, v)
 
