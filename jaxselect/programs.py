@@ -55,6 +55,7 @@ _MAX = [int(os.environ.get("JAXSELECT_MAX_PROGRAMS", _DEFAULT_MAX))]
 _MAX_MAPS = [int(os.environ.get("JAXSELECT_MAX_PROGRAM_MAPS", _DEFAULT_MAX_MAPS))]
 _PROC_MAPS = "/proc/self/maps"
 _STORE: list = [None]  # the ExportStore of enable_persistent_cache, or None
+_PERSISTENT = [False]  # enable_persistent_cache is in effect
 
 
 def max_programs() -> int:
@@ -183,7 +184,10 @@ def enable_persistent_cache(directory: str | os.PathLike | None = None, *, expor
     is cached, however quick its compile (JAX's defaults cache only programs that took over a
     second). With ``exports`` (the default) the library also keeps a :func:`jax.export.export` of
     each of its programs in ``directory/jaxselect-programs`` (:mod:`jaxselect._exported`), so a
-    new process does not trace them either: what is left of a first call is loading. Call it once,
+    new process does not trace them either: what is left of a first call is loading. While the
+    cache is on, small inputs compile with LLVM's optimisation too (:data:`QUICK_COMPILE_OPTIONS`
+    are for processes that pay every compile; here a compile is paid once per machine and later
+    processes run the faster kernels). Call it once,
     before the first fit. The cache directory holds executable code (and Python pickles) that the
     process loads and runs without checking it: use a directory only you can write to, as JAX's
     documentation warns.
@@ -204,6 +208,7 @@ def enable_persistent_cache(directory: str | os.PathLike | None = None, *, expor
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     with _LOCK:
         _STORE[0] = ExportStore(os.path.join(directory, "jaxselect-programs")) if exports else None
+        _PERSISTENT[0] = True
     return directory
 
 
@@ -218,6 +223,7 @@ def disable_persistent_cache(directory: str | None = None) -> None:
     jax.config.update("jax_compilation_cache_dir", directory)
     with _LOCK:
         _STORE[0] = None
+        _PERSISTENT[0] = False
 
 
 #: XLA options of the programs the library compiles for the CPU on inputs up to
@@ -319,7 +325,8 @@ def _compile_options(options: dict, n_bytes: int, quick_max_bytes: int | None = 
     :func:`quick_compile_max_bytes` (None: none)."""
     if "compiler_options" in options or jax.default_backend() != "cpu" or n_bytes > CHEAP_COMPILE_MAX_BYTES:
         return options
-    capped = quick_max_bytes is not None and n_bytes > quick_max_bytes
+    # with the persistent cache on, a compile is paid once per machine: optimised kernels pay off
+    capped = (quick_max_bytes is not None and n_bytes > quick_max_bytes) or _PERSISTENT[0]
     extra = cpu_compiler_options(None if capped else n_bytes)
     return {**options, "compiler_options": extra} if extra else options
 

@@ -70,7 +70,8 @@ def test_a_warm_directory_traces_none_of_the_library_and_answers_the_same(tmp_pa
     assert warm["traced"] and set(warm["traced"]) == {"call"}, warm["traced"]
     assert len(cold["traced"]) > len(warm["traced"])
     for name in ("fsa", "fsa_support", "omp", "omp_order", "clf"):
-        np.testing.assert_allclose(cold[name], plain[name], rtol=1e-6, atol=1e-7, err_msg=name)
+        # the cache compiles with LLVM's optimisation on: float32 rounding differs from the plain run
+        np.testing.assert_allclose(cold[name], plain[name], rtol=1e-4, atol=1e-5, err_msg=name)
         np.testing.assert_array_equal(warm[name], cold[name], err_msg=name)
 
 
@@ -163,3 +164,14 @@ def test_disable_persistent_cache_stops_the_store(tmp_path):
     finally:
         js.disable_persistent_cache(saved)
     assert programs._STORE[0] is None and jax.config.values["jax_compilation_cache_dir"] == saved
+
+
+def test_with_the_persistent_cache_small_inputs_compile_optimised(monkeypatch):
+    """A compile paid once per machine: LLVM's optimisation stays on for small inputs too."""
+    if jax.default_backend() != "cpu":
+        pytest.skip("CPU options")
+    quick = programs._compile_options({}, 1000).get("compiler_options", {})
+    monkeypatch.setattr(programs, "_PERSISTENT", [True])
+    cached = programs._compile_options({}, 1000).get("compiler_options", {})
+    assert cached == programs.cpu_compiler_options()
+    assert not set(programs.QUICK_COMPILE_OPTIONS) & set(cached) and len(quick) >= len(cached)
