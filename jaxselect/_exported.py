@@ -229,14 +229,16 @@ def _run_options(options: dict) -> dict:
 
 class ExportedProgram:
     """A program-cache entry that runs a :class:`jax.export.Exported` of the library's function: a
-    ``jax.jit`` of ``Exported.call`` on the dynamic leaves of the arguments. ``lower`` and ``trace``
-    (and a failing first call) use a plain ``jax.jit`` of the function."""
+    ``jax.jit`` of ``Exported.call`` on the dynamic leaves of the arguments. The export is loaded
+    from the store or, on the entry's first call (outside the cache's lock), made and stored.
+    ``lower`` and ``trace`` (and a first call that cannot export or run the export) use a plain
+    ``jax.jit`` of the function."""
 
-    def __init__(self, owner, program, options, exported):
-        self._owner = owner
-        self._plain_args = (program, options)
+    def __init__(self, store: ExportStore, key: str, owner, program, options, exported):
+        self._store, self._key, self._owner = store, key, owner
+        self._program, self._options = program, options
         self._plain = None
-        self._run = jax.jit(exported.call, **_run_options(options))
+        self._run = None if exported is None else jax.jit(exported.call, **_run_options(options))
         self._checked = False  # the first call may fall back to the plain path
         self._fallback = False
 
@@ -244,6 +246,8 @@ class ExportedProgram:
     def create(cls, store: ExportStore, owner, program, options, args, kwargs, signature):
         """The entry for a new signature, or None where the program keeps JAX's own path (no stable
         key, leaves that do not export, or an export that failed before)."""
+        if jax.config.values.get("jax_disable_jit", False):
+            return None
         dyn_args, dyn_kwargs, static = owner._split(args, kwargs)
         leaves, tree = jax.tree.flatten((dyn_args, dyn_kwargs))
         if not exportable_leaves(leaves):
@@ -254,8 +258,13 @@ class ExportedProgram:
         exported = store.load(key)
         if exported is False:
             return None
-        if exported is not None:
-            return cls(owner, program, options, exported)
+        return cls(store, key, owner, program, options, exported)
+
+    def _export(self, args, kwargs):
+        """Export the function at these arguments' signature and store it (None where JAX cannot)."""
+        owner, program = self._owner, self._program
+        dyn_args, dyn_kwargs, _ = owner._split(args, kwargs)
+        leaves, tree = jax.tree.flatten((dyn_args, dyn_kwargs))
         static_kw = {k: v for k, v in kwargs.items() if k in owner._static}
         static_pos = {i: args[i] for i in owner._static_positions if i < len(args)}
 
@@ -267,12 +276,11 @@ class ExportedProgram:
             return program(*a, **k, **static_kw)
 
         try:
-            exported = jax.export.export(jax.jit(flat, **_run_options(options)))(*leaves)
+            exported = jax.export.export(jax.jit(flat, **_run_options(self._options)))(*leaves)
         except Exception:  # noqa: BLE001 - host callbacks, effects, anything JAX will not export
-            store.save(key, None)
-            return None
-        store.save(key, exported)
-        return cls(owner, program, options, exported)
+            exported = None
+        self._store.save(self._key, exported)
+        return exported
 
     def _leaves(self, args, kwargs):
         dyn_args, dyn_kwargs, _ = self._owner._split(args, kwargs)
@@ -280,15 +288,20 @@ class ExportedProgram:
 
     def _plain_jit(self):
         if self._plain is None:
-            program, options = self._plain_args
-            self._plain = jax.jit(program, **options)
+            self._plain = jax.jit(self._program, **self._options)
         return self._plain
 
     def __call__(self, *args, **kwargs):
-        if self._fallback:
-            return self._plain_jit()(*args, **kwargs)
         if self._checked:
             return self._run(*self._leaves(args, kwargs))
+        if self._fallback:
+            return self._plain_jit()(*args, **kwargs)
+        if self._run is None:
+            exported = self._export(args, kwargs)
+            if exported is None:
+                self._fallback = True
+                return self._plain_jit()(*args, **kwargs)
+            self._run = jax.jit(exported.call, **_run_options(self._options))
         try:
             out = self._run(*self._leaves(args, kwargs))
         except Exception:  # noqa: BLE001 - an export this JAX cannot run: the plain program from now on
@@ -304,10 +317,12 @@ class ExportedProgram:
         return self._plain_jit().trace(*args, **kwargs)
 
     def clear_cache(self):
-        self._run.clear_cache()
+        if self._run is not None:
+            self._run.clear_cache()
         if self._plain is not None:
             self._plain.clear_cache()
 
     def _cache_size(self) -> int:
-        size = getattr(self._run, "_cache_size", None)
+        jitted = self._plain if self._fallback else self._run
+        size = getattr(jitted, "_cache_size", None)
         return int(size()) if callable(size) else 0
