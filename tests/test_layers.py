@@ -16,7 +16,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "jaxselect"
 #: its modules), listed bottom-up. Keep in sync with docs/architecture.md.
 LAYERS = {
     # 0 — core: no data, no solver; helpers every layer may use
-    "_repr": 0, "_static": 0, "_budget": 0, "_compat": 0, "_progress": 0, "_memory": 0, "programs": 0, "solver": 0, "status": 0, "_validation": 0, "linalg": 0,
+    "_repr": 0, "_static": 0, "_budget": 0, "_compat": 0, "_progress": 0, "_memory": 0, "_exported": 0, "programs": 0, "solver": 0, "status": 0, "_validation": 0, "linalg": 0,
     "losses": 0, "groups": 0, "newton": 0, "sharding": 0, "datasets": 0, "sources": 0,
     # 1 — data layer: the front door, the design operators, the moments engine
     "design": 1,
@@ -32,7 +32,7 @@ LAYERS = {
 }
 SOLVER_FAMILIES = ("sequencing", "anneal", "dwsm", "rls", "refit")
 #: private modules whose names are the package's internal API (their own ``_`` marks the module)
-INTERNAL_MODULES = ("_repr", "_static", "_budget", "_compat", "_validation", "_base")
+INTERNAL_MODULES = ("_repr", "_static", "_budget", "_compat", "_validation", "_base", "_exported")
 
 
 def _module_name(path: pathlib.Path) -> str:
