@@ -20,36 +20,47 @@ from jaxselect import _exported, programs
 from jaxselect.anneal import gradient_descent
 from jaxselect.losses import squared_loss
 
+
+def _answers() -> dict:
+    """FSA, OMP and ``FSAClassifier`` on one small problem (a constant column included)."""
+    from jaxselect.sklearn import FSAClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(301, 37)).astype(np.float32)
+    y = (X[:, :3] @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.normal(size=301)).astype(np.float32)
+    X[:, 5] = 1.0
+    fsa = js.fsa(X, y, 4)
+    omp = js.cs_omp(js.prepare(X, y), k=4)
+    clf = FSAClassifier(k=3).fit(X, (y > 0).astype(int))
+    return {
+        "fsa": np.asarray(fsa.coef).tolist(),
+        "fsa_support": np.asarray(fsa.support).tolist(),
+        "omp": np.asarray(omp.coef).tolist(),
+        "omp_order": np.asarray(omp.order).tolist(),
+        "clf": np.asarray(clf.predict_proba(X)[:20]).tolist(),
+    }
+
+
 _SCRIPT = r"""
 import json, sys
 import jax
-import numpy as np
 import jaxselect as js
-from jaxselect.sklearn import FSAClassifier
-if CACHE:
-    js.enable_persistent_cache(CACHE)
+sys.path.insert(0, TESTS)
+from test_exported import _answers
+js.enable_persistent_cache(CACHE)
 traced = []
 jax.monitoring.register_event_duration_secs_listener(
     lambda event, d, **kw: traced.append(kw.get("fun_name"))
     if event == "/jax/core/compile/jaxpr_trace_duration" else None)
-rng = np.random.default_rng(0)
-X = rng.normal(size=(301, 37)).astype(np.float32)
-y = (X[:, :3] @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.normal(size=301)).astype(np.float32)
-X[:, 5] = 1.0  # a constant column
-fsa = js.fsa(X, y, 4)
-omp = js.cs_omp(js.prepare(X, y), k=4)
-clf = FSAClassifier(k=3).fit(X, (y > 0).astype(int))
-print(json.dumps(dict(
-    fsa=np.asarray(fsa.coef).tolist(), fsa_support=np.asarray(fsa.support).tolist(),
-    omp=np.asarray(omp.coef).tolist(), omp_order=np.asarray(omp.order).tolist(),
-    clf=np.asarray(clf.predict_proba(X)[:20]).tolist(), traced=traced)))
+print(json.dumps(dict(_answers(), traced=traced)))
 """
 
 
 def _child(cache: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_ENABLE_X64")}
+    tests = str(pathlib.Path(__file__).resolve().parent)
     out = subprocess.run(
-        [sys.executable, "-c", f"CACHE = {cache!r}\n" + _SCRIPT],
+        [sys.executable, "-c", f"CACHE = {cache!r}\nTESTS = {tests!r}\n" + _SCRIPT],
         capture_output=True,
         text=True,
         timeout=540,
@@ -61,7 +72,7 @@ def _child(cache: str) -> dict:
 
 
 def test_a_warm_directory_traces_none_of_the_library_and_answers_the_same(tmp_path):
-    plain = _child("")
+    plain = _answers()  # this process: no persistent cache
     cold = _child(str(tmp_path / "cache"))
     warm = _child(str(tmp_path / "cache"))
     stored = list(pathlib.Path(tmp_path, "cache", "jaxselect-programs").rglob("*.jaxexport"))
