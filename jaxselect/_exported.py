@@ -38,7 +38,7 @@ import numpy as np
 
 from jaxselect._static import Static
 
-__all__ = ["ExportStore", "exportable_leaves", "source_digest"]
+__all__ = ["ExportStore", "ExportedProgram", "describe", "exportable_leaves", "key_data_leaves", "source_digest"]
 
 _SKIP = b"not exportable"
 #: configuration options that change how a program lowers (those this JAX has)
@@ -82,12 +82,23 @@ def _environment() -> tuple:
     return versions + (jax.default_backend(), config, source_digest())
 
 
+def _is_key(leaf) -> bool:
+    return isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+
+
+def key_data_leaves(leaves) -> list:
+    """The leaves with each typed PRNG key replaced by its raw data (an export takes plain arrays)."""
+    return [jax.random.key_data(leaf) if _is_key(leaf) else leaf for leaf in leaves]
+
+
 def exportable_leaves(leaves) -> bool:
-    """Whether every leaf is a single-device array, a numpy array or a Python scalar, and no mesh is
-    in effect (a sharded program keeps JAX's own path)."""
+    """Whether every leaf is a single-device array (typed PRNG keys included), a numpy array or a
+    Python scalar, and no mesh is in effect (a sharded program keeps JAX's own path)."""
     for leaf in leaves:
         if isinstance(leaf, jax.Array):
-            if len(leaf.sharding.device_set) > 1 or jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.extended):
+            if len(leaf.sharding.device_set) > 1:
+                return False
+            if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.extended) and not _is_key(leaf):
                 return False
         elif not isinstance(leaf, (np.ndarray, np.generic, bool, int, float)):
             return False
@@ -267,8 +278,13 @@ class ExportedProgram:
         leaves, tree = jax.tree.flatten((dyn_args, dyn_kwargs))
         static_kw = {k: v for k, v in kwargs.items() if k in owner._static}
         static_pos = {i: args[i] for i in owner._static_positions if i < len(args)}
+        impls = [str(jax.random.key_impl(leaf)) if _is_key(leaf) else None for leaf in leaves]
 
         def flat(*flat_leaves):
+            flat_leaves = [
+                leaf if impl is None else jax.random.wrap_key_data(leaf, impl=impl)
+                for leaf, impl in zip(flat_leaves, impls)
+            ]
             a, k = jax.tree.unflatten(tree, flat_leaves)
             a = list(a)
             for i, value in static_pos.items():
@@ -276,7 +292,7 @@ class ExportedProgram:
             return program(*a, **k, **static_kw)
 
         try:
-            exported = jax.export.export(jax.jit(flat, **_run_options(self._options)))(*leaves)
+            exported = jax.export.export(jax.jit(flat, **_run_options(self._options)))(*key_data_leaves(leaves))
         except Exception:  # noqa: BLE001 - host callbacks, effects, anything JAX will not export
             exported = None
         self._store.save(self._key, exported)
@@ -284,7 +300,7 @@ class ExportedProgram:
 
     def _leaves(self, args, kwargs):
         dyn_args, dyn_kwargs, _ = self._owner._split(args, kwargs)
-        return jax.tree.leaves((dyn_args, dyn_kwargs))
+        return key_data_leaves(jax.tree.leaves((dyn_args, dyn_kwargs)))
 
     def _plain_jit(self):
         if self._plain is None:

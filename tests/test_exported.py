@@ -32,12 +32,14 @@ def _answers() -> dict:
     fsa = js.fsa(X, y, 4)
     omp = js.cs_omp(js.prepare(X, y), k=4)
     clf = FSAClassifier(k=3).fit(X, (y > 0).astype(int))
+    policy = js.dwsm_fit(jax.random.key(0), X[:120, :8], (y[:120] > 0).astype(int), n_iter=2)
     return {
         "fsa": np.asarray(fsa.coef).tolist(),
         "fsa_support": np.asarray(fsa.support).tolist(),
         "omp": np.asarray(omp.coef).tolist(),
         "omp_order": np.asarray(omp.order).tolist(),
         "clf": np.asarray(clf.predict_proba(X)[:20]).tolist(),
+        "dwsm": np.asarray(js.dwsm_evaluate(policy, X[:120, :8], (y[:120] > 0).astype(int)).acquired).tolist(),
     }
 
 
@@ -76,11 +78,13 @@ def test_a_warm_directory_traces_none_of_the_library_and_answers_the_same(tmp_pa
     cold = _child(str(tmp_path / "cache"))
     warm = _child(str(tmp_path / "cache"))
     stored = list(pathlib.Path(tmp_path, "cache", "jaxselect-programs").rglob("*.jaxexport"))
-    assert len(stored) >= 3  # fsa's summary and solve, OMP's program, at least
-    # the warm process traced only the thin programs around the exports (Exported.call)
-    assert warm["traced"] and set(warm["traced"]) == {"call"}, warm["traced"]
-    assert len(cold["traced"]) > len(warm["traced"])
-    for name in ("fsa", "fsa_support", "omp", "omp_order", "clf"):
+    assert len(stored) >= 4  # fsa's summary and solve, OMP's program, DWSM's fit, at least
+    # the cold process traced each program for its export ("flat") and the thin program around it
+    # ("call"); the warm one only the thin programs (and eager operations outside the library's
+    # programs, which are not the store's)
+    assert "flat" in cold["traced"] and "flat" not in warm["traced"], warm["traced"]
+    assert warm["traced"].count("call") == cold["traced"].count("call") >= 4
+    for name in ("fsa", "fsa_support", "omp", "omp_order", "clf", "dwsm"):
         # the cache compiles with LLVM's optimisation on: float32 rounding differs from the plain run
         np.testing.assert_allclose(cold[name], plain[name], rtol=1e-4, atol=1e-5, err_msg=name)
         np.testing.assert_array_equal(warm[name], cold[name], err_msg=name)
@@ -139,6 +143,22 @@ def _doubled_with_a_callback(x):
 @programs.jit
 def _squares(x, scale):
     return scale * x * x
+
+
+@programs.jit
+def _noisy(key, x):
+    return x + jax.random.normal(key, x.shape)
+
+
+def test_typed_prng_keys_go_through_an_export_as_their_data(store_on):
+    x = np.zeros(5, np.float32)
+    expected = np.asarray(jax.jit(_noisy._fun)(jax.random.key(3), x))
+    np.testing.assert_allclose(_noisy(jax.random.key(3), x), expected, rtol=1e-6)
+    (path,) = pathlib.Path(store_on).rglob("*.jaxexport")
+    assert path.read_bytes() != _exported._SKIP
+    js.clear_compiled()
+    np.testing.assert_allclose(_noisy(jax.random.key(3), x), expected, rtol=1e-6)  # loaded
+    assert not np.allclose(_noisy(jax.random.key(4), x), expected)
 
 
 def test_programs_that_do_not_export_run_the_usual_way_and_are_remembered(store_on):

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -17,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxselect._repr import short_repr
+from jaxselect.programs import jit
 from jaxselect.status import NONFINITE, OK
 
 from .._validation import as_labels
@@ -170,26 +172,42 @@ def dwsm_evaluate(policy: DWSMPolicy, X, y) -> DWSMReport:
     tr = dwsm_trace(policy, X, y)
     spec = policy.spec
     yl, _ = as_labels(y, tr.labels.shape[0], n_classes=spec.n_classes)
-    yl = jnp.asarray(yl)
-    units = jnp.sum(tr.order >= 0, axis=1)
-    xi = spec.groups.costs
-    unit_used = jax.vmap(
-        lambda o: jnp.zeros((spec.n_units,), bool).at[jnp.where(o >= 0, o, spec.n_units)].set(True, mode="drop")
-    )(tr.order)
-    cost = unit_used.astype(xi.dtype) @ xi + spec.cost_matrix[tr.labels, yl]
-    mean_cost, mean_loss = jnp.mean(cost), -jnp.mean(tr.reward)
-    finite = jnp.isfinite(mean_cost) & jnp.isfinite(mean_loss)
-    status = tr.status | jnp.where(finite, jnp.int32(OK), jnp.int32(NONFINITE))
-    return DWSMReport(
-        accuracy=accuracy(tr.labels, yl),
-        sparsity=mean_sparsity(tr.acquired),
-        mean_features=jnp.mean(jnp.sum(tr.acquired, axis=1).astype(jnp.float32)),
-        mean_units=jnp.mean(units.astype(jnp.float32)),
-        average_cost=mean_cost,
-        mean_loss=mean_loss,
-        feature_usage=feature_usage(tr.acquired),
-        class_usage=class_usage(tr.acquired, yl, spec.n_classes, labels=tr.labels),
-        labels=tr.labels,
-        acquired=tr.acquired,
-        status=status,
+    measures = _measures(
+        tr.labels,
+        tr.acquired,
+        tr.order,
+        tr.reward,
+        tr.status,
+        yl,
+        spec.groups.costs,
+        spec.cost_matrix,
+        n_units=spec.n_units,
+        n_classes=spec.n_classes,
     )
+    return DWSMReport(**measures, labels=tr.labels, acquired=tr.acquired)
+
+
+@functools.partial(jit, static_argnames=("n_units", "n_classes"))
+def _measures(labels, acquired, order, reward, status, y, costs, cost_matrix, *, n_units: int, n_classes: int):
+    """Every measure of :class:`DWSMReport` from one trace, in one compiled program: (n,) labels,
+    (n, d) acquired, (n, n_units) acquisition order (−1 after the last), (n,) episode rewards, ()
+    the trace's status, (n,) true labels, (n_units,) unit costs, (C, C) cost matrix."""
+    y = y.astype(jnp.int32)
+    units = jnp.sum(order >= 0, axis=1)
+    unit_used = jax.vmap(
+        lambda o: jnp.zeros((n_units,), bool).at[jnp.where(o >= 0, o, n_units)].set(True, mode="drop")
+    )(order)
+    cost = unit_used.astype(costs.dtype) @ costs + cost_matrix[labels, y]
+    mean_cost, mean_loss = jnp.mean(cost), -jnp.mean(reward)
+    finite = jnp.isfinite(mean_cost) & jnp.isfinite(mean_loss)
+    return {
+        "accuracy": accuracy(labels, y),
+        "sparsity": mean_sparsity(acquired),
+        "mean_features": jnp.mean(jnp.sum(acquired, axis=1).astype(jnp.float32)),
+        "mean_units": jnp.mean(units.astype(jnp.float32)),
+        "average_cost": mean_cost,
+        "mean_loss": mean_loss,
+        "feature_usage": feature_usage(acquired),
+        "class_usage": class_usage(acquired, y, n_classes, labels=labels),
+        "status": status | jnp.where(finite, jnp.int32(OK), jnp.int32(NONFINITE)),
+    }

@@ -365,7 +365,7 @@ def dwsm_trace(policy: DWSMPolicy, X, y) -> DWSMTrace:
     """
     X = _check_policy_X(policy, X)
     labels, _ = as_labels(y, X.shape[0], n_classes=policy.spec.n_classes)
-    return _trace(policy, X, jnp.asarray(labels))
+    return _trace(policy, X, jax.device_put(labels))  # no eager copy program per shape
 
 
 #: the policy's batched prediction core, for the family's other modules
