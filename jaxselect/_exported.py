@@ -36,6 +36,7 @@ import types
 import jax
 import numpy as np
 
+from jaxselect._compat import jit_cache_size
 from jaxselect._static import Static
 
 __all__ = ["ExportStore", "ExportedProgram", "describe", "exportable_leaves", "key_data_leaves", "source_digest"]
@@ -339,6 +340,4 @@ class ExportedProgram:
             self._plain.clear_cache()
 
     def _cache_size(self) -> int:
-        jitted = self._plain if self._fallback else self._run
-        size = getattr(jitted, "_cache_size", None)
-        return int(size()) if callable(size) else 0
+        return jit_cache_size(self._plain if self._fallback else self._run)

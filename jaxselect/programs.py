@@ -187,10 +187,9 @@ def enable_persistent_cache(directory: str | os.PathLike | None = None, *, expor
     new process does not trace them either: what is left of a first call is loading. While the
     cache is on, small inputs compile with LLVM's optimisation too (:data:`QUICK_COMPILE_OPTIONS`
     are for processes that pay every compile; here a compile is paid once per machine and later
-    processes run the faster kernels). Call it once,
-    before the first fit. The cache directory holds executable code (and Python pickles) that the
-    process loads and runs without checking it: use a directory only you can write to, as JAX's
-    documentation warns.
+    processes run the faster kernels). Call it once, before the first fit. The cache directory
+    holds executable code (and Python pickles) that the process loads and runs without checking
+    it: use a directory only you can write to, as JAX's documentation warns.
 
     >>> import tempfile, jax, jaxselect as js
     >>> saved = jax.config.values["jax_compilation_cache_dir"]
