@@ -1,8 +1,11 @@
 """A pytest plugin that measures what the suite spends compiling, per program and per test.
 
-Usage (any test selection; ``-n 0`` so that one process sees every compile)::
+Usage (any test selection)::
 
     PYTHONPATH=benchmarks python -m pytest -q -n 0 -p compile_profile tests/test_sklearn.py
+
+Under pytest-xdist (``-n 2``) each worker writes its own file, ``<name>.<worker>.json``, and the
+summary is printed only with ``-n 0``.
 
 It listens to XLA's backend-compile event (``jax.monitoring``; a load from JAX's persistent cache
 counts too), sums the seconds per program name and per test, prints the largest of each at the
@@ -43,6 +46,21 @@ def _top(table, n=15):
     return "\n".join(f"{secs:9.1f} s {count:5d}  {name}" for name, (count, secs) in rows)
 
 
+def _write(suffix=""):
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.environ.get("COMPILE_PROFILE") or os.path.join(here, "results", "compile_profile.json")
+    if suffix:
+        path = f"{os.path.splitext(path)[0]}.{suffix}.json"
+    with open(path, "w") as fh:
+        json.dump({"programs": dict(_BY_PROGRAM), "tests": dict(_BY_TEST)}, fh, indent=1, sort_keys=True)
+
+
+def pytest_sessionfinish(session):
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        _write(worker)
+
+
 def pytest_terminal_summary(terminalreporter):
     total = sum(secs for _, secs in _BY_PROGRAM.values())
     count = sum(c for c, _ in _BY_PROGRAM.values())
@@ -50,7 +68,5 @@ def pytest_terminal_summary(terminalreporter):
     write(f"\ncompile profile: {count} programs, {total:.1f} s compiling")
     write("by program (seconds, compiles, name):\n" + _top(_BY_PROGRAM))
     write("by test:\n" + _top(_BY_TEST))
-    here = os.path.dirname(os.path.abspath(__file__))
-    path = os.environ.get("COMPILE_PROFILE") or os.path.join(here, "results", "compile_profile.json")
-    with open(path, "w") as fh:
-        json.dump({"programs": dict(_BY_PROGRAM), "tests": dict(_BY_TEST)}, fh, indent=1, sort_keys=True)
+    if not os.environ.get("PYTEST_XDIST_WORKER") and count:
+        _write()

@@ -64,6 +64,42 @@ def test_a_new_k_in_its_bucket_and_new_hyperparameters_compile_nothing():
     assert again[0] == 0
 
 
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_every_k_of_a_small_x_shares_one_program_and_the_per_bucket_answer(monkeypatch, sparse):
+    """On a small X the last stage is at least min(SHARED_WIDTH, M/4) wide: k = 5 .. 90 (four
+    k-buckets) compile once — with the sparse defaults, the L1 polish and a refinement round too. With a fixed
+    step the iterates do not depend on the stages: the schedule's answer is that of the per-k-bucket
+    stages (the layout of large inputs). The default step is 1/L of each stage's columns, so with it
+    the layouts may differ in the run's last columns; both keep the informative ones."""
+    import sys
+    import scipy.sparse as sps
+
+    fsa_module = sys.modules["jaxselect.anneal.fsa"]
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((300, 400)).astype(np.float32)
+    if sparse:
+        X = sps.csr_matrix(np.where(rng.uniform(size=X.shape) < 0.1, np.abs(X), 0).astype(np.float32))
+    dense = X.toarray() if sparse else X
+    informative = [3, 7, 300]
+    score = (dense[:, informative] / dense[:, informative].std(0)) @ np.array([2.0, -2.0, 2.0])
+    labels = (score + rng.logistic(size=300) > 0).astype(np.int32)
+    ks = (5, 17, 40, 90)
+    assert len({js.anneal.k_bucket(k, 400) for k in ks}) == 4 and max(ks) <= 400 // 4
+    js.fsa(X, labels, ks[0], loss="logistic")
+    shared, fixed = {}, {}
+    with count_compiles() as again:
+        for k in ks:
+            shared[k] = js.fsa(X, labels, k, loss="logistic")
+            fixed[k] = js.fsa(X, labels, k, loss="logistic", lr=0.5, polish=False)
+    assert again[0] <= 1, f"{again[0]} programs compiled for new k's of a shared width (one: the fixed step's)"
+    monkeypatch.setattr(fsa_module, "SHARED_WIDTH_BYTES", 0)  # the stages of a large X: one per k-bucket
+    for k in ks:
+        assert set(informative) <= set(shared[k].support.tolist()), k
+        own = js.fsa(X, labels, k, loss="logistic", lr=0.5, polish=False)
+        assert own.support.tolist() == fixed[k].support.tolist()
+        np.testing.assert_allclose(np.asarray(fixed[k].coef), np.asarray(own.coef), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("learner", [None, js.anneal.PiecewiseLinear(8)], ids=["linear", "piecewise"])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 def test_first_predict_compiles_at_most_one_program(learner, sparse):

@@ -17,6 +17,7 @@ from compile_count import count_compiles
 
 import jaxselect as js
 from jaxselect.anneal import fsa_prepare, k_bucket
+from jaxselect.anneal.schedule import SHARED_WIDTH
 from jaxselect.anneal.polish import polish
 
 import reference_fsa as ref
@@ -66,8 +67,11 @@ def test_logistic_matches_scikit_learn_on_the_support():
     res = js.fsa(X, labels, K, loss="logistic", n_iter=NITER)
     assert res.support.tolist() == raw.support.tolist() == TRUE and int(res.status) == 0
     ref_fit = LogisticRegression(C=1e12, tol=1e-12, max_iter=10_000).fit(np.asarray(X, np.float64)[:, TRUE], labels)
-    np.testing.assert_allclose(res.coef, ref_fit.coef_[0], rtol=2e-4, atol=1e-4)
-    np.testing.assert_allclose(res.intercept, ref_fit.intercept_[0], rtol=2e-4, atol=1e-4)
+    # float32 on a flat optimum: F agrees to ~1e-8, the coefficients to a few 1e-4
+    ref = res._replace(coef=ref_fit.coef_[0], intercept=ref_fit.intercept_[0])
+    assert _objective(X, labels, res, "logistic") == pytest.approx(_objective(X, labels, ref, "logistic"), rel=1e-6)
+    np.testing.assert_allclose(res.coef, ref_fit.coef_[0], rtol=5e-4, atol=1e-4)
+    np.testing.assert_allclose(res.intercept, ref_fit.intercept_[0], rtol=5e-4, atol=1e-4)
     # the schedule's last iterate is visibly short of it (what the polish is for)
     assert np.max(np.abs(np.asarray(raw.coef) - ref_fit.coef_[0])) > 20 * np.max(np.abs(np.asarray(res.coef) - ref_fit.coef_[0]))
 
@@ -276,7 +280,8 @@ def test_operator_polish_equals_dense_polish(monkeypatch, loss, weighted):
     operator = js.fsa(sp.csr_matrix(X), labels, 8, **kw)
     # the dense polish runs inside the one compiled program of the call (seen here only when that
     # program is traced: the full design), the operator polish apart, on the compacted support
-    assert calls[-1] == (len(X), k_bucket(8, X.shape[1])) and all(c == X.shape for c in calls[:-1])
+    last = max(k_bucket(8, X.shape[1]), min(SHARED_WIDTH, -(-X.shape[1] // 4)))  # a small X's last stage width
+    assert calls[-1] == (len(X), last) and all(c == X.shape for c in calls[:-1])
     assert operator.support.tolist() == dense.support.tolist()
     assert int(operator.status) == int(dense.status) == 0
     np.testing.assert_allclose(operator.coef, dense.coef, rtol=5e-3, atol=5e-3)

@@ -90,7 +90,7 @@ from .refine import refine_support
 from .multiclass import SOFTMAX_LOSSES, check_softmax_options, class_labels, softmax_run, sum_zero_basis
 from .run import Finishing, RunPlan, finish_program, iteration_cap, run, solve, stage_bounds, subsample_design
 from .solver import FSAOutput, iteration_work, ticking
-from .schedule import annealing_schedule, plan_stages, stage_widths
+from .schedule import SHARED_WIDTH, annealing_schedule, plan_stages, stage_widths
 from .checkpoint import fingerprint
 from .stream import (
     MEMORY_FACTOR, STREAM_LOSSES, RowLoss, StreamRun, StreamedDesign, check_max_memory, check_mesh, check_streamable,
@@ -114,9 +114,13 @@ __all__ = ["FSAResult", "fsa", "fsa_predict", "fsa_prepare", "validate_fsa_optio
 _MIN_DROP = 32
 # a concrete sparse X with at least this many stored entries hands freed memory back between phases
 _LARGE_ENTRIES = 1 << 22
+#: an in-memory design of at most this many bytes (dense N·M, or a sparse X's stored entries with
+#: their indices) is *small*: its last stage is at least min(:data:`~jaxselect.anneal.schedule.SHARED_WIDTH`,
+#: ⌈M/4⌉) wide, so every k up to that shares one compiled program (compiling is most of such a fit)
+SHARED_WIDTH_BYTES = 64 << 20
 
 
-def schedule_plan(m: int, k: int, n_iter: int, mu: float, m_schedule: int | None = None):
+def schedule_plan(m: int, k: int, n_iter: int, mu: float, m_schedule: int | None = None, *, shared: bool = False):
     """``(schedule, padded, widths)`` of a run: the (n_iter,) int32 M_e of eq. (3), the same padded
     with k to :func:`~jaxselect.anneal.run.iteration_cap` (the program's buffer), and the stage
     widths (:func:`fsa_stage_widths`); host values, for the in-memory and the streamed runs alike.
@@ -124,13 +128,25 @@ def schedule_plan(m: int, k: int, n_iter: int, mu: float, m_schedule: int | None
     schedule = annealing_schedule(m if m_schedule is None else m_schedule, k, n_iter, mu).astype(np.int32)
     padded = np.full((iteration_cap(n_iter),), k, np.int32)
     padded[:n_iter] = schedule
-    return schedule, padded, fsa_stage_widths(m, k)
+    return schedule, padded, fsa_stage_widths(m, k, shared=shared)
 
 
-def fsa_stage_widths(n_features: int, k: int) -> tuple[int, ...]:
+def fsa_stage_widths(n_features: int, k: int, *, shared: bool = False) -> tuple[int, ...]:
     """The compacted stage widths :func:`fsa` runs for M = ``n_features`` and ``k``
-    (:func:`~jaxselect.anneal.stage_widths` with FSA's minimum drop)."""
-    return stage_widths(n_features, k, _MIN_DROP)
+    (:func:`~jaxselect.anneal.stage_widths` with FSA's minimum drop; ``shared``: a small design's,
+    the last stage at least min(:data:`~jaxselect.anneal.schedule.SHARED_WIDTH`, ⌈M/4⌉) wide)."""
+    # M/4: the first compaction's width anyway (stage_widths skips M/2), so the floor merges only
+    # the narrower stages, and a wide run's tail stays narrow
+    return stage_widths(n_features, k, _MIN_DROP, min(SHARED_WIDTH, -(-int(n_features) // 4)) if shared else 0)
+
+
+def shares_widths(design) -> bool:
+    """Whether a design is small (:data:`SHARED_WIDTH_BYTES`): its stages share one program across k."""
+    itemsize = np.dtype(design.dtype).itemsize
+    if getattr(design, "sparse", False):
+        return int(design.data.shape[0]) * (itemsize + 8) <= SHARED_WIDTH_BYTES
+    n, m = design.shape
+    return int(n) * int(m) * itemsize <= SHARED_WIDTH_BYTES
 # rows per block of the first (transposing) compaction of X
 _GATHER_BLOCK = 1024
 #: on the CPU backend, a numpy X in its compute dtype that jax cannot alias (a device copy would
@@ -967,6 +983,9 @@ def fsa(
     (loss, optimizer, learner, lr given or not, polish or not), besides the front door's summary
     pass; ``mu``, ``lr``, ``l2``, ``smoothness``, the polish's ``tol``/``max_iter``/``l1`` and a
     new ``k`` in its bucket or ``n_iter`` under its power of two are its data (nothing compiled).
+    On a small X (at most 64 MiB, ``SHARED_WIDTH_BYTES``) the last stage is at least
+    min(256, ⌈M/4⌉) columns wide (``anneal.schedule.SHARED_WIDTH``), so every k up to that shares
+    one program: a grid search over k compiles once per shape.
 
     Returns:
       :class:`FSAResult`. A non-zero ``status`` (non-finite values: the step was too large;
@@ -1064,7 +1083,7 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
     k = _check_k_live(problem.live, check_int(opts.k, "k", low=1))
     m_real = _real_columns(problem.live, m, opts.execution.padded_columns)
 
-    schedule, padded, widths = schedule_plan(m, k, n_iter, mu, m_real)
+    schedule, padded, widths = schedule_plan(m, k, n_iter, mu, m_real, shared=shares_widths(problem.design))
     cap = padded.shape[0]
     sparse = problem.design.sparse
     polish = _default_polish(polish, n, int(widths[-1]), dtype, sparse)

@@ -8,8 +8,9 @@ pursuit, Bahmani, Raj & Boufounos, JMLR 2013) started from FSA's support S and i
 (the polish: the minimiser of F, or of ``F + λ‖c‖₁`` with ``l1``, on S):
 
 1. ``g = Ãᵀ ∂ℓ/∂z``: the gradient of F over all M columns at that fit (one product with X);
-2. ``U = S ∪`` the ``2·W`` live columns outside S with the largest ``|g_j|`` (W ≥ k the
-   k-bucket of :func:`~jaxselect.anneal.k_bucket`: GraSP's 2k, rounded up);
+2. ``U = S ∪`` the ``2·B`` live columns outside S with the largest ``|g_j|`` (B ≥ k the
+   k-bucket of :func:`~jaxselect.anneal.k_bucket`: GraSP's 2k, rounded up; the union's storage
+   holds 2·W, W ≥ B the support's width, so one program serves every k of a shared width);
 3. F on U decreased from S's fit by at most :data:`UNION_MAX_ITER` L-BFGS steps (the union's
    fit only ranks its coefficients);
 4. ``S' =`` the k columns of U with the largest ``|c_j|`` (standardized coefficients), polished
@@ -31,11 +32,13 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._memory import release_free_memory
 from .._validation import is_traced
 from ..programs import jit
 from .polish import PolishResult, polish_prepared, polish_problem
+from .schedule import k_bucket
 from .step import FSAProblem
 
 __all__ = ["UNION_MAX_ITER", "Refined", "refine_support", "union_width"]
@@ -69,8 +72,9 @@ class Refined(NamedTuple):
 
 
 def union_width(width: int, n_features: int) -> int:
-    """Columns added per round: GraSP's 2k on the k-bucket W, at most M."""
-    return int(min(2 * width, n_features))
+    """Columns a round may add beside the support's W: GraSP's 2k on the width W, at most the
+    M − W columns outside it."""
+    return int(max(0, min(2 * width, n_features - width)))
 
 
 @jit
@@ -85,15 +89,23 @@ def _full_gradient(problem: FSAProblem, cols, coef, intercept, active):
 
 
 @functools.partial(jit, static_argnames="n_add")
-def _candidates(score, live, cols, active, coef, n_add: int):
-    """The union U = S ∪ the ``n_add`` live columns outside S with the largest score: W + n_add
-    distinct columns in increasing order (S's padding columns join as candidates), with the
-    union's active mask and start coefficients (S's, 0 on the new columns)."""
-    taken = jnp.zeros(live.shape, bool).at[cols].set(True)
-    score = jnp.where(live & ~taken, score, -jnp.inf)
-    best, new = jax.lax.top_k(score, n_add)
+def _candidates(score, live, cols, active, coef, n_take, n_add: int):
+    """The union U = S ∪ T, T the ``n_take`` (data) live columns off S's support with the largest
+    score: S's W columns and the ``n_add`` best columns outside them (T's members among those and
+    among S's padding columns are active; the rest join inactive), W + n_add columns in increasing
+    order, with the union's active mask and start coefficients (S's, 0 on the new columns)."""
+    m = live.shape[0]
+    held = jnp.zeros((m,), bool).at[cols].set(True)
+    support = jnp.zeros((m,), bool).at[cols].max(active)
+    # T: the top n_take (≤ 2W) of the live columns off the support
+    best, top = jax.lax.top_k(jnp.where(live & ~support, score, -jnp.inf), min(m, 2 * int(cols.shape[0])))
+    chosen = jnp.zeros((m,), bool).at[top].set((jnp.arange(top.shape[0], dtype=jnp.int32) < n_take) & jnp.isfinite(best))
+    union_active = active | jnp.take(chosen, cols)
+    if n_add == 0:
+        return cols, union_active, coef
+    best, new = jax.lax.top_k(jnp.where(live & ~held, score, -jnp.inf), n_add)
     union = jnp.concatenate([cols, new.astype(cols.dtype)])
-    union_active = jnp.concatenate([active | jnp.take(live, cols), jnp.isfinite(best)])
+    union_active = jnp.concatenate([union_active, jnp.take(chosen, new) & jnp.isfinite(best)])
     union_coef = jnp.concatenate([coef, jnp.zeros((n_add,) + coef.shape[1:], coef.dtype)])
     order = jnp.argsort(union)  # sorted columns compact to an operator without an alias
     return union[order], union_active[order], union_coef[order]
@@ -147,7 +159,7 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
 
     Args:
       problem: the :class:`~jaxselect.anneal.FSAProblem` at full width M.
-      cols, coef, intercept, active: the schedule's last state at width W (the k-bucket).
+      cols, coef, intercept, active: the schedule's last state at width W (≥ the k-bucket).
       k: the support size; rounds: ≥ 1.
       tol, max_iter: the polish's tolerance and iteration cap (every solve of a round).
       l1: None, or the L1 polish's λ: the fits of S and S' are then L1 polishes and the
@@ -163,6 +175,8 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
     width = int(cols.shape[0])
     n_features = int(problem.design.shape[1])
     n_add = union_width(width, n_features)
+    # GraSP's 2k on the k-bucket, as data: every k of the width shares the round's programs
+    n_take = jax.device_put(np.int32(min(2 * k_bucket(k, n_features), n_features)))
     mean_all, factor_all = _column_scales(problem.design)
     live = jnp.asarray(problem.live).astype(bool)
     traced = is_traced((problem, cols, coef))
@@ -172,7 +186,7 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
     full = problem
     for r in range(rounds):
         score = _full_gradient(full, cols, fit.coef, fit.intercept, active)
-        union, union_active, union_coef = _candidates(score, live, cols, active, fit.coef, n_add)
+        union, union_active, union_coef = _candidates(score, live, cols, active, fit.coef, n_take, n_add)
         del score
         size = _entries(current, compacted)
         current = None  # S's entries are not needed beside U's: the round keeps S's fit only

@@ -14,7 +14,10 @@ in e, and equal to k from ``e = N_iter/2`` on (in particular ``M_{N_iter} = k``)
 Stages. :func:`fsa` runs the schedule on a problem that shrinks: the widths of its stages depend
 only on M and the *k-bucket* (:func:`stage_widths`: successive halvings of M down to
 :func:`k_bucket`, without M/2), never on μ, N_iter or k itself, so one compiled program serves every schedule
-of a shape. :func:`plan_stages` says which iterations each width runs (some may run none).
+of a shape. With a ``floor`` (FSA passes min(:data:`SHARED_WIDTH`, ⌈M/4⌉) on small inputs) the
+last stage is at least that wide, so every k up to the floor shares one program: a grid over k
+compiles once.
+:func:`plan_stages` says which iterations each width runs (some may run none).
 """
 
 from __future__ import annotations
@@ -23,7 +26,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["annealing_schedule", "Stage", "plan_stages", "schedule_area", "stage_widths", "k_bucket"]
+__all__ = ["SHARED_WIDTH", "annealing_schedule", "Stage", "plan_stages", "schedule_area", "stage_widths", "k_bucket"]
+
+#: The least width of the last stage on small inputs, at most M/4 (:func:`stage_widths`'s
+#: ``floor``): every k up to it shares one compiled run of a shape.
+SHARED_WIDTH = 256
 
 
 def annealing_schedule(n_features: int, k: int, n_iter: int, mu: float) -> np.ndarray:
@@ -67,9 +74,10 @@ def k_bucket(k: int, n_features: int) -> int:
     return min(-(-k // step) * step, n_features)
 
 
-def stage_widths(n_features: int, k: int, min_drop: int = 0) -> tuple[int, ...]:
+def stage_widths(n_features: int, k: int, min_drop: int = 0, floor: int = 0) -> tuple[int, ...]:
     """Widths of the compacted stages: M, then successive halvings ⌈W/2⌉ while they stay above the
-    k-bucket, then the k-bucket, without the first halving (M/2): the first compaction keeps a
+    last width, then the last width — the k-bucket, or ``floor`` if that is larger (at most M) —
+    without the first halving (M/2): the first compaction keeps a
     quarter of the columns. A compacted copy of M/2 columns would be alive with the next one (M/4)
     at the gather between them, 0.75× X of memory (now 0.375× X), and the schedule of eq. (3)
     passes M/2 within its first iterations for the default μ, which the full-width stage runs on
@@ -81,8 +89,10 @@ def stage_widths(n_features: int, k: int, min_drop: int = 0) -> tuple[int, ...]:
     (1000, 250, 125, 63, 32)
     >>> stage_widths(40, 3, min_drop=32)
     (40, 5, 3)
+    >>> stage_widths(1000, 30, floor=256) == stage_widths(1000, 200, floor=256) == (1000, 256)
+    True
     """
-    last = k_bucket(k, n_features)
+    last = min(max(k_bucket(k, n_features), int(floor)), int(n_features))
     widths = [int(n_features)]
     w = int(n_features)
     first = True
