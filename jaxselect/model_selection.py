@@ -60,7 +60,9 @@ from jaxselect._validation import (
     host_array,
     is_traced,
 )
-from jaxselect.anneal.fsa import fsa, fsa_predict, fsa_prepare, fsa_stage_widths, validate_fsa_options
+from jaxselect.anneal.fsa import (
+    SHARED_WIDTH_BYTES, fsa, fsa_predict, fsa_prepare, fsa_stage_widths, validate_fsa_options,
+)
 from jaxselect.anneal.multiclass import SOFTMAX_LOSSES, class_labels
 from jaxselect.anneal.options import PiecewiseLinear, Polish, take_deprecated
 from jaxselect.anneal.defaults import auto_n_iter, is_auto
@@ -571,15 +573,18 @@ def _cv_fsa_linear(X, y, rows, row_w, test_w, l2, schedule, n_iter, lr, *, score
     return jax.vmap(fold, in_axes=(0, None if row_w is None else 0, 0))(rows, row_w, test_w)
 
 
-def _linear_schedule_args(m: int, k: int, k_max: int, options: dict, dtype):
+def _linear_schedule_args(m: int, k: int, k_max: int, options: dict, dtype, n_train: int):
     """``(schedule, n_iter, lr, plan)`` of :func:`_cv_fsa_linear` for one k ≤ ``k_max`` (as
-    :func:`jaxselect.fsa` builds them, with the stages of ``k_max``: FSA's result does not depend on
-    the compaction widths, so every k of the grid shares one program)."""
+    :func:`jaxselect.fsa` builds them for a fold of ``n_train`` rows, with the stages of ``k_max``:
+    with a fixed step FSA's result does not depend on the compaction widths, so every k of the
+    grid shares one program)."""
     n_iter, lr = options["n_iter"], options["lr"]
     cap = iteration_cap(n_iter)
     padded = np.full((cap,), k, np.int32)
     padded[:n_iter] = annealing_schedule(m, k, n_iter, options["mu"]).astype(np.int32)
-    plan = RunPlan(fsa_stage_widths(m, k_max), cap, "power" if lr is None else "fixed", options["loss"] == "squared")
+    shared = int(n_train) * int(m) * np.dtype(dtype).itemsize <= SHARED_WIDTH_BYTES
+    plan = RunPlan(fsa_stage_widths(m, k_max, shared=shared), cap, "power" if lr is None else "fixed",
+                   options["loss"] == "squared")
     lr = jax.device_put(np.asarray(0.0 if lr is None else lr, dtype))
     return jax.device_put(padded), jax.device_put(np.int32(n_iter)), lr, plan
 
@@ -743,7 +748,7 @@ def cross_validate_fsa(
         rows, rw = _padded_rows(train, w, X.dtype)
         test_w = jnp.asarray(test, X.dtype)
         for b, kk in enumerate(grid):
-            *sched, plan = _linear_schedule_args(m, kk, max(grid), dict(options), X.dtype)
+            *sched, plan = _linear_schedule_args(m, kk, max(grid), dict(options), X.dtype, rows.shape[-1])
             sc, st = _cv_fsa_linear(Xj, yj, rows, rw, test_w, l2, *sched, score=score, options=options, plan=plan)
             scores[:, b] = host_array(sc)
             status |= int(np.bitwise_or.reduce(host_array(st).astype(np.int32)))

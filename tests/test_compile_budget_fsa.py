@@ -100,6 +100,30 @@ def test_every_k_of_a_small_x_shares_one_program_and_the_per_bucket_answer(monke
         np.testing.assert_allclose(np.asarray(fixed[k].coef), np.asarray(own.coef), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_narrow_stages_of_a_small_sparse_x_run_dense_with_the_sparse_answer(monkeypatch, loss):
+    """A small sparse X's narrow stages run on a dense copy of their columns (the products of a
+    compacted sparse stage still read every stored entry): the same iterates as the all-sparse run."""
+    import sys
+    import scipy.sparse as sps
+
+    fsa_module = sys.modules["jaxselect.anneal.fsa"]
+    rng = np.random.default_rng(5)
+    X = sps.random(400, 1200, density=0.02, format="csr", random_state=5, dtype=np.float32)
+    signal = np.asarray(X[:, [2, 50, 700]].sum(axis=1)).ravel() + 0.05 * rng.standard_normal(400)
+    y = (signal > np.median(signal)).astype(np.int32) if loss == "logistic" else signal.astype(np.float32)
+    options = dict(loss=loss, n_iter=200, polish=False)
+    problem = js.anneal.fsa_prepare(X, y, loss=loss)
+    widths = fsa_module.fsa_stage_widths(1200, 10, shared=True)
+    assert fsa_module.dense_stage(problem.design, widths, False) == 1  # every stage after the first
+    dense = js.fsa(X, y, 10, **options)
+    monkeypatch.setattr(fsa_module, "DENSE_STAGE_BYTES", 0)
+    sparse = js.fsa(X, y, 10, **options)
+    assert dense.support.tolist() == sparse.support.tolist()
+    np.testing.assert_allclose(np.asarray(dense.coef), np.asarray(sparse.coef), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(dense.loss_path), np.asarray(sparse.loss_path), rtol=1e-5)
+
+
 @pytest.mark.parametrize("learner", [None, js.anneal.PiecewiseLinear(8)], ids=["linear", "piecewise"])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 def test_first_predict_compiles_at_most_one_program(learner, sparse):

@@ -140,13 +140,39 @@ def fsa_stage_widths(n_features: int, k: int, *, shared: bool = False) -> tuple[
     return stage_widths(n_features, k, _MIN_DROP, min(SHARED_WIDTH, -(-int(n_features) // 4)) if shared else 0)
 
 
-def shares_widths(design) -> bool:
-    """Whether a design is small (:data:`SHARED_WIDTH_BYTES`): its stages share one program across k."""
+#: a sparse X's stage of width W runs on a dense (N, W) copy when that takes at most this many bytes
+#: and N·W is at most :data:`DENSE_STAGE_RATIO` times X's stored entries (:func:`dense_stage`)
+DENSE_STAGE_BYTES = 32 << 20
+#: inside the compiled run a compacted sparse stage still reads every stored entry, and XLA:CPU's
+#: scatter-add costs about 100-200 dense multiply-adds per entry (measured: 960 × 3 000 TF-IDF, 30 000
+#: entries, 155 µs per product pair sparse against 20 µs dense at W = 750); 64 leaves a margin
+DENSE_STAGE_RATIO = 64
+
+
+def dense_stage(design, widths, traced: bool) -> int | None:
+    """The first stage (≥ 1) whose kept columns of a concrete sparse design on one device run on a
+    dense (N, W) copy (:data:`DENSE_STAGE_BYTES`, :data:`DENSE_STAGE_RATIO`); None: none."""
+    if traced or not getattr(design, "sparse", False) or getattr(design, "sharded", False):
+        return None
+    n, entries = int(design.shape[0]), int(design.data.shape[0])
     itemsize = np.dtype(design.dtype).itemsize
+    for i, width in enumerate(widths[1:], start=1):
+        if n * width * itemsize <= DENSE_STAGE_BYTES and n * width <= DENSE_STAGE_RATIO * entries:
+            return i
+    return None
+
+
+def _small_dense(n, m: int, dtype) -> bool:
+    """Whether N × M dense values take at most :data:`SHARED_WIDTH_BYTES` (False for an unknown N)."""
+    return n is not None and int(n) * int(m) * np.dtype(dtype).itemsize <= SHARED_WIDTH_BYTES
+
+
+def shares_widths(design) -> bool:
+    """Whether a design is small (:data:`SHARED_WIDTH_BYTES`): its stages share one program across k
+    (a streamed X of the same N × M runs the same stages, :func:`_small_dense`)."""
     if getattr(design, "sparse", False):
-        return int(design.data.shape[0]) * (itemsize + 8) <= SHARED_WIDTH_BYTES
-    n, m = design.shape
-    return int(n) * int(m) * itemsize <= SHARED_WIDTH_BYTES
+        return int(design.data.shape[0]) * (np.dtype(design.dtype).itemsize + 8) <= SHARED_WIDTH_BYTES
+    return _small_dense(design.shape[0], design.shape[1], design.dtype)
 # rows per block of the first (transposing) compaction of X
 _GATHER_BLOCK = 1024
 #: on the CPU backend, a numpy X in its compute dtype that jax cannot alias (a device copy would
@@ -518,7 +544,7 @@ def _stream_input(X, k, budget, opts):
         and not _aliasable(X)
         and isinstance(k, (int, np.integer))
         and 1 <= k <= X.shape[1]
-        and len(stage_widths(X.shape[1], int(k), _MIN_DROP)) > 1
+        and len(fsa_stage_widths(X.shape[1], int(k), shared=_small_dense(X.shape[0], X.shape[1], X.dtype))) > 1
     )
     return (ArraySource(X), True) if lean else (None, False)
 
@@ -570,7 +596,8 @@ def _fsa_streamed(source, y, sample_weight, l2, options: FSAOptions, lean: bool)
         w = np.asarray(sample_weight)
         n0 = source.shape[0]
         as_sample_weight(w, n0 if n0 is not None else (w.shape[0] if w.ndim == 1 else 0))
-    schedule, padded, widths = schedule_plan(m, k, n_iter, mu)
+    shared = _small_dense(source.shape[0], m, dtype)
+    schedule, padded, widths = schedule_plan(m, k, n_iter, mu, shared=shared)
     cap = padded.shape[0]
     mode = "power" if lr is None else "fixed"
     length0 = stage_bounds(padded, n_iter, widths)[0]
@@ -587,8 +614,9 @@ def _fsa_streamed(source, y, sample_weight, l2, options: FSAOptions, lean: bool)
         y = y_src
     check_constant_columns(summary.live, constant_columns)
     k_plan, k = k, _check_k_live(summary.live, k_asked)
-    if k != k_plan:  # k above the non-constant columns: the schedule of the clipped k
-        schedule, padded, widths = schedule_plan(m, k, n_iter, mu)
+    shared_plan, shared = shared, _small_dense(n, m, dtype)  # a batch source's N is known only now
+    if k != k_plan or shared != shared_plan:  # k above the non-constant columns: the schedule of the clipped k
+        schedule, padded, widths = schedule_plan(m, k, n_iter, mu, shared=shared)
         cap = padded.shape[0]
         length0 = stage_bounds(padded, n_iter, widths)[0]
         needs_sub = mode == "power" and min(12, (length0[1] - length0[0]) // 2) < 6
@@ -1095,7 +1123,8 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
     # the first compaction transposes X in row blocks, unless X is spread over devices or traced
     one_device = not data.design.sparse and not traced and on_one_device(data.design.X)
     show = bool(opts.execution.progress) and not traced
-    plan = RunPlan(widths, cap, mode, opts.gram, bounds, _GATHER_BLOCK if one_device else 0, progress=show)
+    plan = RunPlan(widths, cap, mode, opts.gram, bounds, _GATHER_BLOCK if one_device else 0, progress=show,
+                   dense_from=dense_stage(problem.design, widths, traced))
     bar = _work_bar(padded, n_iter, widths, show)
     _postfix(bar, phase="memory", width=m)
     # device_put, not jnp.asarray: converting a numpy array with jnp compiles a program per shape

@@ -73,6 +73,10 @@ class RunPlan(NamedTuple):
       first_stage: the stage the program starts at (0: from β = 0 at full width; > 0: from a
         :class:`RunStart` at that stage's width, e.g. after FSA's streamed phase).
       progress: every iteration ticks the progress bar of :func:`~jaxselect.anneal.solver.ticking`.
+      dense_from: None, or the first stage (≥ 1) from which a sparse design's kept columns are
+        copied densely (:meth:`~jaxselect.design.SparseDesign.densify`): inside the program a
+        compacted sparse stage still reads every stored entry, so narrow stages of a small X run
+        faster on an (n, W) array.
     """
 
     widths: tuple
@@ -83,6 +87,7 @@ class RunPlan(NamedTuple):
     gather_block: int = 0
     first_stage: int = 0
     progress: bool = False
+    dense_from: int | None = None
 
 
 class RunStart(NamedTuple):
@@ -266,6 +271,8 @@ def stages(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = N
             )
             cols = jnp.take(cols, keep)
             v_coef = jnp.take(v_coef, keep, axis=0)
+            if plan.dense_from is not None and i >= plan.dense_from and design.sparse:
+                design = design.densify()
         stage = problem._replace(design=design)
         if plan.step_mode == "power":
             step, lam, v_coef, v_icpt = _stage_step(stage, i, ends[i] - starts[i], v_coef, v_icpt, lam, sub)

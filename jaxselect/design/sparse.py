@@ -359,6 +359,14 @@ class SparseDesign:
         """The dense (n, D) standardised design (small designs and tests only)."""
         return _materialize(self)
 
+    def densify(self):
+        """The same standardised view over a dense copy of the stored values: a
+        :class:`~jaxselect.design.DenseDesign` of (n, D) (FSA's narrow stages of a small sparse X,
+        where XLA's dense products beat its scatter-adds over every stored entry)."""
+        from jaxselect.design.operators import DenseDesign
+
+        return DenseDesign(_raw_dense(self), self.mean, self.factor)
+
     def gram(self, w=None):
         """``X̃ᵀ W X̃ / Σw`` (D, D), through the dense design: for small D only."""
         return _gram(self, w)
@@ -585,16 +593,20 @@ def square_sums(op: SparseDesign, u):
     return acc if op.alias is None else _gather(acc, op.alias)
 
 
-@jit
-def _materialize(op: SparseDesign):
+def _raw_dense(op: SparseDesign):
+    """(n, D) the stored values placed densely (aliased columns repeat their slot's values)."""
     n, d = op.shape
     if op.alias is None:
-        dense = jnp.zeros((n, d), op.dtype).at[op.rows, op.cols].add(op.data, mode="drop")
-    else:  # only the named slots, each at the position of its first column (n × D, never n × slots)
-        first = jnp.full((op.n_slots,), d, jnp.int32).at[op.alias].min(jnp.arange(d, dtype=jnp.int32))
-        dense = jnp.zeros((n, d), op.dtype).at[op.rows, _gather(first, op.cols)].add(op.data, mode="drop")
-        dense = dense[:, first[op.alias]]
-    return (dense - op.mean[None, :]) * op.factor[None, :]
+        return jnp.zeros((n, d), op.dtype).at[op.rows, op.cols].add(op.data, mode="drop")
+    # only the named slots, each at the position of its first column (n × D, never n × slots)
+    first = jnp.full((op.n_slots,), d, jnp.int32).at[op.alias].min(jnp.arange(d, dtype=jnp.int32))
+    dense = jnp.zeros((n, d), op.dtype).at[op.rows, _gather(first, op.cols)].add(op.data, mode="drop")
+    return dense[:, first[op.alias]]
+
+
+@jit
+def _materialize(op: SparseDesign):
+    return (_raw_dense(op) - op.mean[None, :]) * op.factor[None, :]
 
 
 @jit
