@@ -72,6 +72,7 @@ def test_every_k_of_a_small_x_shares_one_program_and_the_per_bucket_answer(monke
     stages (the layout of large inputs). The default step is 1/L of each stage's columns, so with it
     the layouts may differ in the run's last columns; both keep the informative ones."""
     import sys
+
     import scipy.sparse as sps
 
     fsa_module = sys.modules["jaxselect.anneal.fsa"]
@@ -105,6 +106,7 @@ def test_narrow_stages_of_a_small_sparse_x_run_dense_with_the_sparse_answer(monk
     """A small sparse X's narrow stages run on a dense copy of their columns (the products of a
     compacted sparse stage still read every stored entry): the same iterates as the all-sparse run."""
     import sys
+
     import scipy.sparse as sps
 
     fsa_module = sys.modules["jaxselect.anneal.fsa"]
@@ -112,7 +114,7 @@ def test_narrow_stages_of_a_small_sparse_x_run_dense_with_the_sparse_answer(monk
     X = sps.random(400, 1200, density=0.02, format="csr", random_state=5, dtype=np.float32)
     signal = np.asarray(X[:, [2, 50, 700]].sum(axis=1)).ravel() + 0.05 * rng.standard_normal(400)
     y = (signal > np.median(signal)).astype(np.int32) if loss == "logistic" else signal.astype(np.float32)
-    options = dict(loss=loss, n_iter=200, polish=False)
+    options = {"loss": loss, "n_iter": 200, "polish": False}
     problem = js.anneal.fsa_prepare(X, y, loss=loss)
     widths = fsa_module.fsa_stage_widths(1200, 10, shared=True)
     assert fsa_module.dense_stage(problem.design, widths, False) == 1  # every stage after the first

@@ -270,9 +270,9 @@ def test_operator_polish_equals_dense_polish(monkeypatch, loss, weighted):
     calls = []
     real = polish_module._polish
 
-    def spy(problem, *args):
+    def spy(problem, *args, **kwargs):
         calls.append(problem.design.shape)  # (args: cols, coef, intercept, active, tol, max_iter, compacted)
-        return real(problem, *args)
+        return real(problem, *args, **kwargs)
 
     monkeypatch.setattr(polish_module, "_polish", spy)
     dense = js.fsa(sp.csr_matrix(X), labels, 8, **kw)

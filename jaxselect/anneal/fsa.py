@@ -152,9 +152,9 @@ DENSE_STAGE_RATIO = 64
 def dense_stage(design, widths, traced: bool) -> int | None:
     """The first stage (≥ 1) whose kept columns of a concrete sparse design on one device run on a
     dense (N, W) copy (:data:`DENSE_STAGE_BYTES`, :data:`DENSE_STAGE_RATIO`); None: none."""
-    if traced or not getattr(design, "sparse", False) or getattr(design, "sharded", False):
+    if traced or not hasattr(design, "densify") or getattr(design, "sharded", False):
         return None
-    n, entries = int(design.shape[0]), int(design.data.shape[0])
+    n, entries = int(design.shape[0]), int(design.nnz)
     itemsize = np.dtype(design.dtype).itemsize
     for i, width in enumerate(widths[1:], start=1):
         if n * width * itemsize <= DENSE_STAGE_BYTES and n * width <= DENSE_STAGE_RATIO * entries:
@@ -171,8 +171,10 @@ def shares_widths(design) -> bool:
     """Whether a design is small (:data:`SHARED_WIDTH_BYTES`): its stages share one program across k
     (a streamed X of the same N × M runs the same stages, :func:`_small_dense`)."""
     if getattr(design, "sparse", False):
-        return int(design.data.shape[0]) * (np.dtype(design.dtype).itemsize + 8) <= SHARED_WIDTH_BYTES
+        return int(design.nnz) * (np.dtype(design.dtype).itemsize + 8) <= SHARED_WIDTH_BYTES
     return _small_dense(design.shape[0], design.shape[1], design.dtype)
+
+
 # rows per block of the first (transposing) compaction of X
 _GATHER_BLOCK = 1024
 #: on the CPU backend, a numpy X in its compute dtype that jax cannot alias (a device copy would
@@ -1138,7 +1140,11 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
     apart = large or (polish and compacts_support(problem.design, int(widths[-1])))
     if not refine and not apart:
         with ticking(bar):
-            out = solve(problem, *args, finishing, None, sub, plan=plan, polish=bool(polish))
+            # concrete inputs and a named loss: nothing can differentiate the call (a callable loss may
+            # close over a tracer that the inputs do not show)
+            differentiable = traced or not isinstance(opts.loss, str)
+            out = solve(problem, *args, finishing, None, sub, plan=plan, polish=bool(polish),
+                        differentiable=differentiable)
             if show:
                 out = jax.block_until_ready(out)  # the ticks arrive while the device works
         _finish_bar(bar)

@@ -405,13 +405,18 @@ def compacts_support(design, width: int, dense_bytes=None) -> bool:
 
 
 def polish_prepared(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, compacted: bool,
-                    l1=None) -> PolishResult:
-    """:func:`polish` on the ``(problem, compacted)`` of :func:`polish_problem`."""
-    return _polish(problem, cols, coef, intercept, active, tol, max_iter, bool(compacted), l1)
+                    l1=None, *, differentiable: bool = True) -> PolishResult:
+    """:func:`polish` on the ``(problem, compacted)`` of :func:`polish_problem`. With
+    ``differentiable=False`` (inputs that nothing differentiates: a call on concrete values) the
+    solve is traced without ``jax.lax.custom_root``'s tangent rule (tracing it is a third of a first
+    call's polish); the result is the same."""
+    return _polish(problem, cols, coef, intercept, active, tol, max_iter, bool(compacted), l1,
+                   differentiable=bool(differentiable))
 
 
-@functools.partial(jit, static_argnames="compacted")
-def _polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, compacted: bool, l1) -> PolishResult:
+@functools.partial(jit, static_argnames=("compacted", "differentiable"))
+def _polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, compacted: bool, l1,
+            differentiable: bool = True) -> PolishResult:
     dtype = coef.dtype
     width, p = coef.shape
     design_s = support_design(problem.design, cols, compacted)
@@ -483,7 +488,10 @@ def _polish(problem: FSAProblem, cols, coef, intercept, active, tol, max_iter, c
         return jnp.linalg.solve(jax.jacfwd(g)(v), v)
 
     theta0 = jax.lax.stop_gradient(jnp.concatenate([(coef * mask).reshape(-1), intercept[None]]))
-    theta, aux = jax.lax.custom_root(residual, theta0, solve, tangent_solve, has_aux=True)
+    if differentiable:
+        theta, aux = jax.lax.custom_root(residual, theta0, solve, tangent_solve, has_aux=True)
+    else:
+        theta, aux = solve(residual, theta0)
     it, status, f, f0 = jax.tree.map(jax.lax.stop_gradient, aux)
     status = status.astype(jnp.int32)
     c, b = unpack(theta)

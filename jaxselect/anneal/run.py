@@ -337,13 +337,14 @@ class Finishing(NamedTuple):
 
 
 def end_of_run(problem, state, cols, objective, steps, mean, inv_scale, basis_mean, finishing: Finishing, *,
-               polish: bool, local=None) -> FSAOutput:
+               polish: bool, local=None, differentiable: bool = True) -> FSAOutput:
     """The polish (``polish``: on the problem's design, whose columns ``local`` — default ``cols`` —
-    are the survivors' positions) and the survivors (:func:`~jaxselect.anneal.solver.extract`)."""
+    are the survivors' positions; ``differentiable``: see :func:`~jaxselect.anneal.polish.polish_prepared`)
+    and the survivors (:func:`~jaxselect.anneal.solver.extract`)."""
     fit_status = None
     if polish:
         fit = polish_prepared(problem, cols if local is None else local, state.coef, state.intercept, state.active,
-                              finishing.tol, finishing.max_iter, False, finishing.l1)
+                              finishing.tol, finishing.max_iter, False, finishing.l1, differentiable=differentiable)
         state = state._replace(coef=fit.coef, intercept=fit.intercept)
         fit_status = fit.status
     ending = FSAEnding(cols, mean, inv_scale, basis_mean, finishing.x_min, finishing.bin_width, finishing.k,
@@ -353,20 +354,22 @@ def end_of_run(problem, state, cols, objective, steps, mean, inv_scale, basis_me
     return out._replace(status=status, steps=steps)
 
 
-@functools.partial(jit, static_argnames=("plan", "polish"))
+@functools.partial(jit, static_argnames=("plan", "polish", "differentiable"))
 def solve(problem: FSAProblem, schedule, n_iter, lr, finishing: Finishing, start: RunStart | None = None, sub=None,
-          *, plan: RunPlan, polish: bool) -> FSAOutput:
+          *, plan: RunPlan, polish: bool, differentiable: bool = True) -> FSAOutput:
     """One compiled program for a whole in-memory call of :func:`~jaxselect.fsa`: the schedule's
     stages (:func:`run`'s body), the polish on the final support (``polish``), and the survivors
     (:class:`~jaxselect.anneal.solver.FSAOutput`: ``finishing.k`` and ``n_iter`` are data, so a new
     k in its bucket compiles nothing). With ``start`` (a streamed phase's hand-over) the design
-    holds ``start.cols`` only and the polish reads the survivors' positions among them."""
+    holds ``start.cols`` only and the polish reads the survivors' positions among them.
+    ``differentiable=False`` (a call on concrete inputs, which nothing differentiates) traces the
+    polish without its implicit-differentiation rule."""
     state, cols, objective, steps, mean, inv_scale, basis_mean = stages(
         problem, schedule, n_iter, lr, start, sub, plan=plan
     )
     local = None if start is None else jnp.searchsorted(start.cols, cols).astype(jnp.int32)
     return end_of_run(problem, state, cols, objective, steps, mean, inv_scale, basis_mean, finishing,
-                      polish=polish, local=local)
+                      polish=polish, local=local, differentiable=differentiable)
 
 
 @functools.partial(jit, static_argnames=("polish",))
