@@ -95,6 +95,7 @@ def _candidates(score, live, cols, active, coef, n_take, n_add: int):
     among S's padding columns are active; the rest join inactive), W + n_add columns in increasing
     order, with the union's active mask and start coefficients (S's, 0 on the new columns)."""
     m = live.shape[0]
+    live = live.astype(bool)
     held = jnp.zeros((m,), bool).at[cols].set(True)
     support = jnp.zeros((m,), bool).at[cols].max(active)
     # T: the top n_take (≤ 2W) of the live columns off the support
@@ -112,26 +113,35 @@ def _candidates(score, live, cols, active, coef, n_take, n_add: int):
 
 
 @functools.partial(jit, static_argnames="width")
-def _prune(union_coef, union_active, k, width: int):
-    """``(positions (W,) increasing, active (W,))``: the ``k`` largest ``|c|`` of U active, padded
-    with the next largest (inactive)."""
+def _prune(union, union_coef, union_active, k, width: int):
+    """``(positions, active, cols, coef)`` of S′ in U: the ``k`` largest ``|c|`` of U active, padded
+    with the next largest (inactive) to W positions (increasing), their columns and coefficients."""
     size = jnp.where(union_active, jnp.abs(union_coef[:, 0]), -jnp.inf)
     top = jax.lax.top_k(size, width)[1]
     chosen = jnp.zeros(size.shape, bool).at[top].set(jnp.arange(width) < k) & union_active
     positions = jnp.sort(top)
-    return positions, jnp.take(chosen, positions)
-
-
-@functools.partial(jit, static_argnames="n_features")
-def _same_support(cols, active, new_cols, new_active, n_features: int):
-    """Whether two supports hold the same set of columns."""
-    old = jnp.zeros((n_features,), bool).at[cols].max(active)
-    new = jnp.zeros((n_features,), bool).at[new_cols].max(new_active)
-    return jnp.all(old == new)
+    return positions, jnp.take(chosen, positions), jnp.take(union, positions), jnp.take(union_coef, positions, axis=0)
 
 
 def _select(take_first, a, b):
     return jnp.where(take_first, a, b)
+
+
+@functools.partial(jit, static_argnames="n_features")
+def _accept(fit, new_fit, cols, active, new_cols, new_active, n_features: int):
+    """``(better, cols, active, fit)``: whether S′ is another set of columns with a lower finite
+    objective, and the support and fit chosen elementwise (S′'s when better)."""
+    better = jnp.isfinite(new_fit.objective) & (new_fit.objective < fit.objective)
+    old = jnp.zeros((n_features,), bool).at[cols].max(active)
+    new = jnp.zeros((n_features,), bool).at[new_cols].max(new_active)
+    better = better & ~jnp.all(old == new)
+    pick = functools.partial(_select, better)
+    return better, pick(new_cols, cols), pick(new_active, active), jax.tree.map(pick, new_fit, fit)
+
+
+@jit
+def _support_scales(mean, factor, cols):
+    return jnp.take(mean, cols), jnp.take(factor, cols)
 
 
 def _sub_problem(problem: FSAProblem, compacted: bool, positions, size: int | None = None):
@@ -178,7 +188,7 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
     # GraSP's 2k on the k-bucket, as data: every k of the width shares the round's programs
     n_take = jax.device_put(np.int32(min(2 * k_bucket(k, n_features), n_features)))
     mean_all, factor_all = _column_scales(problem.design)
-    live = jnp.asarray(problem.live).astype(bool)
+    live = problem.live
     traced = is_traced((problem, cols, coef))
 
     current, compacted = polish_problem(problem, cols)
@@ -199,19 +209,18 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
             release_free_memory()
         union_fit = polish_prepared(union_problem, union, union_coef, fit.intercept, union_active,
                                     tol, jnp.minimum(max_iter, UNION_MAX_ITER), union_compacted)
-        order, new_active = _prune(union_fit.coef, union_active, k, width)
+        order, new_active, new_cols, new_coef = _prune(union, union_fit.coef, union_active, k, width)
         if union_compacted:  # the union fit's transients are gone once its result is read
             jax.block_until_ready(order)
             release_free_memory()
-        new_cols = jnp.take(union, order)
         new_problem, new_compacted = _sub_problem(union_problem, union_compacted, order, size)
         union_problem = None  # S' is all a round needs of U from here
         if union_compacted:
             release_free_memory()
-        new_fit = polish_prepared(new_problem, new_cols, jnp.take(union_fit.coef, order, axis=0), union_fit.intercept,
-                                  new_active, tol, max_iter, new_compacted, l1)
-        better = jnp.isfinite(new_fit.objective) & (new_fit.objective < fit.objective)
-        better = better & ~_same_support(cols, active, new_cols, new_active, n_features)
+        new_fit = polish_prepared(new_problem, new_cols, new_coef, union_fit.intercept, new_active, tol, max_iter,
+                                  new_compacted, l1)
+        better, chosen_cols, chosen_active, chosen_fit = _accept(fit, new_fit, cols, active, new_cols, new_active,
+                                                                 n_features)
         if union_compacted:  # concrete: the supports hold different entries
             if not bool(better):  # one host read per round
                 break
@@ -220,8 +229,8 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
             continue
         # the same storage (the full problem): chosen elementwise, so it also runs traced
         current = full
-        cols, active = jnp.where(better, new_cols, cols), jnp.where(better, new_active, active)
-        fit = jax.tree.map(functools.partial(_select, better), new_fit, fit)
+        cols, active, fit = chosen_cols, chosen_active, chosen_fit
         if not traced and not bool(better):
             break
-    return Refined(cols, fit.coef, fit.intercept, active, jnp.take(mean_all, cols), jnp.take(factor_all, cols), fit)
+    mean, inv_scale = _support_scales(mean_all, factor_all, cols)
+    return Refined(cols, fit.coef, fit.intercept, active, mean, inv_scale, fit)
