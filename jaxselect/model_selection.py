@@ -60,9 +60,7 @@ from jaxselect._validation import (
     host_array,
     is_traced,
 )
-from jaxselect.anneal.fsa import (
-    SHARED_WIDTH_BYTES, fsa, fsa_predict, fsa_prepare, fsa_stage_widths, validate_fsa_options,
-)
+from jaxselect.anneal.fsa import fsa, fsa_predict, fsa_prepare, fsa_stage_widths, small_dense, validate_fsa_options
 from jaxselect.anneal.multiclass import SOFTMAX_LOSSES, class_labels
 from jaxselect.anneal.options import PiecewiseLinear, Polish, take_deprecated
 from jaxselect.anneal.defaults import auto_n_iter, is_auto
@@ -582,9 +580,8 @@ def _linear_schedule_args(m: int, k: int, k_max: int, options: dict, dtype, n_tr
     cap = iteration_cap(n_iter)
     padded = np.full((cap,), k, np.int32)
     padded[:n_iter] = annealing_schedule(m, k, n_iter, options["mu"]).astype(np.int32)
-    shared = int(n_train) * int(m) * np.dtype(dtype).itemsize <= SHARED_WIDTH_BYTES
-    plan = RunPlan(fsa_stage_widths(m, k_max, shared=shared), cap, "power" if lr is None else "fixed",
-                   options["loss"] == "squared")
+    widths = fsa_stage_widths(m, k_max, shared=small_dense(n_train, m, dtype))
+    plan = RunPlan(widths, cap, "power" if lr is None else "fixed", options["loss"] == "squared")
     lr = jax.device_put(np.asarray(0.0 if lr is None else lr, dtype))
     return jax.device_put(padded), jax.device_put(np.int32(n_iter)), lr, plan
 

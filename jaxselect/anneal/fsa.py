@@ -162,17 +162,17 @@ def dense_stage(design, widths, traced: bool) -> int | None:
     return None
 
 
-def _small_dense(n, m: int, dtype) -> bool:
+def small_dense(n, m: int, dtype) -> bool:
     """Whether N × M dense values take at most :data:`SHARED_WIDTH_BYTES` (False for an unknown N)."""
     return n is not None and int(n) * int(m) * np.dtype(dtype).itemsize <= SHARED_WIDTH_BYTES
 
 
 def shares_widths(design) -> bool:
     """Whether a design is small (:data:`SHARED_WIDTH_BYTES`): its stages share one program across k
-    (a streamed X of the same N × M runs the same stages, :func:`_small_dense`)."""
+    (a streamed X of the same N × M runs the same stages, :func:`small_dense`)."""
     if getattr(design, "sparse", False):
         return int(design.nnz) * (np.dtype(design.dtype).itemsize + 8) <= SHARED_WIDTH_BYTES
-    return _small_dense(design.shape[0], design.shape[1], design.dtype)
+    return small_dense(design.shape[0], design.shape[1], design.dtype)
 
 
 # rows per block of the first (transposing) compaction of X
@@ -546,7 +546,7 @@ def _stream_input(X, k, budget, opts):
         and not _aliasable(X)
         and isinstance(k, (int, np.integer))
         and 1 <= k <= X.shape[1]
-        and len(fsa_stage_widths(X.shape[1], int(k), shared=_small_dense(X.shape[0], X.shape[1], X.dtype))) > 1
+        and len(fsa_stage_widths(X.shape[1], int(k), shared=small_dense(X.shape[0], X.shape[1], X.dtype))) > 1
     )
     return (ArraySource(X), True) if lean else (None, False)
 
@@ -598,7 +598,7 @@ def _fsa_streamed(source, y, sample_weight, l2, options: FSAOptions, lean: bool)
         w = np.asarray(sample_weight)
         n0 = source.shape[0]
         as_sample_weight(w, n0 if n0 is not None else (w.shape[0] if w.ndim == 1 else 0))
-    shared = _small_dense(source.shape[0], m, dtype)
+    shared = small_dense(source.shape[0], m, dtype)
     schedule, padded, widths = schedule_plan(m, k, n_iter, mu, shared=shared)
     cap = padded.shape[0]
     mode = "power" if lr is None else "fixed"
@@ -616,7 +616,7 @@ def _fsa_streamed(source, y, sample_weight, l2, options: FSAOptions, lean: bool)
         y = y_src
     check_constant_columns(summary.live, constant_columns)
     k_plan, k = k, _check_k_live(summary.live, k_asked)
-    shared_plan, shared = shared, _small_dense(n, m, dtype)  # a batch source's N is known only now
+    shared_plan, shared = shared, small_dense(n, m, dtype)  # a batch source's N is known only now
     if k != k_plan or shared != shared_plan:  # k above the non-constant columns: the schedule of the clipped k
         schedule, padded, widths = schedule_plan(m, k, n_iter, mu, shared=shared)
         cap = padded.shape[0]
