@@ -62,3 +62,44 @@ def test_first_call_compiles_at_most_two_programs_and_a_second_none(name):
     assert first[0] <= BUDGET, f"{name}: {first[0]} programs compiled on the first call (budget {BUDGET})"
     assert first[0] >= 1  # the count sees the solve itself
     assert second[0] == 0, f"{name}: a second identical call compiled {second[0]} programs"
+
+
+@pytest.mark.parametrize("gram", [True, False])
+def test_every_k_of_a_step_bucket_shares_one_program_and_equals_the_exact_k_run(gram):
+    """cs_omp at k = 5, 6, 7 on 8 groups runs the k = 8 call's 8-step scan (the steps past k idle):
+    each compiles only its prefix cut. Each path equals the k = 8 path's first k entries exactly,
+    and a run of exactly k steps (inside jit: no bucket) to rounding."""
+    X, y, _ = _data()
+    problem = js.prepare(X, y, gram=gram)
+    full = js.cs_omp(problem, 8)
+    jax.block_until_ready(full)
+    names = []
+
+    def listener(event, duration_secs, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            names.append(kwargs.get("fun_name"))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        paths = {}
+        for k in (5, 6, 7):
+            names.clear()
+            paths[k] = js.cs_omp(problem, k)
+            jax.block_until_ready(paths[k])
+            assert names == ["jit(path_prefix)"], (k, names)  # the 8-step program is the k = 8 call's
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    for k, path in paths.items():
+        assert path.order.shape == (k,) and path.coef.shape[0] == k
+        for field in ("order", "cum_cost", "objective", "intercept"):
+            np.testing.assert_array_equal(getattr(path, field), getattr(full, field)[:k])
+        width = path.coef.shape[1]  # a slot path's slots: the first of the k = 8 path's
+        np.testing.assert_array_equal(path.coef, full.coef[:k, :width])
+        exact = jax.jit(lambda p, k=k: js.cs_omp(p, k))(problem)  # traced: exactly k steps
+        assert exact.coef.shape == path.coef.shape
+        np.testing.assert_array_equal(path.order, exact.order)
+        np.testing.assert_allclose(path.coef, exact.coef, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(path.objective, exact.objective, rtol=1e-6)
+        if not gram:
+            np.testing.assert_array_equal(path.features, exact.features)
+        assert int(path.status) == int(exact.status)
