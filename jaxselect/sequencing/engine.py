@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from functools import partial
 from typing import Callable, NamedTuple
 
 import jax
@@ -48,7 +47,6 @@ from jaxselect._repr import short_repr
 from jaxselect._validation import check_int, clip_k, host_array, is_traced
 from jaxselect.linalg import apply_block_diag, floored_cholesky, gather_groups, pivot_rtol
 from jaxselect.path import SelectionPath, link_code
-from jaxselect.programs import jit
 from jaxselect.sequencing.prepare import Problem, check_problem, design_columns, to_raw_coef
 from jaxselect.sharding import any_mesh
 from jaxselect.solver import Solver, SolverTraits, run
@@ -180,7 +178,6 @@ class SequencingState(NamedTuple):
     config: SequencingConfig  # static: the rule and the storage form of StepInfo.w
     info: StepInfo  # diagnostics of the latest step (sequencing_init: the "no step yet" value)
     cache: "ColumnCache | None" = None  # gram=False: the lazy Gram rows computed ahead (None with C)
-    limit: jax.Array | None = None  # () int32: steps from this one on are idle (None: no limit)
 
     __repr__ = short_repr
 
@@ -267,7 +264,6 @@ def sequencing_init(
     *,
     capacity: int | None = None,
     slots: bool = False,
-    limit=None,
 ) -> SequencingState:
     """The empty selection: ``b = b0``, no factor rows, identity-padded U; the rule is fixed here.
 
@@ -281,9 +277,6 @@ def sequencing_init(
       capacity: static number of feature slots P (default: what a path over every reachable group
         needs, :func:`slot_capacity`; needs concrete groups).
       slots: ``StepInfo.w`` over the slots (P, T) instead of dense (D, T) (static).
-      limit: None, or the number of steps to take (traced): later steps are idle — no group, the
-        state unchanged but for its step count — so runs of any length up to a scan's share its
-        program (:func:`sequencing_run` runs a step bucket and keeps the first ``k`` entries).
 
     Returns:
       A :class:`SequencingState` (``state.info`` the "no step yet" :class:`StepInfo`); advance it
@@ -321,7 +314,6 @@ def sequencing_init(
             w=jnp.zeros((capacity if slots else d, t), dtype),
         ),
         cache=None if problem.C is not None else _empty_cache(problem),
-        limit=None if limit is None else jnp.asarray(limit, jnp.int32),
     )
 
 
@@ -540,22 +532,7 @@ def sequencing_step(problem: Problem, state: SequencingState) -> SequencingState
     jit-able (the rule and the storage form are the static ``state.config`` set by
     :func:`sequencing_init`). With ``config.slots`` the step's model ``StepInfo.w`` is the (P, T)
     problem-space model over the state's slots (``state.slot_feature``) instead of the dense (D, T) one.
-    A step at or past ``state.limit`` is idle: its info has no group (−1, cost +inf) and the model of
-    the last step.
     """
-    if state.limit is None:
-        return _take_step(problem, state)
-    return jax.lax.cond(state.step < state.limit, _take_step, _idle_step, problem, state)
-
-
-def _idle_step(problem: Problem, state: SequencingState) -> SequencingState:
-    info = state.info._replace(
-        group=jnp.full((), -1, jnp.int32), cum_cost=jnp.full((), jnp.inf, state.info.cum_cost.dtype)
-    )
-    return state._replace(step=state.step + 1, info=info)
-
-
-def _take_step(problem: Problem, state: SequencingState) -> SequencingState:
     h, take = state.config.rule(problem, state, state.params)
     new = sequencing_add(problem, state, h, take)._replace(step=state.step + 1)
     w = solve_triangular(new.U, new.beta, lower=False) if state.config.slots else sequencing_coef(problem, new)
@@ -595,7 +572,7 @@ def _path(problem: Problem, state: SequencingState, info: StepInfo, raw_capacity
 def sequencing_solver(rule: Rule | Callable, *, capacity: int, raw_capacity: int | None = None) -> Solver:
     """The :class:`~jaxselect.Solver` of a sequencing run with ``rule`` (its static options closed over).
 
-    ``init(problem, params, limit=None)`` is :func:`sequencing_init` (``params`` a :class:`RuleParams`),
+    ``init(problem, params)`` is :func:`sequencing_init` (``params`` a :class:`RuleParams`),
     ``step`` is :func:`sequencing_step`, ``finish`` stacks the steps' :class:`StepInfo` into a
     :class:`~jaxselect.SelectionPath`. Run it with :func:`jaxselect.solver.run` (one compiled
     program) or :func:`jaxselect.solver.iterate` inside a traced program.
@@ -611,8 +588,8 @@ def sequencing_solver(rule: Rule | Callable, *, capacity: int, raw_capacity: int
     raw_capacity = None if raw_capacity is None else int(raw_capacity)
     slots = raw_capacity is not None
 
-    def init(problem, params, limit=None):
-        return sequencing_init(problem, rule, params, capacity=capacity, slots=slots, limit=limit)
+    def init(problem, params):
+        return sequencing_init(problem, rule, params, capacity=capacity, slots=slots)
 
     def finish(problem, state, infos):
         return _path(problem, state, infos, raw_capacity)
@@ -739,44 +716,9 @@ def sequencing_run(
     rule = as_rule(rule)
     params = default_params(problem) if params is None else params
     steps = _steps(problem, k, rule.name)
-    if is_traced((problem, params)):  # inside a user's program: exactly k steps
-        capacity, raw_capacity = _capacities(problem, steps)
-        solver = sequencing_solver(rule, capacity=capacity, raw_capacity=raw_capacity)
-        return run(solver, problem, params, n_steps=steps, progress=progress)
-    bucket = step_bucket(steps, problem.n_groups)
-    capacity, raw_capacity = _capacities(problem, bucket)
+    capacity, raw_capacity = _capacities(problem, steps)
     solver = sequencing_solver(rule, capacity=capacity, raw_capacity=raw_capacity)
-    path = run(solver, problem, params, steps, n_steps=bucket, progress=progress)
-    if bucket == steps:
-        return path
-    return path_prefix(path, steps=steps, raw_capacity=_capacities(problem, steps)[1])
-
-
-def step_bucket(steps: int, most: int) -> int:
-    """The scan length of a ``steps``-step path on a concrete problem: the power of two at or above
-    ``steps``, at most ``most`` (the groups). The steps past ``steps`` are idle
-    (:func:`sequencing_init`'s ``limit``) and cut off (:func:`path_prefix`), so every k of a bucket
-    shares one compiled program: a loop or grid over k compiles once per bucket.
-
-    >>> [step_bucket(k, 40) for k in (1, 2, 3, 5, 9, 33)]
-    [1, 2, 4, 8, 16, 40]
-    """
-    return max(int(steps), min(1 << (int(steps) - 1).bit_length(), int(most)))
-
-
-@partial(jit, static_argnames=("steps", "raw_capacity"))
-def path_prefix(path: SelectionPath, *, steps: int, raw_capacity: int | None) -> SelectionPath:
-    """The first ``steps`` entries of a path (and, for a slot path, its first ``raw_capacity``
-    slots: a prefix's features fill the first slots, in selection order)."""
-    coef = path.coef[:steps] if raw_capacity is None else path.coef[:steps, :raw_capacity]
-    return path._replace(
-        order=path.order[:steps],
-        cum_cost=path.cum_cost[:steps],
-        objective=path.objective[:steps],
-        coef=coef,
-        intercept=path.intercept[:steps],
-        features=None if path.features is None else path.features[:raw_capacity],
-    )
+    return run(solver, problem, params, n_steps=steps, progress=progress)
 
 
 @any_mesh
