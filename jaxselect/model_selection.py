@@ -62,12 +62,13 @@ from jaxselect._validation import (
 )
 from jaxselect.anneal.fsa import fsa, fsa_predict, fsa_prepare, fsa_stage_widths, small_dense, validate_fsa_options
 from jaxselect.anneal.multiclass import SOFTMAX_LOSSES, class_labels
-from jaxselect.anneal.options import PiecewiseLinear, Polish, take_deprecated
+from jaxselect.anneal.options import Execution, PiecewiseLinear, Polish, take_deprecated
 from jaxselect.anneal.defaults import auto_n_iter, is_auto
 from jaxselect.anneal.scaling import apply_transform, check_scale_rule, has_indicator_columns, result_transform
 from jaxselect.losses import HuberHinge, loss_names
 from jaxselect.anneal.run import RunPlan, iteration_cap, run as run_schedule
 from jaxselect.anneal.schedule import annealing_schedule
+from jaxselect.design.buckets import pad_design
 from jaxselect.design import HostDesign, HostSparseDesign, as_sample_weight, as_sparse_csr, column_summary, is_sparse
 from jaxselect.sequencing.criteria import OMP_CRITERIA
 from jaxselect.sequencing.engine import clip_steps
@@ -764,35 +765,48 @@ def cross_validate_fsa(
 def _cv_fsa_sparse(X, y, grid, train_w, test_w, l2, score: str, options, *, scale="std", polish=None) -> CVResult:
     """:func:`cross_validate_fsa` fold by fold (a sparse (canonical CSR) X, or the options the
     vmapped path does not run): for each k, the folds one after the other, each an FSA fit on the
-    whole X with the fold's training weights (one compiled program per k)."""
+    whole X with the fold's training weights (one compiled program per k).
+
+    X is padded to its shape buckets first (zero-weight rows, zero columns the
+    schedule does not count: :func:`jaxselect.design.buckets.pad_design`), so data sets of nearby
+    shapes share the compiled fits; the held-out scores are computed on the host."""
     opts = _fsa_keywords(dict(options), scale=scale)
     if polish is not None:
         opts["polish"] = polish
-    dt = X.dtype
-    yj = jnp.asarray(y)
+    n, dt = X.shape[0], X.dtype
+    X_fit, y_fit, _ = pad_design(X, y, None, columns=dict(options)["bins"] is None)
+    if X_fit.shape[1] != X.shape[1]:
+        opts["execution"] = Execution(padded_columns=X_fit.shape[1] - X.shape[1])
+    rows = X_fit.shape[0] - n  # zero-weight rows appended
+    y64 = np.asarray(y, np.float64)
     scores = np.zeros((train_w.shape[0], len(grid)))
     status = 0
     for b, kk in enumerate(grid):
         for f in range(train_w.shape[0]):
-            res = fsa(X, y, kk, l2=l2, sample_weight=train_w[f].astype(dt), **opts)
+            w_fit = np.concatenate([train_w[f], np.zeros(rows)]).astype(dt)
+            res = fsa(X_fit, y_fit, kk, l2=l2, sample_weight=w_fit, **opts)
             support = host_array(res.support)
             cols = apply_transform(X[:, support], result_transform(res))  # the values its fit saw
             s = np.asarray(cols @ host_array(res.coef)).astype(dt) + host_array(res.intercept)
-            vw = jnp.asarray(test_w[f], dt)
-            if s.ndim == 2:  # softmax: the weighted share of held-out rows whose arg-max class is right
-                hit = (np.argmax(s, axis=1) == y).astype(np.float64)
-                tw = np.asarray(test_w[f], np.float64)
-                scores[f, b] = float(np.sum(tw * hit) / np.sum(tw))
-                status |= int(host_array(res.status))
-                continue
-            sj = jnp.asarray(s)
-            if score == "accuracy":
-                sc = _accuracy(yj, sj, vw)
-            else:
-                sc = _fold_score(yj[:, None], sj[:, None], vw, score=score)
-            scores[f, b] = float(sc)
+            scores[f, b] = _host_score(y64, np.asarray(s, np.float64), np.asarray(test_w[f], np.float64), score)
             status |= int(host_array(res.status))
     return _summarise(np.asarray(grid, np.float64), scores, status=status)
+
+
+def _host_score(y, s, w, score: str) -> float:
+    """:func:`_fold_score` / :func:`_accuracy` in numpy, for one fold's host predictions: y (n,)
+    targets or labels, s (n,) predictions or scores (or (n, C) class scores), w (n,) test weights."""
+    if s.ndim == 2:  # softmax: the weighted share of held-out rows whose arg-max class is right
+        return float(np.sum(w * (np.argmax(s, axis=1) == y)) / np.sum(w))
+    if score == "accuracy":
+        return float(np.sum(w * ((s > 0) == (y > 0.5))) / np.sum(w))
+    sse = float(np.sum(w * (y - s) ** 2))
+    if score == "neg_mse":
+        return -sse / float(np.sum(w))
+    mean = float(np.sum(w * y) / np.sum(w))
+    sst = float(np.sum(w * (y - mean) ** 2))
+    # r2_score's convention for a constant held-out target: 1 when predicted exactly, else 0
+    return 1.0 - sse / sst if sst > 0 else float(sse == 0)
 
 
 def _check_fsa_options(X, k_max: int, options: dict) -> None:

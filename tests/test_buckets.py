@@ -246,3 +246,28 @@ def test_fsa_estimators_decide_n_iter_auto_on_x_not_on_its_padding(monkeypatch):
     assert fitted.result_.loss_path.shape == (500,)
     monkeypatch.setattr(defaults, "LARGE_SPARSE", S.nnz - 1)
     assert FSARegressor(k=3).fit(S, y).result_.loss_path.shape == (30,)
+
+
+def test_sparse_cross_validation_on_nearby_shapes_shares_programs_and_equals_the_unpadded_scores(monkeypatch):
+    """cross_validate_fsa on a sparse X runs its folds on X padded to its buckets (zero-weight rows,
+    uncounted zero columns): a nearby shape compiles nothing, and the scores are the unpadded run's."""
+    from jaxselect import cross_validate_fsa
+
+    def sparse(n, seed):
+        X, y = _data(n, 37, seed)
+        X[np.abs(X) < 0.8] = 0.0  # about 40 % stored
+        return sp.csr_matrix(X), X[:, 1] - 2.0 * X[:, 4] + X[:, 6]
+
+    X, y = sparse(200, 1)
+    X2, y2 = sparse(203, 2)
+    kw = dict(folds=3, n_iter=60)
+    padded = cross_validate_fsa(X, y, [2, 3], **kw)
+    with count_compiles() as compiles:
+        cross_validate_fsa(X2, y2, [2, 3], **kw)
+    assert compiles[0] == 0, f"a nearby sparse shape compiled {compiles[0]} programs"
+    monkeypatch.setenv("JAXSELECT_SHAPE_BUCKETS", "0")
+    plain = cross_validate_fsa(X, y, [2, 3], **kw)
+    monkeypatch.delenv("JAXSELECT_SHAPE_BUCKETS")
+    np.testing.assert_allclose(padded.scores, plain.scores, rtol=1e-4, atol=1e-4)
+    assert padded.best == plain.best
+    assert padded.best == 3 and padded.scores[:, 1].min() > 0.99  # y is exact in three columns

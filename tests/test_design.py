@@ -182,6 +182,42 @@ def test_host_storage_summary_equals_the_device_summary(weighted):
         as_data(bad, None, targets=None, storage="host")
 
 
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_a_small_x_is_summarised_on_the_host_without_compiling(sparse, weighted):
+    """The front door summarises a small concrete X on the host (no summary program for a new
+    shape); its summary is the compiled pass's (summary_and_extremes / the sparse design's) and the
+    independent float64 reference's, and a non-finite entry is still named."""
+    import scipy.sparse as sp
+    from compile_count import count_compiles
+
+    from jaxselect.design import SparseDesign
+    from jaxselect.design.summary import summary_and_extremes
+
+    X, w = _data()
+    X, w = np.vstack([X, 1.5 * X[4:11]]), np.concatenate([w, w[4:11]])  # a shape no other test uses
+    w = w if weighted else None
+    Xin = sp.csr_matrix(X) if sparse else X
+    with count_compiles() as compiles:
+        data = as_data(Xin, None, sample_weight=w, targets=None)
+        jax.block_until_ready(data.summary)
+    assert compiles[0] == 0, f"the summary of a small X compiled {compiles[0]} programs"
+    if sparse:
+        compiled, lo, hi = SparseDesign.raw(Xin).summarize(None if w is None else jnp.asarray(w))
+    else:
+        compiled, lo, hi = summary_and_extremes(jnp.asarray(X), None if w is None else jnp.asarray(w))
+    mean, scale, live, _ = _reference(X, w)
+    for s in (data.summary, compiled):
+        np.testing.assert_array_equal(np.asarray(s.live), live)
+        np.testing.assert_allclose(np.asarray(s.mean), mean, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(s.scale), scale, rtol=1e-4)
+    assert isinstance(data.summary.mean, jax.Array) and data.summary.mean.dtype == jnp.float32
+    bad = X.copy()
+    bad[7, 2] = np.nan
+    with pytest.raises(ValueError, match=r"row\(s\) \[7\]"):
+        as_data(sp.csr_matrix(bad) if sparse else bad, None, targets=None)
+
+
 def test_host_operator_to_device_is_the_same_design():
     X, w = _data()
     s = column_summary(X, w)

@@ -32,6 +32,7 @@ from jaxselect._validation import (
     check_targets,
     float_dtype_for,
     host_value,
+    is_traced,
     raise_nonfinite,
     scale_error,
 )
@@ -241,10 +242,46 @@ def as_data(
     Y, C, y_1d = _targets(Y, n, targets, Xj.dtype, n_classes)
     groups = _groups(groups, d, Xj.dtype)
     raw = DenseDesign.raw(Xj)
-    summary, col_min, col_max = raw.summarize(w)
+    summary, col_min, col_max = _host_summary(X, Xj, w) or raw.summarize(w)
     _check_values(X, Xj, summary, col_min, col_max, scale)
     check_constant_columns(summary.live, constant_columns)
     return Data(raw.standardized(summary), Y, w, summary, groups, C, y_1d)
+
+
+#: a numpy X up to this many bytes is summarised on the host (no compiled summary program)
+HOST_SUMMARY_MAX_BYTES = 8 << 20
+
+
+def _host_summary(X, Xj, w):
+    """``(summary, col_min, col_max)`` of a small X computed on the host, as device arrays — the
+    rule of :func:`~jaxselect.design.column_summary` (accumulated in float64), without compiling a
+    summary program for each new shape. Xj a concrete array on one CPU device (read in place), or X
+    a numpy array already in Xj's dtype; None for any other X, or for weights inside a user's jit."""
+    if is_traced(w) or is_traced(Xj):
+        return None
+    if Xj.size * Xj.dtype.itemsize > HOST_SUMMARY_MAX_BYTES:
+        return None
+    if isinstance(Xj, jax.Array) and len(Xj.sharding.device_set) == 1 and Xj.is_fully_addressable \
+            and next(iter(Xj.sharding.device_set)).platform == "cpu":
+        values = np.asarray(Xj)  # X's values in its compute dtype, read in place
+    elif type(X) is np.ndarray and X.dtype == Xj.dtype:
+        values = X
+    else:
+        return None
+    host = HostDesign.raw(values, Xj.dtype)
+    summary, lo, hi = host.summarize(None if w is None else np.asarray(w))
+    return jax.device_put((summary, lo, hi))
+
+
+def _host_sparse_summary(csr, raw, w):
+    """:func:`_host_summary` for a CSR X of at most :data:`HOST_SUMMARY_MAX_BYTES` of stored values
+    (the device design ``raw`` summarises any other, and weights inside a user's jit)."""
+    if csr is None or not isinstance(raw, SparseDesign) or is_traced(w):
+        return None
+    if csr.nnz * (csr.dtype.itemsize + 4) > HOST_SUMMARY_MAX_BYTES:
+        return None
+    summary, lo, hi = HostSparseDesign.raw(csr).summarize(None if w is None else np.asarray(w))
+    return jax.device_put((summary, lo, hi))
 
 
 def _groups(groups, d: int, dtype):
@@ -320,7 +357,7 @@ def _sparse_data(
     else:
         w = None if w is None else jnp.asarray(w).astype(dtype)
         raw = SparseDesign.raw(csr) if csr is not None else raw
-    summary, col_min, col_max = raw.summarize(w)
+    summary, col_min, col_max = _host_sparse_summary(csr, raw, w) or raw.summarize(w)
     _check_values(X if csr is not None else None, None, summary, col_min, col_max, scale, dtype=dtype, n=n)
     check_constant_columns(summary.live, constant_columns)
     return Data(raw.standardized(summary), Y, w, summary, groups, C, y_1d)
