@@ -191,7 +191,10 @@ def test_jit_equals_eager(loss):
     assert int(fit.status) == int(eager.status) == 0 and bool(fit.converged)
     assert int(fit.n_iter) > 0
     np.testing.assert_allclose(fit.coef, eager.coef, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(fit.intercept, eager.intercept, rtol=1e-4, atol=1e-5)
+    if loss == "ranking":  # the pairwise loss does not see the intercept: it stays at its start, 0, up to rounding
+        np.testing.assert_allclose([float(fit.intercept), float(eager.intercept)], 0.0, atol=5e-5)
+    else:
+        np.testing.assert_allclose(fit.intercept, eager.intercept, rtol=1e-4, atol=1e-5)
     assert float(fit.objective) <= float(fit.start_objective)
 
 

@@ -1138,11 +1138,11 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
     # refine's rounds, a large sparse X (its memory handed back, its support compacted apart)
     large = sparse and not traced and problem.design.data.size >= _LARGE_ENTRIES
     apart = large or (polish and compacts_support(problem.design, int(widths[-1])))
+    # concrete inputs and a named loss: nothing can differentiate the call (a callable loss may close
+    # over a tracer that the inputs do not show)
+    differentiable = traced or not isinstance(opts.loss, str)
     if not refine and not apart:
         with ticking(bar):
-            # concrete inputs and a named loss: nothing can differentiate the call (a callable loss may
-            # close over a tracer that the inputs do not show)
-            differentiable = traced or not isinstance(opts.loss, str)
             out = solve(problem, *args, finishing, None, sub, plan=plan, polish=bool(polish),
                         differentiable=differentiable)
             if show:
@@ -1160,7 +1160,7 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
         box = [problem]
         del problem, data  # refine_support drops X's full entries before its last union fit
         refined = refine_support(box.pop(), cols, state.coef, state.intercept, state.active, k=k, rounds=refine,
-                                 tol=tol, max_iter=max_iter, l1=l1)
+                                 tol=tol, max_iter=max_iter, l1=l1, differentiable=differentiable)
         cols, mean, inv_scale, fit = refined.cols, refined.mean, refined.inv_scale, refined.fit
         state = state._replace(coef=fit.coef, intercept=fit.intercept, active=refined.active)
         del refined
@@ -1170,7 +1170,8 @@ def _fsa_memory(X, y, sample_weight, l2, options: FSAOptions) -> FSAResult:
         target, compacted = polish_problem(problem, cols)
         if compacted:  # polished on the support's own entries: X's full entries can go first
             del problem, data
-        fit = polish_prepared(target, cols, state.coef, state.intercept, state.active, tol, max_iter, compacted, l1)
+        fit = polish_prepared(target, cols, state.coef, state.intercept, state.active, tol, max_iter, compacted, l1,
+                              differentiable=differentiable)
         state = state._replace(coef=fit.coef, intercept=fit.intercept)
         polished = fit
     else:

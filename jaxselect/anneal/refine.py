@@ -163,7 +163,7 @@ def _column_scales(design):
 
 
 def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int, rounds: int, tol,
-                   max_iter, l1=None) -> Refined:
+                   max_iter, l1=None, differentiable: bool = True) -> Refined:
     """``rounds`` rounds of gradient support pursuit from the support ``cols[active]`` (see the
     module docstring); linear learners only.
 
@@ -174,6 +174,9 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
       tol, max_iter: the polish's tolerance and iteration cap (every solve of a round).
       l1: None, or the L1 polish's λ: the fits of S and S' are then L1 polishes and the
         comparison is on ``F + λ‖c‖₁`` (the union's fit stays the ridge one).
+      differentiable: False for inputs nothing differentiates (a call on concrete values): every
+        solve is traced without its implicit-differentiation rule
+        (:func:`~jaxselect.anneal.polish.polish_prepared`); the result is the same.
 
     Memory: a caller that passes the only reference to ``problem`` has X's full entries freed
     before the last round's union fit when the union is compacted (a concrete sparse X); the
@@ -192,7 +195,11 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
     traced = is_traced((problem, cols, coef))
 
     current, compacted = polish_problem(problem, cols)
-    fit = polish_prepared(current, cols, coef, intercept, active, tol, max_iter, compacted, l1)
+    fit = polish_prepared(current, cols, coef, intercept, active, tol, max_iter, compacted, l1,
+                          differentiable=differentiable)
+    # the union's cap: on the host for a concrete cap (an eager jnp.minimum compiles a program)
+    union_max_iter = jnp.minimum(max_iter, UNION_MAX_ITER) if is_traced(max_iter) else jax.device_put(
+        np.minimum(np.asarray(max_iter), UNION_MAX_ITER).astype(np.asarray(max_iter).dtype))
     full = problem
     for r in range(rounds):
         score = _full_gradient(full, cols, fit.coef, fit.intercept, active)
@@ -208,7 +215,7 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
             full = problem = None
             release_free_memory()
         union_fit = polish_prepared(union_problem, union, union_coef, fit.intercept, union_active,
-                                    tol, jnp.minimum(max_iter, UNION_MAX_ITER), union_compacted)
+                                    tol, union_max_iter, union_compacted, differentiable=differentiable)
         order, new_active, new_cols, new_coef = _prune(union, union_fit.coef, union_active, k, width)
         if union_compacted:  # the union fit's transients are gone once its result is read
             jax.block_until_ready(order)
@@ -218,7 +225,7 @@ def refine_support(problem: FSAProblem, cols, coef, intercept, active, *, k: int
         if union_compacted:
             release_free_memory()
         new_fit = polish_prepared(new_problem, new_cols, new_coef, union_fit.intercept, new_active, tol, max_iter,
-                                  new_compacted, l1)
+                                  new_compacted, l1, differentiable=differentiable)
         better, chosen_cols, chosen_active, chosen_fit = _accept(fit, new_fit, cols, active, new_cols, new_active,
                                                                  n_features)
         if union_compacted:  # concrete: the supports hold different entries
