@@ -107,7 +107,7 @@ def test_matches_celer_weighted_group_lasso(x64):
     for k in (2, 5, 7):
         est = celer.GroupLasso(
             members,
-            alpha=float(fit.lambdas[k]),
+            alpha=float(np.asarray(fit.lambdas)[k]),
             weights=costs,
             fit_intercept=False,
             tol=1e-12,
@@ -115,9 +115,10 @@ def test_matches_celer_weighted_group_lasso(x64):
         ).fit(Z, ys)
         # whiten_design and prepare orient every whitened axis alike (one rule, robust to ties):
         # the coefficients themselves agree, not only each group's norm
-        ours = np.asarray(fit.coef[k, :, 0])
+        ours = np.asarray(fit.coef)[k, :, 0]
         np.testing.assert_allclose(ours, est.coef_, atol=1e-7)
-        fitted = (X @ np.asarray(fit.raw_coef[k, :, 0]) + float(fit.raw_intercept[k, 0]) - Y.mean()) / Y.std()
+        raw = X @ np.asarray(fit.raw_coef)[k, :, 0] + float(np.asarray(fit.raw_intercept)[k, 0])
+        fitted = (raw - Y.mean()) / Y.std()
         np.testing.assert_allclose(fitted, Z @ est.coef_, atol=1e-6)
 
 

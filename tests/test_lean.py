@@ -192,7 +192,7 @@ def test_consumers_take_slot_paths(monkeypatch):
     est.fit(X, Y)
     assert not est.path_.is_dense
     j = int(np.sum(np.asarray(pa.cum_cost) <= 4.0))
-    np.testing.assert_allclose(est.coef_, np.asarray(pa.coef[j - 1]).T, rtol=2e-3, atol=1e-4)
+    np.testing.assert_allclose(est.coef_, np.asarray(pa.coef)[j - 1].T, rtol=2e-3, atol=1e-4)
 
 
 def test_dense_form_inside_jit_and_validation():
@@ -235,8 +235,8 @@ def test_lazy_gram_rows_match_an_independent_reference_with_weights():
     g = lean.groups
     rows = np.asarray(engine.group_rows(lean, np.arange(g.n_groups, dtype=np.int32)))  # (J, s, D)
     for h in range(g.n_groups):
-        real = np.asarray(g.mask[h])
-        idx = np.asarray(g.index[h])[real]
+        real = np.asarray(g.mask)[h]
+        idx = np.asarray(g.index)[h][real]
         np.testing.assert_allclose(rows[h][real], C[idx], atol=2e-5)
         np.testing.assert_array_equal(rows[h][~real], 0.0)
         np.testing.assert_allclose(np.asarray(engine.c_rows(lean, g.index[h], g.mask[h]))[real], C[idx], atol=2e-5)
