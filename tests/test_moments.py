@@ -144,8 +144,8 @@ def test_weighted_full_prefix_equals_sklearn_weighted_least_squares():
     with jax.enable_x64():
         path = js.cs_omp(js.prepare(X, Y[:, 0], sample_weight=w, l2=0.0))
         ref = LinearRegression().fit(X, Y[:, 0], sample_weight=w)
-        np.testing.assert_allclose(np.asarray(path.coef[-1, :, 0]), ref.coef_, rtol=1e-8)
-        np.testing.assert_allclose(float(path.intercept[-1, 0]), ref.intercept_, rtol=1e-8)
+        np.testing.assert_allclose(np.asarray(path.coef)[-1, :, 0], ref.coef_, rtol=1e-8)
+        np.testing.assert_allclose(float(np.asarray(path.intercept)[-1, 0]), ref.intercept_, rtol=1e-8)
 
 
 def test_prepare_from_batches_equals_prepare(small_chunks):
