@@ -172,7 +172,8 @@ def test_softmax_matches_sklearn_multinomial(x64):
         ref = fit_sklearn(Z[:, cols], y, l2).predict_proba(Z[:, cols])
         np.testing.assert_allclose(proba[j], ref, atol=2e-5)
     # Intercept-only model: the class frequencies.
-    null = np.asarray(jax.nn.softmax(path.null_intercept))
+    e = np.exp(np.asarray(path.null_intercept) - np.max(np.asarray(path.null_intercept)))
+    null = e / e.sum()  # softmax of the null intercepts
     np.testing.assert_allclose(null, np.bincount(y) / len(y), atol=1e-7)
 
 
@@ -401,7 +402,7 @@ def test_runs_inside_user_jit_with_traced_data():
     pm = fit(X.astype(np.float32), 2 * y - 1, jnp.float32(1e-2))
     np.testing.assert_allclose(pm.coef, eager.coef, rtol=1e-4, atol=1e-5)
     shrunk = fit(X.astype(np.float32), y, jnp.float32(1.0))
-    assert float(jnp.abs(shrunk.coef[-1]).sum()) < float(jnp.abs(eager.coef[-1]).sum())
+    assert float(np.abs(np.asarray(shrunk.coef)[-1]).sum()) < float(np.abs(np.asarray(eager.coef)[-1]).sum())
     # softmax needs n_classes when the labels are traced
     ys = np.digitize(X[:, 1], np.quantile(X[:, 1], [0.3, 0.7]))
     with pytest.raises(ValueError, match="n_classes"):
