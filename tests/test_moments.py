@@ -220,9 +220,9 @@ def test_traced_input_keeps_the_xla_path_and_matches_host():
     np.testing.assert_allclose(np.asarray(traced.b0), np.asarray(host.b0), atol=2e-5)
     # a numpy X closed over by a user's jit is concrete: the host kernel runs at trace time
     l2s = jnp.asarray([1e-4, 1e-2], jnp.float32)
-    C = jax.vmap(lambda l2: js.prepare(X, Y, l2=l2).C)(l2s)
+    C = np.asarray(jax.vmap(lambda l2: js.prepare(X, Y, l2=l2).C)(l2s))
     np.testing.assert_allclose(
-        np.asarray(C[1] - C[0]),
+        C[1] - C[0],
         np.diag(np.where(np.asarray(host.live), 0.0099, 0.0)),
         atol=1e-6,
     )
