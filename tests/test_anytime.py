@@ -43,7 +43,7 @@ def test_objective_curve_metrics():
     curve = js.objective_curve(path, X[50:], y[50:])
     assert curve.cost[0] == 0.0 and curve.value.shape == (6,)
     pred = np.asarray(js.predict(path, X[50:]))
-    null = float(path.null_intercept[0])
+    null = float(np.asarray(path.null_intercept)[0])
     expected = 1 - np.sum((y[50:] - pred) ** 2, axis=1) / np.sum((y[50:] - null) ** 2)
     np.testing.assert_allclose(curve.value[1:], expected, rtol=1e-10)
     r2 = js.objective_curve(path, X[50:], y[50:], metric="r2").value
@@ -143,9 +143,9 @@ def test_invariants(seed, budget, solver):
     # predict at B equals the explicit prefix model
     pred = np.asarray(js.predict(path, X, budget=budget))
     if k:
-        expected = X @ np.asarray(path.coef)[k - 1][:, 0] + float(path.intercept[k - 1, 0])
+        expected = X @ np.asarray(path.coef)[k - 1][:, 0] + float(np.asarray(path.intercept)[k - 1, 0])
     else:
-        expected = np.full(len(y), float(path.null_intercept[0]))
+        expected = np.full(len(y), float(np.asarray(path.null_intercept)[0]))
     np.testing.assert_allclose(pred, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
 
 

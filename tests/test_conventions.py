@@ -117,7 +117,7 @@ def test_refit_gradient_is_finite_with_a_constant_column():
     X, y = regression_data(5)
     X[:, 3] = 2.0
     grad = jax.grad(lambda X: jnp.sum(js.ridge_refit(X, y)[0]))(jnp.asarray(X))
-    assert bool(jnp.isfinite(grad).all())
+    assert bool(np.isfinite(np.asarray(grad)).all())
     np.testing.assert_array_equal(np.asarray(js.ridge_refit(X, y)[0])[3], 0.0)
 
 

@@ -142,7 +142,7 @@ def test_dense_design_is_a_pytree_under_jit_and_vmap():
     op = DenseDesign.from_summary(jnp.asarray(X), column_summary(X))
     V = jnp.asarray(np.random.default_rng(2).normal(size=(4, D)), jnp.float32)
     eager = jnp.stack([op.mv(v) for v in V])
-    np.testing.assert_allclose(np.asarray(jax.jit(lambda o, v: o.mv(v))(op, V[0])), np.asarray(eager[0]), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda o, v: o.mv(v))(op, V[0])), np.asarray(eager)[0], rtol=1e-5)
     np.testing.assert_allclose(np.asarray(jax.vmap(op.mv)(V)), np.asarray(eager), rtol=1e-5, atol=1e-5)
 
 

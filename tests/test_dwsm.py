@@ -309,12 +309,13 @@ def test_slot_pool_rollouts_equal_exact_returns(variant):
         jnp.asarray(lane_v), n_terminal=N * J, batch=7,
     )
     r_acq = np.asarray(jax.vmap(acquire_reward, in_axes=(None, 0))(spec, jnp.asarray(Z)))
+    ret, zT = np.asarray(ret), np.asarray(zT)
     for lane in np.flatnonzero(lane_v):
         i, j = lane_s[lane], lane_j[lane]
         Q_ref, _ = np_q_values(thetas[comp[i]], S, X[i], int(y[i]), Z[i])
         np.testing.assert_allclose(r_acq[i, j] + float(ret[lane]), Q_ref[C + j], rtol=1e-4, atol=1e-4)
-        assert np.asarray(zT[lane])[j] and (np.asarray(zT[lane]) >= Z[i]).all()
-    assert not np.asarray(ret)[~lane_v].any()
+        assert zT[lane][j] and (zT[lane] >= Z[i]).all()
+    assert not ret[~lane_v].any()
 
 
 def test_packed_rollouts_match_unpacked():
@@ -327,11 +328,11 @@ def test_packed_rollouts_match_unpacked():
     Z = _sample(jax.random.key(1), spec, 1, S_, d)[0]
     cap = rollout_capacity(d, S_, d, True)
     assert cap < S_ * d
-    out = _row_sav(theta, spec, x, jnp.asarray(1, jnp.int32), Z, cap)
+    out = [np.asarray(a) for a in _row_sav(theta, spec, x, jnp.asarray(1, jnp.int32), Z, cap)]
     for r in range(S_):
         one = _sav(theta[r], spec, x, jnp.asarray(1, jnp.int32), Z[r])
         for a, b in zip(out, one):
-            np.testing.assert_allclose(np.asarray(a[r]), np.asarray(b), rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(a[r], np.asarray(b), rtol=1e-6, atol=1e-6)
 
 
 def test_sample_states_distribution_and_budget():
@@ -435,7 +436,7 @@ def test_all_actions_in_one_solve_match_numpy(p):
     G_acq, B_acq = np.stack([gram() for _ in range(J)]), rng.normal(size=(J, p))
     m_acq = np.array([n, n / 2, 0.0, n])
     prev = rng.normal(size=(C + J, p))
-    f = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
+    f = lambda a: jnp.asarray(np.asarray(a, np.float32), jnp.float32)  # noqa: E731  (cast on the host)
     th = np.asarray(
         jax.jit(ridge_solve_actions)(
             f(n), f(B_cls), f(G_cls), f(0.1), f(m_acq), f(B_acq), f(G_acq), f(0.3), f(prev)
@@ -487,7 +488,7 @@ def test_rcpi_reaches_exact_optimal_policy(x0_fit):
     assert opt == pytest.approx(0.1)
     assert pol.theta.dtype == jnp.float32 and int(pol.status) == 0
     tr = dwsm_trace(pol, X, y)
-    np.testing.assert_allclose(-float(np.mean(tr.reward)), opt, atol=1e-6)
+    np.testing.assert_allclose(-float(np.mean(np.asarray(tr.reward))), opt, atol=1e-6)
     labels, acquired = dwsm_predict(pol, X)
     np.testing.assert_array_equal(np.asarray(labels), y)
     np.testing.assert_array_equal(np.asarray(acquired), np.tile([True, False, False], (len(y), 1)))
@@ -504,7 +505,7 @@ def test_rcpi_reaches_optimum_enumerated(rule, lam):
     pol = dwsm_fit(jax.random.key(1), X, y, lam=lam, **FIT_TINY)
     opt = optimal_loss(X, y, lam, 2)
     tr = dwsm_trace(pol, X, y)
-    np.testing.assert_allclose(-float(np.mean(tr.reward)), opt, atol=1e-6)
+    np.testing.assert_allclose(-float(np.mean(np.asarray(tr.reward))), opt, atol=1e-6)
 
 
 def test_rcpi_reaches_optimum_float64(x64):
@@ -512,7 +513,7 @@ def test_rcpi_reaches_optimum_float64(x64):
     pol = dwsm_fit(jax.random.key(0), X, y, lam=0.1, **FIT_TINY)
     assert pol.theta.dtype == jnp.float64
     tr = dwsm_trace(pol, X, y)
-    np.testing.assert_allclose(-float(np.mean(tr.reward)), optimal_loss(X, y, 0.1, 2), atol=1e-12)
+    np.testing.assert_allclose(-float(np.mean(np.asarray(tr.reward))), optimal_loss(X, y, 0.1, 2), atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- episode reward = −loss
@@ -539,26 +540,27 @@ def test_episode_reward_is_minus_datum_wise_loss(variant, dtype, request):
     np.testing.assert_array_equal(np.asarray(tr.acquired), np.asarray(acquired))
     rtol, atol = tight(dtype)
     used = 0
+    tr_order, tr_labels, tr_reward, acquired = (np.asarray(a) for a in (tr.order, tr.labels, tr.reward, acquired))
     for i in range(n):
-        order = [int(j) for j in np.asarray(tr.order[i]) if j >= 0]
+        order = [int(j) for j in tr_order[i] if j >= 0]
         used += len(order)
         ref_ret, ref_label, ref_z, ref_order = np_episode(theta, S, X[i], y[i], np.zeros(J, bool))
         assert order == ref_order
-        assert int(tr.labels[i]) == ref_label
-        np.testing.assert_array_equal(np.asarray(acquired[i]), ref_z[S["ids"]])
-        loss = datum_loss(S, int(tr.labels[i]), int(y[i]), order)
-        np.testing.assert_allclose(float(tr.reward[i]), -loss, rtol=rtol, atol=atol)
+        assert int(tr_labels[i]) == ref_label
+        np.testing.assert_array_equal(acquired[i], ref_z[S["ids"]])
+        loss = datum_loss(S, int(tr_labels[i]), int(y[i]), order)
+        np.testing.assert_allclose(float(tr_reward[i]), -loss, rtol=rtol, atol=atol)
         np.testing.assert_allclose(ref_ret, -loss, rtol=1e-12)
         assert S["costs"][order].sum() <= S["budget"] * (1 + S["rtol"])
         if variant == "grouped_budget":
-            assert np.asarray(acquired[i]).sum() <= 3  # costs = sizes: the budget counts features
+            assert acquired[i].sum() <= 3  # costs = sizes: the budget counts features
         if variant.startswith("grouped"):
-            a = np.asarray(acquired[i])
+            a = acquired[i]
             for members in GROUPS5:
                 assert a[members].all() or not a[members].any()
     assert used > 0  # the test exercised acquisitions
     rep = dwsm_evaluate(pol, X, y)
-    np.testing.assert_allclose(float(rep.mean_loss), -float(np.mean(tr.reward)), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(float(rep.mean_loss), -float(np.mean(np.asarray(tr.reward))), rtol=rtol, atol=atol)
 
 
 def test_base_loss_is_eq2():
@@ -591,11 +593,12 @@ def test_float32_budget_is_a_cost_with_tolerance(budget, n_acquired):
     X = np.random.default_rng(0).normal(size=(4, 6)).astype(np.float32)
     tr = dwsm_trace(pol, X, np.zeros(4, int))
     S = np_spec(spec)
+    tr_order, tr_reward = np.asarray(tr.order), np.asarray(tr.reward)
     for i in range(4):
-        order = [int(j) for j in np.asarray(tr.order[i]) if j >= 0]
+        order = [int(j) for j in tr_order[i] if j >= 0]
         assert order == list(range(n_acquired))
         assert order == np_episode(_ordered_theta(6), S, X[i].astype(np.float64), 0, np.zeros(6, bool))[3]
-        np.testing.assert_allclose(float(tr.reward[i]), -0.1 * sum(costs[:n_acquired]), rtol=1e-5)
+        np.testing.assert_allclose(float(tr_reward[i]), -0.1 * sum(costs[:n_acquired]), rtol=1e-5)
 
 
 def test_budget_validation_huge_and_inf():
@@ -828,7 +831,7 @@ def test_constant_columns_are_inert(blobs, lam0_fit):
     pol = lam0_fit
     assert np.all(np.isfinite(np.asarray(pol.theta))) and int(pol.status) == 0
     assert float(np.asarray(pol.scale)[4]) == 1.0  # constant column: scale 1
-    assert not bool(pol.spec.live[4])  # a unit of constant features only: never acquirable
+    assert not bool(np.asarray(pol.spec.live)[4])  # a unit of constant features only: never acquirable
     assert np.all(np.asarray(pol.thetas)[:, :, 6 + 4] == 0)  # weight of its value: exactly 0
     labels, acquired = dwsm_predict(pol, X)
     assert not np.asarray(acquired)[:, 4].any()
@@ -876,9 +879,10 @@ def test_float32_fit_and_progress_callback(capsys):
     assert [line.split()[2] for line in out.strip().splitlines()] == [f"{t}/{n}" for t in range(n + 1)]
     # the log's last line names the iterate that is returned and its training datum-wise loss
     last = out.strip().splitlines()[-1]
-    assert f"best so far: iteration {int(pol.best)}, loss {float(pol.train_loss[pol.best]):.4f}" in last
+    best_loss = float(np.asarray(pol.train_loss)[int(pol.best)])
+    assert f"best so far: iteration {int(pol.best)}, loss {best_loss:.4f}" in last
     tr = dwsm_trace(pol, X.astype(np.float32), y)
-    assert float(pol.train_loss[pol.best]) == pytest.approx(-float(np.mean(tr.reward)), abs=1e-6)
+    assert best_loss == pytest.approx(-float(np.mean(np.asarray(tr.reward))), abs=1e-6)
 
 
 def test_callback_exception_reaches_the_user():
@@ -993,9 +997,10 @@ def test_relational_prefers_related_features(blobs):
     assert u[5] > u[0]
     tr = dwsm_trace(pol, X, y)
     S = np_spec(pol.spec)
+    tr_order, tr_reward, tr_labels = np.asarray(tr.order), np.asarray(tr.reward), np.asarray(tr.labels)
     for i in range(0, len(y), 7):
-        order = [int(j) for j in np.asarray(tr.order[i]) if j >= 0]
-        np.testing.assert_allclose(float(tr.reward[i]), -datum_loss(S, int(tr.labels[i]), int(y[i]), order), rtol=1e-5)
+        order = [int(j) for j in tr_order[i] if j >= 0]
+        np.testing.assert_allclose(float(tr_reward[i]), -datum_loss(S, int(tr_labels[i]), int(y[i]), order), rtol=1e-5)
 
 
 def test_multiclass_usage_report(blobs, lam0_fit):
@@ -1122,9 +1127,10 @@ def test_trajectory_states_are_prefixes_of_the_policy_episode():
     for explore in (0.0, 1.0):
         Z, dev = (np.asarray(a) for a in _traj(jax.random.key(3), thetas, comp, spec, jnp.asarray(Xs), explore))
         assert dev.any() == (explore > 0)
+        thetas_np, comp_np = np.asarray(thetas), np.asarray(comp)
         for i in range(n):
             for r in range(m):
-                order = np_episode(np.asarray(thetas[int(comp[i, r])]), S, Xs[i], 0, np.zeros(d, bool))[3]
+                order = np_episode(thetas_np[comp_np[i, r]], S, Xs[i], 0, np.zeros(d, bool))[3]
                 k = int(Z[i, r].sum()) - int(dev[i, r])
                 assert 0 <= k <= len(order)
                 prefix = np.zeros(d, bool)
@@ -1228,7 +1234,8 @@ def collapse_fit():
 def _oracle_losses(pol, X, y):
     """Training datum-wise loss of every iterate by the numpy episode (float64 scores)."""
     S = np_spec(pol.spec)
-    Xs = np.asarray((jnp.asarray(X) - pol.mean[None, :]) / pol.scale[None, :], np.float64)
+    mean, scale = np.asarray(pol.mean), np.asarray(pol.scale)
+    Xs = ((np.asarray(X, mean.dtype) - mean[None, :]) / scale[None, :]).astype(np.float64)
     z0 = np.zeros(S["costs"].shape[0], bool)
     return np.array(
         [
@@ -1243,7 +1250,7 @@ def test_returned_policy_is_the_best_iterate_on_training_data(collapse_fit):
     oracle = _oracle_losses(pol, X, y)
     np.testing.assert_allclose(np.asarray(pol.train_loss), oracle, atol=1e-5)
     best = int(pol.best)
-    np.testing.assert_array_equal(np.asarray(pol.theta), np.asarray(pol.thetas[best]))
+    np.testing.assert_array_equal(np.asarray(pol.theta), np.asarray(pol.thetas)[best])
     assert oracle[best] <= oracle.min() + 1e-6  # no iterate is better on the training data
     majority = min(np.mean(y != c) for c in range(2))
     assert oracle[best] <= majority  # nor classifying at once (θ_0)
@@ -1252,7 +1259,7 @@ def test_returned_policy_is_the_best_iterate_on_training_data(collapse_fit):
     assert int(pol.iterations) == FIT_Q["n_iter"]
     # the paper's final policy θ_T (select="last") shares the compiled fit
     last = dwsm_fit(jax.random.key(0), X, y, lam=0.1, **with_rcpi(FIT_Q, select="last"))
-    np.testing.assert_array_equal(np.asarray(last.theta), np.asarray(pol.thetas[-1]))
+    np.testing.assert_array_equal(np.asarray(last.theta), np.asarray(pol.thetas)[-1])
     assert int(last.best) == FIT_Q["n_iter"]
 
 
@@ -1283,9 +1290,9 @@ def test_patience_stops_early_and_keeps_the_iterates(x0_fit):
     losses = np.asarray(full.train_loss)
     stop = next(t for t in range(1, len(losses)) if losses[t] >= losses[:t].min())  # first non-improving
     assert it == stop < FIT_TINY["n_iter"]
-    np.testing.assert_array_equal(np.asarray(pol.thetas[: it + 1]), np.asarray(full.thetas[: it + 1]))
+    np.testing.assert_array_equal(np.asarray(pol.thetas)[: it + 1], np.asarray(full.thetas)[: it + 1])
     for t in range(it + 1, FIT_TINY["n_iter"] + 1):  # skipped slots repeat the last iterate
-        np.testing.assert_array_equal(np.asarray(pol.thetas[t]), np.asarray(pol.thetas[it]))
+        np.testing.assert_array_equal(np.asarray(pol.thetas)[t], np.asarray(pol.thetas)[it])
     assert np.all(np.isnan(np.asarray(pol.train_return)[it:])) and np.all(
         np.isfinite(np.asarray(pol.train_return)[:it])
     )

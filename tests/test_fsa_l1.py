@@ -109,6 +109,7 @@ def test_owlqn_is_the_soft_threshold():
     lam = jnp.asarray([1.0, 1.0, 1.0, 0.5, 0.0])
     z, it, status = owlqn(jax.value_and_grad(lambda z: 0.5 * jnp.sum((z - a) ** 2)), jnp.ones(5, bool), lam,
                           jnp.asarray([-1.0, 1.0, 0.0, 0.0, -4.0]), 1e-6, 100)
+    z = np.asarray(z)
     np.testing.assert_allclose(z, [2.0, 0.0, 0.0, -1.5, 1.0], atol=1e-6)
     assert int(status) == 0 and float(z[1]) == float(z[2]) == 0.0 and int(it) > 0
     pg = pseudo_gradient(jnp.asarray([0.0, 0.0, 0.0, 1.0]), jnp.asarray([2.0, -2.0, 0.5, 0.5]), jnp.ones(4))

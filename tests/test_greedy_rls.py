@@ -124,8 +124,9 @@ def test_l2_is_the_mean_loss_penalty(x64):
     l2 = 0.05
     res = greedy_rls(X, Y, 4, l2=l2)
     sel = np.asarray(res.selected)
+    coef_path = np.asarray(res.coef_path)
     for t in range(4):
-        Z, W = X[:, sel[: t + 1]], np.asarray(res.coef_path[t, : t + 1])
+        Z, W = X[:, sel[: t + 1]], coef_path[t, : t + 1]
         grad = -Z.T @ (Y - Z @ W) / N + l2 * W
         np.testing.assert_allclose(grad, 0.0, atol=1e-12)
 
@@ -151,7 +152,7 @@ def test_bias_semantics_match_rlscore_constant_feature(x64):
     np.testing.assert_allclose(np.asarray(res.null_intercept), 4.0 * Y.mean(0) / (4.0 + l2), rtol=1e-12)
     np.testing.assert_allclose(float(res.null_loo_error), ref.ridge_loo_mse(ref.design(X, [], 4.0), Y, l2), rtol=1e-10)
     # With the intercept the LOO error on offset targets is far lower than without.
-    assert float(res.loo_error[-1]) < 0.5 * float(res0.loo_error[-1])
+    assert float(np.asarray(res.loo_error)[-1]) < 0.5 * float(np.asarray(res0.loo_error)[-1])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -164,7 +165,7 @@ def test_predict_and_predict_path(dtype):
         P = np.asarray(rls_predict_path(res, Xte))
         steps = [np.asarray(rls_predict(res, Xte, step=t + 1)) for t in range(6)]
         last = np.asarray(rls_predict(res, Xte))
-        dense = np.asarray(Xte @ res.coef + res.intercept[None, :])
+        dense = Xte @ np.asarray(res.coef) + np.asarray(res.intercept)[None, :]
     assert P.shape == (6, 9, 3) and P.dtype == dtype
     sel = np.asarray(res.selected).tolist()
     rtol, atol = _tol(dtype, 1e-9, 1e-4), _tol(dtype, 1e-12, 1e-4)
@@ -185,10 +186,10 @@ def test_one_dimensional_y_drops_target_axis_and_matches_2d():
     assert r1.coef_path.shape == (6, 6) and r1.intercept_path.shape == (6,)
     assert r2.null_intercept.shape == (1,)
     np.testing.assert_array_equal(r1.selected, r2.selected)
-    np.testing.assert_allclose(np.asarray(r1.coef), np.asarray(r2.coef[:, 0]))
+    np.testing.assert_allclose(np.asarray(r1.coef), np.asarray(r2.coef)[:, 0])
     p1 = rls_predict(r1, X)
     assert p1.shape == (40,)
-    np.testing.assert_allclose(np.asarray(p1), np.asarray(rls_predict(r2, X)[:, 0]), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(p1), np.asarray(rls_predict(r2, X))[:, 0], rtol=1e-6)
     assert rls_predict_path(r1, X).shape == (6, 40)
     assert rls_predict(r1, X[:1]).shape == (1,)  # predictions accept a single row
 
@@ -230,7 +231,7 @@ def test_to_path_predictions_equal_rls_predictions(T, bias):
     np.testing.assert_allclose(np.asarray(path.objective), 1 - loo / float(res.null_loo_error), rtol=1e-5)
     assert np.all(np.asarray(path.objective) > 0)  # every prefix beats the feature-less model here
     # Every prefix: SelectionPath predictions equal rls_predict_path.
-    Pp = np.asarray(jnp.einsum("md,jdt->jmt", Xte, path.coef) + path.intercept[:, None, :])
+    Pp = np.einsum("md,jdt->jmt", Xte, np.asarray(path.coef)) + np.asarray(path.intercept)[:, None, :]
     Pr = np.asarray(rls_predict_path(res, Xte)).reshape(5, 7, T)
     np.testing.assert_allclose(Pp, Pr, rtol=1e-5, atol=1e-5)
     # At budget b (a count: unit costs) js.predict uses the first b features, as rls_predict(step=b).
@@ -495,8 +496,8 @@ def test_vmap_over_traced_l2():
     batched = jax.vmap(lambda l2: greedy_rls(X, Y, 3, l2=l2))(grid)
     for i, l2 in enumerate(grid.tolist()):
         one = greedy_rls(X, Y, 3, l2=l2)
-        np.testing.assert_array_equal(np.asarray(batched.selected[i]), np.asarray(one.selected))
-        np.testing.assert_allclose(np.asarray(batched.loo_error[i]), np.asarray(one.loo_error), rtol=1e-5)
+        np.testing.assert_array_equal(np.asarray(batched.selected)[i], np.asarray(one.selected))
+        np.testing.assert_allclose(np.asarray(batched.loo_error)[i], np.asarray(one.loo_error), rtol=1e-5)
 
 
 def test_traced_data_with_too_few_selectable_columns_selects_nothing():
@@ -507,16 +508,17 @@ def test_traced_data_with_too_few_selectable_columns_selects_nothing():
     res = jax.jit(lambda X, Y: greedy_rls(X, Y, 6, l2=0.01))(X, Y)
     sel = np.asarray(res.selected)
     assert sorted(sel[:4].tolist()) == [0, 2, 4, 5] and sel[4:].tolist() == [-1, -1]
-    np.testing.assert_array_equal(np.asarray(res.coef_path[4:, 4:]), 0.0)
-    np.testing.assert_array_equal(np.asarray(res.coef_path[5]), np.asarray(res.coef_path[3]))
-    np.testing.assert_allclose(np.asarray(res.loo_error[4:]), float(res.loo_error[3]), rtol=1e-6)
+    coef_path, loo = np.asarray(res.coef_path), np.asarray(res.loo_error)
+    np.testing.assert_array_equal(coef_path[4:, 4:], 0.0)
+    np.testing.assert_array_equal(coef_path[5], coef_path[3])
+    np.testing.assert_allclose(loo[4:], float(loo[3]), rtol=1e-6)
     assert int(res.status) == 0
     np.testing.assert_array_equal(np.asarray(res.coef)[[1, 3]], 0.0)
     P = np.asarray(rls_predict_path(res, X))
     np.testing.assert_allclose(P[5], P[3], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(rls_predict(res, X, step=6)), P[3], rtol=1e-5, atol=1e-6)
     path = rls_to_path(res)
-    assert np.isinf(np.asarray(path.cum_cost[4:])).all()
+    assert np.isinf(np.asarray(path.cum_cost)[4:]).all()
     np.testing.assert_allclose(np.asarray(js.predict(path, X, budget=6)), P[3], rtol=1e-5, atol=1e-5)
     coef, b = js.rls_refit(X, Y, res.selected, l2=0.01)  # −1 entries are ignored by the refit
     np.testing.assert_allclose(np.asarray(coef), np.asarray(res.coef), rtol=1e-4, atol=1e-5)
@@ -560,7 +562,7 @@ def test_advanced_api_init_step_scan_equals_driver(T):
     assert int(start.info.selected) == -1 and not np.any(np.asarray(start.info.coef))
     np.testing.assert_allclose(np.asarray(start.info.loo_error), np.asarray(res.null_loo_error), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(start.info.intercept), np.asarray(res.null_intercept), rtol=1e-5, atol=1e-6)
-    np.testing.assert_array_equal(np.asarray(state.info.selected), np.asarray(info.selected[-1]))
+    np.testing.assert_array_equal(np.asarray(state.info.selected), np.asarray(info.selected)[-1])
     assert state.CT.shape == (16, N) and int(state.step) == 5
     np.testing.assert_array_equal(np.asarray(info.selected), np.asarray(res.selected))
     # Same algorithm, separately compiled (fusion may round differently in float32).

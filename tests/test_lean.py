@@ -63,11 +63,11 @@ def test_slot_paths_equal_gram_paths(dtype):
         # Every consumer takes the slot form: predictions (all prefixes, at a budget), curves.
         ya, yb = js.predict(pa, X), js.predict(pb, X)
         np.testing.assert_allclose(yb, ya, rtol=rtol, atol=rtol * float(np.abs(Y).max()))
-        budget = float(pa.cum_cost[1])
+        budget = float(np.asarray(pa.cum_cost)[1])
         np.testing.assert_allclose(js.predict(pb, X, budget), js.predict(pa, X, budget), rtol=rtol, atol=rtol * 10)
         ca, cb = js.objective_curve(pa, X, Y), js.objective_curve(pb, X, Y)
         np.testing.assert_allclose(cb.value, ca.value, atol=rtol)
-        np.testing.assert_allclose(np.asarray(pb.step_coef(2)), np.asarray(pa.coef[2]), atol=rtol * scale)
+        np.testing.assert_allclose(np.asarray(pb.step_coef(2)), np.asarray(pa.coef)[2], atol=rtol * scale)
     with pytest.raises(ValueError, match="columns but the path was trained on 12"):
         js.predict(pb, X[:, :11])
 
@@ -112,8 +112,9 @@ def test_slot_path_agrees_with_a_naive_ridge_refit_per_prefix(x64):
     X, Y, groups = grouped(T=1)
     path = js.cs_fr(js.prepare(X, Y, groups, gram=False, whiten=False, l2=1e-3))
     ids = np.asarray(groups.ids)
+    order = np.asarray(path.order)
     for j in range(3):
-        feats = np.flatnonzero(np.isin(ids, path.order[: j + 1]))
+        feats = np.flatnonzero(np.isin(ids, order[: j + 1]))
         feats = feats[np.ptp(X[:, feats], axis=0) > 0]
         Xs, ys = ref.standardize(X[:, feats], Y)
         w = np.linalg.solve(Xs.T @ Xs / len(X) + 1e-3 * np.eye(feats.size), Xs.T @ ys / len(X))
@@ -133,7 +134,7 @@ def test_slot_capacity_follows_steps_and_reachable_groups():
     assert full == 3 + 3 + 3 and reach <= full
     assert (
         reach
-        == int(np.sort(np.asarray((g.mask & np.asarray(b.live)[np.minimum(g.index, 11)]).sum(1)))[::-1][:2].sum()) + 3
+        == int(np.sort((np.asarray(g.mask) & np.asarray(b.live)[np.minimum(g.index, 11)]).sum(1))[::-1][:2].sum()) + 3
     )
     assert raw_slot_capacity(g.mask, 2, 12, index=g.index, live=b.live) == 3 + 3 + 1
     # A group of constant columns only is unreachable: its slots are never counted.
@@ -191,7 +192,7 @@ def test_consumers_take_slot_paths(monkeypatch):
     est.fit(X, Y)
     assert not est.path_.is_dense
     j = int(np.sum(np.asarray(pa.cum_cost) <= 4.0))
-    np.testing.assert_allclose(est.coef_, np.asarray(pa.coef[j - 1]).T, rtol=2e-3, atol=1e-4)
+    np.testing.assert_allclose(est.coef_, np.asarray(pa.coef)[j - 1].T, rtol=2e-3, atol=1e-4)
 
 
 def test_dense_form_inside_jit_and_validation():
@@ -234,8 +235,8 @@ def test_lazy_gram_rows_match_an_independent_reference_with_weights():
     g = lean.groups
     rows = np.asarray(engine.group_rows(lean, np.arange(g.n_groups, dtype=np.int32)))  # (J, s, D)
     for h in range(g.n_groups):
-        real = np.asarray(g.mask[h])
-        idx = np.asarray(g.index[h])[real]
+        real = np.asarray(g.mask)[h]
+        idx = np.asarray(g.index)[h][real]
         np.testing.assert_allclose(rows[h][real], C[idx], atol=2e-5)
         np.testing.assert_array_equal(rows[h][~real], 0.0)
         np.testing.assert_allclose(np.asarray(engine.c_rows(lean, g.index[h], g.mask[h]))[real], C[idx], atol=2e-5)

@@ -64,7 +64,7 @@ def test_cross_validate_path_matches_per_fold_refits():
         path = js.cs_fr(js.prepare(X[tr], y[tr], groups, l2=1e-3))
         assert cv.fold_order[f].tolist() == np.asarray(path.order).tolist()
         np.testing.assert_allclose(cv.fold_cum_cost[f], path.cum_cost, rtol=1e-6)
-        ref = [_r2(y[te], np.full(te.sum(), float(path.null_intercept[0])))]
+        ref = [_r2(y[te], np.full(te.sum(), float(np.asarray(path.null_intercept)[0])))]
         ref += [_r2(y[te], p) for p in np.asarray(js.predict(path, X[te]))]
         np.testing.assert_allclose(cv.fold_path_scores[f], ref, atol=2e-5)
         at_budget = [_r2(y[te], js.predict(path, X[te], budget=float(b))) for b in cv.grid]

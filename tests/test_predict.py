@@ -54,7 +54,7 @@ def test_paths_at_a_budget_match_a_numpy_reference(fitted):
     coef, icpt = np.asarray(path.coef, np.float64), np.asarray(path.intercept, np.float64)
     for budget in (0.0, 0.4, 1.0, 2.5, 4.0, 100.0):
         j = _steps_within(path.cum_cost, budget)
-        ref = X @ coef[j - 1, :, 0] + icpt[j - 1, 0] if j else np.full(N, float(path.null_intercept[0]))
+        ref = X @ coef[j - 1, :, 0] + icpt[j - 1, 0] if j else np.full(N, float(np.asarray(path.null_intercept)[0]))
         np.testing.assert_allclose(js.predict(path, X, budget=budget), ref, rtol=1e-4, atol=1e-4)
     every = np.asarray(js.predict(path, X))
     assert every.shape == (path.n_steps, N)
@@ -64,7 +64,7 @@ def test_paths_at_a_budget_match_a_numpy_reference(fitted):
 def test_glm_paths_give_scores_and_with_link_probabilities(fitted):
     X, glm = fitted["X"], fitted["glm"]
     j = _steps_within(glm.cum_cost, 2.0)
-    scores = X @ np.asarray(glm.coef[j - 1, :, 0], np.float64) + float(glm.intercept[j - 1, 0])
+    scores = X @ np.asarray(glm.coef, np.float64)[j - 1, :, 0] + float(np.asarray(glm.intercept)[j - 1, 0])
     np.testing.assert_allclose(js.predict(glm, X, budget=2.0), scores, rtol=1e-4, atol=1e-4)  # as in 0.3
     np.testing.assert_allclose(js.predict(glm, X, 2.0, link=True), 1 / (1 + np.exp(-scores)), rtol=1e-4, atol=1e-5)
     # identity-link paths: link=True changes nothing
@@ -73,9 +73,9 @@ def test_glm_paths_give_scores_and_with_link_probabilities(fitted):
 
 def test_greedy_rls_budget_is_a_feature_count(fitted):
     X, res = fitted["X"], fitted["rls"]
-    sel = np.asarray(res.selected)
+    sel, coef_path, intercept_path = np.asarray(res.selected), np.asarray(res.coef_path), np.asarray(res.intercept_path)
     for t in (1, 2, 3):
-        ref = X[:, sel[:t]] @ np.asarray(res.coef_path[t - 1, :t], np.float64) + float(res.intercept_path[t - 1])
+        ref = X[:, sel[:t]] @ coef_path[t - 1, :t].astype(np.float64) + float(intercept_path[t - 1])
         np.testing.assert_allclose(js.predict(res, X, budget=t), ref, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(js.predict(res, X, budget=t + 0.9), ref, rtol=1e-4, atol=1e-4)  # ⌊B⌋ features
     np.testing.assert_allclose(js.predict(res, X, budget=0.5), np.full(N, float(res.null_intercept)), rtol=1e-6)
@@ -88,7 +88,7 @@ def test_fsa_scores_and_training_width(fitted):
     ref = X[:, np.asarray(res.support)] @ np.asarray(res.coef, np.float64) + float(res.intercept)
     np.testing.assert_allclose(js.predict(res, X), ref, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match=f"trained on {D}"):  # 0.3 accepted any X wider than the support
-        js.predict(res, X[:, : int(np.max(res.support)) + 1])
+        js.predict(res, X[:, : int(np.max(np.asarray(res.support))) + 1])
 
 
 def test_group_lasso_fit_predicts_each_lambda(fitted):

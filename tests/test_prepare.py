@@ -135,7 +135,7 @@ def test_constant_column_is_inert_by_default(dtype):
     X = X.astype(dtype)
     X[:, 1] = 2.5
     problem = js.prepare(X, y.astype(dtype))
-    assert not bool(problem.live[1])
+    assert not bool(np.asarray(problem.live)[1])
     path = js.cs_fr(problem)
     assert 1 not in path.order.tolist() and path.order.tolist()[-1] == -1  # never selected
     np.testing.assert_array_equal(np.asarray(path.coef)[:, 1, :], 0.0)

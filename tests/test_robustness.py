@@ -235,7 +235,7 @@ def test_evaluation_precision_and_degenerate_curves():
     preds = np.asarray(js.predict(path, X), np.float64)
     taken = np.asarray(path.order) >= 0
     Yb = y * 1e20
-    base = np.sum((Yb - float(path.null_intercept[0])) ** 2)
+    base = np.sum((Yb - float(np.asarray(path.null_intercept)[0])) ** 2)
     expected = [1.0 - np.sum((Yb - p) ** 2) / base for p in preds[taken]]
     assert _finite(curve.value)
     np.testing.assert_allclose(curve.value[1:], expected, rtol=1e-12)

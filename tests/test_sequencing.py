@@ -200,7 +200,7 @@ def test_fixed_order_path_refits_each_prefix(x64):
     assert path.order.tolist() == [3, 0, 5, -1, -1]
     assert np.isinf(np.asarray(path.cum_cost)[3:]).all()
     feats = list(np.flatnonzero(ids == 3)) + list(np.flatnonzero(ids == 0))
-    np.testing.assert_allclose(path.objective[1], ref.explained_variance(Z, Ys, feats, L2), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(path.objective)[1], ref.explained_variance(Z, Ys, feats, L2), rtol=1e-6)
     # same path as cs_fr when given cs_fr's order
     fr = js.cs_fr(problem)
     again = js.fixed_order_path(problem, np.asarray(fr.order))
@@ -249,10 +249,11 @@ def test_vmap_over_problems_and_cost_vectors(x64):
     Y = X[..., 1] - 2 * X[..., 4] + 0.3 * rng.normal(size=(3, 50))
     groups = js.Groups.from_ids([0, 0, 1, 2, 2, 3], [1.0, 2.0, 1.5, 0.5])
     batched = jax.jit(jax.vmap(lambda X, y: js.cs_fr(js.prepare(X, y, groups, l2=L2))))(X, Y)
+    b_order, b_coef = np.asarray(batched.order), np.asarray(batched.coef)
     for f in range(3):
         single = js.cs_fr(js.prepare(X[f], Y[f], groups, l2=L2))
-        assert batched.order[f].tolist() == single.order.tolist()
-        np.testing.assert_allclose(batched.coef[f], single.coef, rtol=1e-8, atol=1e-12)
+        assert b_order[f].tolist() == single.order.tolist()
+        np.testing.assert_allclose(b_coef[f], single.coef, rtol=1e-8, atol=1e-12)
     costs = jnp.asarray([[1.0, 2.0, 1.5, 0.5], [5.0, 1.0, 1.0, 9.0]])
     problem = js.prepare(X[0], Y[0], groups, l2=L2)
     orders = jax.vmap(lambda c: js.cs_omp(problem._replace(groups=problem.groups._replace(costs=c))).order)(costs)

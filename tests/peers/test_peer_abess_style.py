@@ -48,9 +48,9 @@ def test_gaussian_support_recovery(design):
     problem = js.prepare(X32, y32, l2=0.0)
     for path in (js.cs_omp(problem, k=3), js.cs_fr(problem, k=3)):
         assert _sorted(path.order) == SUPPORT and int(path.status) == 0
-        np.testing.assert_allclose(np.asarray(path.coef[-1, SUPPORT, 0]), ols.coef_, rtol=2e-5)
-        assert float(path.intercept[-1, 0]) == pytest.approx(ols.intercept_, rel=2e-5)
-        assert np.count_nonzero(np.asarray(path.coef[-1])) == 3
+        np.testing.assert_allclose(np.asarray(path.coef)[-1, SUPPORT, 0], ols.coef_, rtol=2e-5)
+        assert float(np.asarray(path.intercept)[-1, 0]) == pytest.approx(ols.intercept_, rel=2e-5)
+        assert np.count_nonzero(np.asarray(path.coef)[-1]) == 3
     fit = js.fsa(X32, y32, 3)
     assert _sorted(fit.support) == SUPPORT and int(fit.status) == 0
     order = np.argsort(np.asarray(fit.support))
@@ -72,8 +72,8 @@ def test_logistic_support_recovery(design):
     ref = LogisticRegression(C=1.0 / (L2 * N), tol=1e-10, max_iter=10_000).fit(Xs[:, order], labels)
     coef = ref.coef_[0] / X.std(axis=0)[order]
     intercept = ref.intercept_[0] - X.mean(axis=0)[order] @ coef
-    np.testing.assert_allclose(np.asarray(path.coef[-1, order, 0]), coef, rtol=4e-5, atol=2e-5)
-    assert float(path.intercept[-1, 0]) == pytest.approx(intercept, rel=4e-5, abs=2e-5)
+    np.testing.assert_allclose(np.asarray(path.coef)[-1, order, 0], coef, rtol=4e-5, atol=2e-5)
+    assert float(np.asarray(path.intercept)[-1, 0]) == pytest.approx(intercept, rel=4e-5, abs=2e-5)
     # probabilities from the path's inverse link
     proba = np.asarray(js.predict(path, np.float32(X), budget=3, link=True))
     np.testing.assert_allclose(proba.reshape(-1), ref.predict_proba(Xs[:, order])[:, 1], atol=2e-5)
@@ -102,8 +102,8 @@ def test_multinomial_support_recovery_shares_the_support(design):
     order = np.asarray(path.order)
     ref = LogisticRegression(C=1.0 / (L2 * N), tol=1e-10, max_iter=10_000).fit(Xs[:, order], labels)
     coef = ref.coef_.T / X.std(axis=0)[order, None]  # (3 features, 3 classes), raw units
-    np.testing.assert_allclose(np.asarray(path.coef[-1])[order], coef, rtol=4e-5, atol=2e-5)
-    assert np.count_nonzero(np.asarray(path.coef[-1]).any(axis=1)) == 3
+    np.testing.assert_allclose(np.asarray(path.coef)[-1][order], coef, rtol=4e-5, atol=2e-5)
+    assert np.count_nonzero(np.asarray(path.coef)[-1].any(axis=1)) == 3
     np.testing.assert_allclose(
         np.asarray(js.predict(path, np.float32(X), budget=3, link=True)), ref.predict_proba(Xs[:, order]), atol=2e-5
     )
@@ -124,6 +124,6 @@ def test_cross_validation_chooses_the_support_size(design):
     np.testing.assert_array_equal(cv.grid, np.arange(D + 1, dtype=float))
     train, test = next(iter(KFold(5).split(X)))
     path = js.cs_omp(js.prepare(X32[train], y32[train]))
-    assert np.asarray(path.order).tolist() == np.asarray(cv.fold_order[0]).tolist()
+    assert np.asarray(path.order).tolist() == np.asarray(cv.fold_order)[0].tolist()
     expected = [r2_score(y[test], np.asarray(js.predict(path, X32[test], budget=b))) for b in cv.grid]
     np.testing.assert_allclose(cv.scores[0], expected, atol=4e-5)

@@ -103,7 +103,7 @@ def test_k_is_n_features_to_select(data):
         path = js.cs_fr(problem, k=k)
         assert path.order.shape == (k,) and path.coef.shape == (k, D, 1)
         assert np.asarray(path.order).tolist() == full[:k].tolist()
-        assert np.count_nonzero(np.asarray(path.coef[-1, :, 0])) == k
+        assert np.count_nonzero(np.asarray(path.coef)[-1, :, 0]) == k
     assert js.cs_fr(problem, k=D + 3).order.shape == (D,)
     with pytest.raises(ValueError, match="k"):
         js.cs_fr(problem, k=0)

@@ -97,11 +97,11 @@ def test_lambda_max_gives_the_zero_solution(data, whiten):
     assert lam_max == pytest.approx(expected, rel=2e-5)
     fit = js.group_lasso(problem, [lam_max * 1.001, lam_max * 0.98, lam_max * 0.5])
     assert int(fit.status) == 0 and bool(np.all(fit.converged))
-    assert np.all(np.asarray(fit.raw_coef[0]) == 0.0)
-    assert float(fit.raw_intercept[0, 0]) == pytest.approx(y.mean(), rel=2e-6)
+    assert np.all(np.asarray(fit.raw_coef)[0] == 0.0)
+    assert float(np.asarray(fit.raw_intercept)[0, 0]) == pytest.approx(y.mean(), rel=2e-6)
     first = int(np.argmax(np.array(norms) / COSTS))
-    assert set(np.flatnonzero(np.asarray(fit.raw_coef[1, :, 0])).tolist()) == set(MEMBERS[first])
-    assert int(fit.order[0]) == first and int(fit.entry[first]) == 1
+    assert set(np.flatnonzero(np.asarray(fit.raw_coef)[1, :, 0]).tolist()) == set(MEMBERS[first])
+    assert int(np.asarray(fit.order)[0]) == first and int(np.asarray(fit.entry)[first]) == 1
 
 
 def test_whitened_solution_matches_a_reference_in_another_basis(data):
@@ -125,8 +125,8 @@ def test_whitened_solution_matches_a_reference_in_another_basis(data):
             v[m] = np.linalg.solve(Rg, u[m])
         coef, intercept = _raw_from_standardised(v, X, y)
         scale = np.abs(coef).max()
-        np.testing.assert_allclose(np.asarray(fit.raw_coef[i, :, 0]), coef, atol=4e-5 * scale)
-        assert float(fit.raw_intercept[i, 0]) == pytest.approx(intercept, abs=4e-5 * np.abs(y).max())
+        np.testing.assert_allclose(np.asarray(fit.raw_coef)[i, :, 0], coef, atol=4e-5 * scale)
+        assert float(np.asarray(fit.raw_intercept)[i, 0]) == pytest.approx(intercept, abs=4e-5 * np.abs(y).max())
         active = [g for g, m in enumerate(MEMBERS) if np.any(u[m] != 0)]
         assert sorted(np.flatnonzero(np.asarray(fit.entry) <= i).tolist()) == active
 
@@ -145,7 +145,7 @@ def test_kkt_conditions_at_the_solution(data):
     fit = js.group_lasso(problem, lam_max * np.array([0.6, 0.3, 0.05]), tol=1e-6)
     n_active = []
     for i, lam in enumerate(fit.lambdas.tolist()):
-        v = np.asarray(fit.raw_coef[i, :, 0], np.float64) * X.std(axis=0) / y.std()
+        v = np.asarray(fit.raw_coef, np.float64)[i, :, 0] * X.std(axis=0) / y.std()
         u = np.zeros(D)
         for m, Rg in zip(MEMBERS, R):
             u[m] = Rg @ v[m]
@@ -179,8 +179,8 @@ def test_matches_celer_on_standardised_groups(data):
         est = celer.GroupLasso(MEMBERS, alpha=lam, weights=COSTS, fit_intercept=False, tol=1e-12, max_iter=1000)
         est.fit(Xs, ys)
         coef, intercept = _raw_from_standardised(est.coef_, X, y)
-        np.testing.assert_allclose(np.asarray(fit.raw_coef[i, :, 0]), coef, atol=1e-4 * np.abs(coef).max())
-        assert float(fit.raw_intercept[i, 0]) == pytest.approx(intercept, abs=1e-4 * np.abs(y).max())
+        np.testing.assert_allclose(np.asarray(fit.raw_coef)[i, :, 0], coef, atol=1e-4 * np.abs(coef).max())
+        assert float(np.asarray(fit.raw_intercept)[i, 0]) == pytest.approx(intercept, abs=1e-4 * np.abs(y).max())
 
 
 def test_singleton_groups_are_the_lasso_and_l2_the_elastic_net(data):
@@ -201,7 +201,7 @@ def test_singleton_groups_are_the_lasso_and_l2_the_elastic_net(data):
                 ratio = lam / (lam + l2)
                 est = ElasticNet(alpha=lam + l2, l1_ratio=ratio, fit_intercept=False, tol=1e-12, max_iter=100_000)
             coef, _ = _raw_from_standardised(est.fit(Xs, ys).coef_, X, y)
-            np.testing.assert_allclose(np.asarray(fit.raw_coef[i, :, 0]), coef, atol=1e-4 * np.abs(coef).max())
+            np.testing.assert_allclose(np.asarray(fit.raw_coef)[i, :, 0], coef, atol=1e-4 * np.abs(coef).max())
 
 
 def test_several_targets_are_the_multi_task_lasso(data):
@@ -216,9 +216,9 @@ def test_several_targets_are_the_multi_task_lasso(data):
     for i, lam in enumerate(fit.lambdas.tolist()):
         est = MultiTaskLasso(alpha=lam, fit_intercept=False, tol=1e-12, max_iter=100_000).fit(Xs, Ys)
         coef = est.coef_.T * Y.std(axis=0) / X.std(axis=0)[:, None]  # (D, T) raw
-        np.testing.assert_allclose(np.asarray(fit.raw_coef[i]), coef, atol=1e-4 * np.abs(coef).max())
+        np.testing.assert_allclose(np.asarray(fit.raw_coef)[i], coef, atol=1e-4 * np.abs(coef).max())
         rows = np.flatnonzero(np.abs(coef).sum(axis=1) > 1e-8)  # whole rows enter together
-        assert set(np.flatnonzero(np.abs(np.asarray(fit.raw_coef[i])).sum(axis=1)).tolist()) == set(rows.tolist())
+        assert set(np.flatnonzero(np.abs(np.asarray(fit.raw_coef)[i]).sum(axis=1)).tolist()) == set(rows.tolist())
 
 
 def test_weights(data):
@@ -236,10 +236,10 @@ def test_weights(data):
     np.testing.assert_allclose(scaled.raw_coef, fit.raw_coef, atol=2e-6 * float(np.abs(fit.raw_coef).max()))
     # a heavier weight delays a group's entry
     heavy = weights.copy()
-    first = int(fit.order[0])
+    first = int(np.asarray(fit.order)[0])
     heavy[first] *= 50.0
     later = js.group_lasso(problem, lambdas, weights=heavy)
-    assert int(later.entry[first]) > int(fit.entry[first])
+    assert int(np.asarray(later.entry)[first]) > int(np.asarray(fit.entry)[first])
     for bad in (np.array([0.0, 1.0, 1.0, 1.0]), np.array([np.inf, 1.0, 1.0, 1.0]), np.ones(3)):
         with pytest.raises(ValueError, match="weights"):
             js.group_lasso(problem, lambdas, weights=bad)

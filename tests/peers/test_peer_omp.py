@@ -122,7 +122,7 @@ def test_n_nonzero_coefs(signal):
         order = np.asarray(path.order)
         assert len(set(order.tolist())) == K and np.all(order >= 0)
         for j in range(K):
-            coef = np.asarray(path.coef[j])
+            coef = np.asarray(path.coef)[j]
             for t in range(coef.shape[1]):
                 assert set(np.flatnonzero(coef[:, t])) == set(order[: j + 1].tolist())
 
@@ -136,9 +136,9 @@ def test_perfect_signal_recovery(signal):
     path = js.cs_omp(js.prepare(X32, y32, l2=0.0), k=K)
     assert set(np.asarray(path.order).tolist()) == set(np.flatnonzero(w).tolist())
     scale = np.abs(w).max()
-    np.testing.assert_allclose(np.asarray(path.coef[-1, :, 0]), w, atol=2e-5 * scale)
-    np.testing.assert_allclose(float(path.intercept[-1, 0]), 2.0, atol=2e-5 * np.abs(y).max())
-    assert float(path.objective[-1]) == pytest.approx(1.0, abs=1e-5)
+    np.testing.assert_allclose(np.asarray(path.coef)[-1, :, 0], w, atol=2e-5 * scale)
+    np.testing.assert_allclose(float(np.asarray(path.intercept)[-1, 0]), 2.0, atol=2e-5 * np.abs(y).max())
+    assert float(np.asarray(path.objective)[-1]) == pytest.approx(1.0, abs=1e-5)
     assert int(path.status) == 0
     # the same atoms as scikit-learn's OMP on the standardised columns, in the same order
     assert np.asarray(path.order).tolist() == _sklearn_order(X, y, K)
@@ -159,8 +159,8 @@ def test_matches_sklearn_omp_on_noisy_target(signal):
         raw_coef = est.coef_ / scale
         raw_intercept = est.intercept_ - (X.mean(axis=0) / scale) @ est.coef_
         tol = 2e-5 * np.abs(raw_coef).max()
-        np.testing.assert_allclose(np.asarray(path.coef[j, :, 0]), raw_coef, atol=tol)
-        np.testing.assert_allclose(float(path.intercept[j, 0]), raw_intercept, atol=2e-5 * np.abs(y).max())
+        np.testing.assert_allclose(np.asarray(path.coef)[j, :, 0], raw_coef, atol=tol)
+        np.testing.assert_allclose(float(np.asarray(path.intercept)[j, 0]), raw_intercept, atol=2e-5 * np.abs(y).max())
 
 
 def test_every_prefix_is_the_least_squares_refit(signal):
@@ -173,8 +173,8 @@ def test_every_prefix_is_the_least_squares_refit(signal):
     order = np.asarray(path.order)
     for j in range(K):
         coef, intercept = _ols(X, Y, order[: j + 1])
-        np.testing.assert_allclose(np.asarray(path.coef[j]), coef, atol=2e-5 * np.abs(coef).max())
-        np.testing.assert_allclose(np.asarray(path.intercept[j]), intercept, atol=2e-5 * np.abs(Y).max())
+        np.testing.assert_allclose(np.asarray(path.coef)[j], coef, atol=2e-5 * np.abs(coef).max())
+        np.testing.assert_allclose(np.asarray(path.intercept)[j], intercept, atol=2e-5 * np.abs(Y).max())
 
 
 def test_tol_stopping_from_the_objective(signal):
@@ -247,8 +247,8 @@ def test_multi_target_shares_one_support(signal):
     path = js.cs_omp(js.prepare(X32, Y32, l2=0.0), k=k)
     assert np.asarray(path.order).tolist() == _simultaneous_omp_order(X, Y, k)
     assert sorted(np.asarray(path.order).tolist()) == union
-    np.testing.assert_allclose(np.asarray(path.coef[-1]), W, atol=2e-5 * np.abs(W).max())
-    np.testing.assert_allclose(np.asarray(path.intercept[-1]), np.full(T, -1.0), atol=2e-5 * np.abs(Y).max())
+    np.testing.assert_allclose(np.asarray(path.coef)[-1], W, atol=2e-5 * np.abs(W).max())
+    np.testing.assert_allclose(np.asarray(path.intercept)[-1], np.full(T, -1.0), atol=2e-5 * np.abs(Y).max())
 
 
 def test_swapped_regressors(signal):
@@ -261,7 +261,7 @@ def test_swapped_regressors(signal):
     # (the design / Gram equivalence is test_gram_and_design_give_the_same_path)
     path = js.cs_omp(js.prepare(X32, y32, l2=0.0), k=K)
     assert np.asarray(path.order)[:2].tolist() == [21, 0]
-    coef = np.asarray(path.coef[1, :, 0]) * X.std(axis=0)  # standardised units
+    coef = np.asarray(path.coef)[1, :, 0] * X.std(axis=0)  # standardised units
     assert np.flatnonzero(coef).tolist() == [0, 21]
     np.testing.assert_allclose(coef[[0, 21]], [0.5, 1.0], atol=1e-5)
 
@@ -282,7 +282,7 @@ def test_identical_regressors_flag_the_dependence(signal):
     assert int(path.status) & js.ILL_CONDITIONED
     with pytest.raises(js.SolverError):
         js.raise_for_status(path)
-    coef = np.asarray(path.coef[-1, :, 0], np.float64)
+    coef = np.asarray(path.coef, np.float64)[-1, :, 0]
     assert coef[0] + coef[1] == pytest.approx(2.0, abs=1e-4)
     assert coef[5] == pytest.approx(0.5, abs=1e-4)
     np.testing.assert_allclose(np.delete(coef, [0, 1, 5]), 0.0, atol=1e-4)
@@ -328,13 +328,13 @@ def test_all_atoms_reach_least_squares_and_ridge():
     path = js.cs_omp(js.prepare(X32, Y32, l2=0.0))
     assert path.coef.shape == (d, d, 2)
     lr = LinearRegression().fit(X, Y)
-    np.testing.assert_allclose(np.asarray(path.coef[-1]), lr.coef_.T, atol=2e-5 * np.abs(lr.coef_).max())
-    np.testing.assert_allclose(np.asarray(path.intercept[-1]), lr.intercept_, atol=2e-5 * np.abs(lr.intercept_).max())
+    np.testing.assert_allclose(np.asarray(path.coef)[-1], lr.coef_.T, atol=2e-5 * np.abs(lr.coef_).max())
+    np.testing.assert_allclose(np.asarray(path.intercept)[-1], lr.intercept_, atol=2e-5 * np.abs(lr.intercept_).max())
     l2 = 0.05
     path = js.cs_omp(js.prepare(X32, Y32, l2=l2))
     Xs = _standardise(X)
     ridge = Ridge(alpha=l2 * n).fit(Xs, Y)
-    np.testing.assert_allclose(np.asarray(path.coef[-1]) * X.std(axis=0)[:, None], ridge.coef_.T, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(path.coef)[-1] * X.std(axis=0)[:, None], ridge.coef_.T, atol=1e-5)
 
 
 def test_bad_input(signal):
