@@ -350,9 +350,10 @@ def _sparse_path_scores(path, X, Y, test_w, *, score: str):
         coef = coef * (features < d).astype(coef.dtype)[None, :, None]
     m, p, T = coef.shape
     pred = (cols @ coef.transpose(1, 0, 2).reshape(p, m * T)).reshape(-1, m, T).transpose(1, 0, 2)
-    pred = jnp.asarray(pred.astype(coef.dtype, copy=False)) + path.intercept[:, None, :]
-    null = jnp.broadcast_to(path.null_intercept[None, :], Y.shape)
-    return jax.vmap(lambda P: _fold_score(Y, P, test_w, score=score))(jnp.concatenate([null[None], pred]))
+    pred = pred.astype(coef.dtype, copy=False) + host_array(path.intercept)[:, None, :]
+    Y, w = np.asarray(host_array(Y), np.float64), np.asarray(host_array(test_w), np.float64)
+    null = np.broadcast_to(host_array(path.null_intercept)[None, :], Y.shape)
+    return np.array([_host_fold_score(Y, P, w, score) for P in [null, *pred]])
 
 
 def _budget_grid(cum_cost: np.ndarray, dtype) -> np.ndarray:
@@ -800,13 +801,22 @@ def _host_score(y, s, w, score: str) -> float:
         return float(np.sum(w * (np.argmax(s, axis=1) == y)) / np.sum(w))
     if score == "accuracy":
         return float(np.sum(w * ((s > 0) == (y > 0.5))) / np.sum(w))
-    sse = float(np.sum(w * (y - s) ** 2))
+    return _host_fold_score(y[:, None], s[:, None], w, score)
+
+
+def _host_fold_score(Y, P, w, score: str) -> float:
+    """:func:`_fold_score` in float64 numpy: Y, P (n, T) host targets and predictions, w (n,)."""
+    Y, P = np.asarray(Y, np.float64), np.asarray(P, np.float64)
+    wsum = float(np.sum(w))
+    sse = np.sum(w[:, None] * (Y - P) ** 2, axis=0)  # (T,)
     if score == "neg_mse":
-        return -sse / float(np.sum(w))
-    mean = float(np.sum(w * y) / np.sum(w))
-    sst = float(np.sum(w * (y - mean) ** 2))
+        return -float(np.sum(sse)) / (wsum * Y.shape[1])
+    mean = (w @ Y) / wsum
+    sst = np.sum(w[:, None] * (Y - mean[None, :]) ** 2, axis=0)
     # r2_score's convention for a constant held-out target: 1 when predicted exactly, else 0
-    return 1.0 - sse / sst if sst > 0 else float(sse == 0)
+    ok = sst > 0
+    r2 = np.where(ok, 1.0 - sse / np.where(ok, sst, 1.0), (sse == 0).astype(np.float64))
+    return float(np.mean(r2))
 
 
 def _check_fsa_options(X, k_max: int, options: dict) -> None:

@@ -73,6 +73,7 @@ from .._validation import (
 from .. import losses as _losses
 from .._progress import check_progress, progress_bar
 from ..design import Data, as_data, as_sample_weight, as_sparse_csr, check_constant_columns, is_sparse
+from ..design.boundary import HOST_SUMMARY_MAX_BYTES
 from ..design.operators import on_one_device
 from .._predict import check_predictions, host_predictions
 from ..programs import jit
@@ -497,6 +498,8 @@ def _on_device(X):
     it: the aliasing array lives during the call only (a problem kept by the user must not see
     later writes to X)."""
     if stream_kind(X) in ("array", "memmap") and X.flags.c_contiguous and X.dtype == float_dtype_for(X.dtype):
+        if type(X) is np.ndarray and X.nbytes <= HOST_SUMMARY_MAX_BYTES:
+            return X  # small: the front door summarises it on the host (and copies it to the device)
         return jax.device_put(X)
     return X
 

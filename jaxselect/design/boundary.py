@@ -253,23 +253,15 @@ HOST_SUMMARY_MAX_BYTES = 8 << 20
 
 
 def _host_summary(X, Xj, w):
-    """``(summary, col_min, col_max)`` of a small X computed on the host, as device arrays — the
-    rule of :func:`~jaxselect.design.column_summary` (accumulated in float64), without compiling a
-    summary program for each new shape. Xj a concrete array on one CPU device (read in place), or X
-    a numpy array already in Xj's dtype; None for any other X, or for weights inside a user's jit."""
-    if is_traced(w) or is_traced(Xj):
+    """``(summary, col_min, col_max)`` of a small numpy X computed on the host, as device arrays —
+    the rule of :func:`~jaxselect.design.column_summary` (accumulated in float64), without compiling
+    a summary program for each new shape; None for any other X (a jax array keeps the compiled pass,
+    as its sharded copies do), or for weights inside a user's jit."""
+    if type(X) is not np.ndarray or is_traced(w) or Xj.size * Xj.dtype.itemsize > HOST_SUMMARY_MAX_BYTES:
         return None
-    if Xj.size * Xj.dtype.itemsize > HOST_SUMMARY_MAX_BYTES:
-        return None
-    if isinstance(Xj, jax.Array) and len(Xj.sharding.device_set) == 1 and Xj.is_fully_addressable \
-            and next(iter(Xj.sharding.device_set)).platform == "cpu":
-        values = np.asarray(Xj)  # X's values in its compute dtype, read in place
-    elif type(X) is np.ndarray and X.dtype == Xj.dtype:
-        values = X
-    else:
-        return None
-    host = HostDesign.raw(values, Xj.dtype)
-    summary, lo, hi = host.summarize(None if w is None else np.asarray(w))
+    with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values: the checks below name them
+        values = np.asarray(X, Xj.dtype)
+    summary, lo, hi = HostDesign.raw(values, Xj.dtype).summarize(None if w is None else np.asarray(w))
     return jax.device_put((summary, lo, hi))
 
 
