@@ -260,7 +260,10 @@ def _fold_score(Y, P, w, *, score: str):
     mean = jnp.sum(Y * w[:, None], axis=0) / wsum
     dev = Y - mean[None, :]
     sst = jnp.sum(dev * dev * w[:, None], axis=0)
-    ok = sst > 0
+    # a target constant on the held-out rows (max == min: exact, where sst may be a rounding residue)
+    held = (w > 0)[:, None]
+    varies = jnp.max(jnp.where(held, Y, -jnp.inf), axis=0) > jnp.min(jnp.where(held, Y, jnp.inf), axis=0)
+    ok = varies & (sst > 0)
     # r2_score's convention for a constant held-out target: 1 when predicted exactly, else 0
     r2 = jnp.where(
         ok, 1.0 - sse / jnp.where(ok, sst, jnp.ones_like(sst)), jnp.where(sse == 0, 1.0, 0.0).astype(sse.dtype)
@@ -813,8 +816,10 @@ def _host_fold_score(Y, P, w, score: str) -> float:
         return -float(np.sum(sse)) / (wsum * Y.shape[1])
     mean = (w @ Y) / wsum
     sst = np.sum(w[:, None] * (Y - mean[None, :]) ** 2, axis=0)
-    # r2_score's convention for a constant held-out target: 1 when predicted exactly, else 0
-    ok = sst > 0
+    # r2_score's convention for a target constant on the held-out rows (max == min): 1 when
+    # predicted exactly, else 0
+    held = Y[w > 0]
+    ok = (held.max(axis=0) > held.min(axis=0)) & (sst > 0)
     r2 = np.where(ok, 1.0 - sse / np.where(ok, sst, 1.0), (sse == 0).astype(np.float64))
     return float(np.mean(r2))
 

@@ -161,3 +161,32 @@ def test_sparse_folds_with_a_column_constant_on_one_fold_match_the_dense_folds()
     assert (sparse.fold_order[0] == -1).sum() == 1
     np.testing.assert_allclose(sparse.scores, dense.scores, rtol=1e-5, atol=1e-6)
     assert sparse.best == dense.best
+
+
+def test_host_fold_scores_are_the_compiled_ones():
+    """The fold-by-fold paths score on the host (no program per row count): the same R², MSE and
+    accuracy as the compiled paths' scorers, constant held-out targets (r2_score's 1 or 0) included."""
+    import jax.numpy as jnp
+
+    from jaxselect.model_selection import _accuracy, _fold_score, _host_fold_score, _host_score
+
+    rng = np.random.default_rng(3)
+    Y = rng.normal(size=(40, 3))
+    P = Y + 0.3 * rng.normal(size=(40, 3))
+    Y[:, 2] = 1.5  # constant target: predicted exactly on a copy below, else 0
+    w = rng.uniform(0.0, 2.0, size=40)
+    for score in ("r2", "neg_mse"):
+        for Pc in (P, np.c_[P[:, :2], Y[:, 2]]):
+            want = float(_fold_score(jnp.asarray(Y), jnp.asarray(Pc), jnp.asarray(w), score=score))
+            assert _host_fold_score(Y, Pc, w, score) == pytest.approx(want, rel=1e-6, abs=1e-9)
+    assert _host_fold_score(Y[:, 2:], P[:, 2:], w, "r2") == 0.0  # constant target, not predicted exactly
+    assert _host_fold_score(Y[:, 2:], Y[:, 2:].copy(), w, "r2") == 1.0
+    assert float(_fold_score(jnp.asarray(Y[:, 2:]), jnp.asarray(P[:, 2:]), jnp.asarray(w), score="r2")) == 0.0
+    labels = (Y[:, 0] > 0).astype(np.float64)
+    s = P[:, 1]
+    want = float(_accuracy(jnp.asarray(labels), jnp.asarray(s), jnp.asarray(w)))
+    assert _host_score(labels, s, w, "accuracy") == pytest.approx(want, rel=1e-6)
+    assert _host_score(Y[:, 0], P[:, 0], w, "r2") == pytest.approx(_host_fold_score(Y[:, :1], P[:, :1], w, "r2"))
+    classes = rng.integers(0, 3, 40)
+    scores = rng.normal(size=(40, 3))
+    assert _host_score(classes, scores, w, "accuracy") == pytest.approx(np.sum(w * (scores.argmax(1) == classes)) / w.sum())
