@@ -254,13 +254,13 @@ def test_sparse_cross_validation_on_nearby_shapes_shares_programs_and_equals_the
     from jaxselect import cross_validate_fsa
 
     def sparse(n, seed):
-        X, y = _data(n, 37, seed)
+        X = _data(n, 37, seed)[0]
         X[np.abs(X) < 0.8] = 0.0  # about 40 % stored
         return sp.csr_matrix(X), X[:, 1] - 2.0 * X[:, 4] + X[:, 6]
 
     X, y = sparse(200, 1)
     X2, y2 = sparse(203, 2)
-    kw = dict(folds=3, n_iter=60)
+    kw = {"folds": 3, "n_iter": 60}
     padded = cross_validate_fsa(X, y, [2, 3], **kw)
     with count_compiles() as compiles:
         cross_validate_fsa(X2, y2, [2, 3], **kw)
