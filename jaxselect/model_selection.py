@@ -250,31 +250,32 @@ def _fold_weights(train: np.ndarray, test: np.ndarray, sample_weight, n: int):
 # Held-out scores (inside the vmapped fold function).
 
 
-def _fold_score(Y, P, w, *, score: str):
-    """Held-out score of predictions P (n, T) against Y (n, T) on the rows with test weight w (n,)."""
-    wsum = jnp.sum(w)
+def _fold_score(Y, P, w, *, score: str, xp=jnp):
+    """Held-out score of predictions P (n, T) against Y (n, T) on the rows with test weight w (n,);
+    ``xp=numpy`` scores host arrays (no compiled program)."""
+    wsum = xp.sum(w)
     r = (Y - P) * w[:, None]
-    sse = jnp.sum(r * (Y - P), axis=0)  # (T,)
+    sse = xp.sum(r * (Y - P), axis=0)  # (T,)
     if score == "neg_mse":
-        return -jnp.sum(sse) / (wsum * Y.shape[1])
-    mean = jnp.sum(Y * w[:, None], axis=0) / wsum
+        return -xp.sum(sse) / (wsum * Y.shape[1])
+    mean = xp.sum(Y * w[:, None], axis=0) / wsum
     dev = Y - mean[None, :]
-    sst = jnp.sum(dev * dev * w[:, None], axis=0)
+    sst = xp.sum(dev * dev * w[:, None], axis=0)
     # a target constant on the held-out rows (max == min: exact, where sst may be a rounding residue)
     held = (w > 0)[:, None]
-    varies = jnp.max(jnp.where(held, Y, -jnp.inf), axis=0) > jnp.min(jnp.where(held, Y, jnp.inf), axis=0)
+    varies = xp.max(xp.where(held, Y, -xp.inf), axis=0) > xp.min(xp.where(held, Y, xp.inf), axis=0)
     ok = varies & (sst > 0)
     # r2_score's convention for a constant held-out target: 1 when predicted exactly, else 0
-    r2 = jnp.where(
-        ok, 1.0 - sse / jnp.where(ok, sst, jnp.ones_like(sst)), jnp.where(sse == 0, 1.0, 0.0).astype(sse.dtype)
+    r2 = xp.where(
+        ok, 1.0 - sse / xp.where(ok, sst, xp.ones_like(sst)), xp.where(sse == 0, 1.0, 0.0).astype(sse.dtype)
     )
-    return jnp.mean(r2)
+    return xp.mean(r2)
 
 
-def _accuracy(y, s, w):
+def _accuracy(y, s, w, *, xp=jnp):
     """Fraction of rows (weight w) whose label y ∈ {0, 1} is predicted by the sign of the score s."""
     hit = ((s > 0) == (y > 0.5)).astype(s.dtype)
-    return jnp.sum(hit * w) / jnp.sum(w)
+    return xp.sum(hit * w) / xp.sum(w)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,7 +357,7 @@ def _sparse_path_scores(path, X, Y, test_w, *, score: str):
     pred = pred.astype(coef.dtype, copy=False) + host_array(path.intercept)[:, None, :]
     Y, w = np.asarray(host_array(Y), np.float64), np.asarray(host_array(test_w), np.float64)
     null = np.broadcast_to(host_array(path.null_intercept)[None, :], Y.shape)
-    return np.array([_host_fold_score(Y, P, w, score) for P in [null, *pred]])
+    return np.array([_fold_score(Y, np.asarray(P, np.float64), w, score=score, xp=np) for P in [null, *pred]])
 
 
 def _budget_grid(cum_cost: np.ndarray, dtype) -> np.ndarray:
@@ -781,14 +782,13 @@ def _cv_fsa_sparse(X, y, grid, train_w, test_w, l2, score: str, options, *, scal
     X_fit, y_fit, _ = pad_design(X, y, None, columns=dict(options)["bins"] is None)
     if X_fit.shape[1] != X.shape[1]:
         opts["execution"] = Execution(padded_columns=X_fit.shape[1] - X.shape[1])
-    rows = X_fit.shape[0] - n  # zero-weight rows appended
+    train_fit = np.pad(train_w, ((0, 0), (0, X_fit.shape[0] - n))).astype(dt)  # appended rows: weight 0
     y64 = np.asarray(y, np.float64)
     scores = np.zeros((train_w.shape[0], len(grid)))
     status = 0
     for b, kk in enumerate(grid):
         for f in range(train_w.shape[0]):
-            w_fit = np.concatenate([train_w[f], np.zeros(rows)]).astype(dt)
-            res = fsa(X_fit, y_fit, kk, l2=l2, sample_weight=w_fit, **opts)
+            res = fsa(X_fit, y_fit, kk, l2=l2, sample_weight=train_fit[f], **opts)
             support = host_array(res.support)
             cols = apply_transform(X[:, support], result_transform(res))  # the values its fit saw
             s = np.asarray(cols @ host_array(res.coef)).astype(dt) + host_array(res.intercept)
@@ -798,30 +798,13 @@ def _cv_fsa_sparse(X, y, grid, train_w, test_w, l2, score: str, options, *, scal
 
 
 def _host_score(y, s, w, score: str) -> float:
-    """:func:`_fold_score` / :func:`_accuracy` in numpy, for one fold's host predictions: y (n,)
-    targets or labels, s (n,) predictions or scores (or (n, C) class scores), w (n,) test weights."""
+    """One fold's held-out score on the host (float64 numpy, no compiled program): y (n,) targets
+    or labels, s (n,) predictions or scores (or (n, C) class scores), w (n,) test weights."""
     if s.ndim == 2:  # softmax: the weighted share of held-out rows whose arg-max class is right
         return float(np.sum(w * (np.argmax(s, axis=1) == y)) / np.sum(w))
     if score == "accuracy":
-        return float(np.sum(w * ((s > 0) == (y > 0.5))) / np.sum(w))
-    return _host_fold_score(y[:, None], s[:, None], w, score)
-
-
-def _host_fold_score(Y, P, w, score: str) -> float:
-    """:func:`_fold_score` in float64 numpy: Y, P (n, T) host targets and predictions, w (n,)."""
-    Y, P = np.asarray(Y, np.float64), np.asarray(P, np.float64)
-    wsum = float(np.sum(w))
-    sse = np.sum(w[:, None] * (Y - P) ** 2, axis=0)  # (T,)
-    if score == "neg_mse":
-        return -float(np.sum(sse)) / (wsum * Y.shape[1])
-    mean = (w @ Y) / wsum
-    sst = np.sum(w[:, None] * (Y - mean[None, :]) ** 2, axis=0)
-    # r2_score's convention for a target constant on the held-out rows (max == min): 1 when
-    # predicted exactly, else 0
-    held = Y[w > 0]
-    ok = (held.max(axis=0) > held.min(axis=0)) & (sst > 0)
-    r2 = np.where(ok, 1.0 - sse / np.where(ok, sst, 1.0), (sse == 0).astype(np.float64))
-    return float(np.mean(r2))
+        return float(_accuracy(y, s, w, xp=np))
+    return float(_fold_score(y[:, None], s[:, None], w, score=score, xp=np))
 
 
 def _check_fsa_options(X, k_max: int, options: dict) -> None:

@@ -168,7 +168,10 @@ def test_host_fold_scores_are_the_compiled_ones():
     accuracy as the compiled paths' scorers, constant held-out targets (r2_score's 1 or 0) included."""
     import jax.numpy as jnp
 
-    from jaxselect.model_selection import _accuracy, _fold_score, _host_fold_score, _host_score
+    from jaxselect.model_selection import _accuracy, _fold_score, _host_score
+
+    def _host_fold_score(Y, P, w, score):  # the fold-by-fold paths' scorer: numpy, float64
+        return float(_fold_score(Y, P, w, score=score, xp=np))
 
     rng = np.random.default_rng(3)
     Y = rng.normal(size=(40, 3))

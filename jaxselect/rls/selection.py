@@ -793,38 +793,28 @@ def rls_predict(result: RLSResult, X, *, step=None):
     X = _check_predict_X(result, X)
     step = k if step is None else check_int(step, "step", low=1, high=k)
     step = jax.device_put(np.int32(step))  # data: one program for every step
-    values, finite = _prefix_predictions(result.selected, result.coef_path, result.intercept_path, X, step)
-    return _finite_or_raise(values, finite, X, "rls_predict")
+    values = _prefix_predictions(result.selected, result.coef_path, result.intercept_path, X, step)
+    return check_finite_output(values, X, "rls_predict")
 
 
 @jit
 def _prefix_predictions(selected, coef_path, intercept_path, X, step):
-    """((m,) or (m, T) predictions of the model with ``step`` features, whether all are finite)."""
+    """(m,) or (m, T) predictions of the model with ``step`` features."""
     k = selected.shape[0]
     Z = jnp.take(X, jnp.maximum(selected, 0), axis=1)  # (m, k); −1 slots have weight 0
     c = jnp.take(coef_path, step - 1, axis=0)  # (k,) or (k, T)
     keep = (jnp.arange(k, dtype=jnp.int32) < step.astype(jnp.int32)).reshape((k,) + (1,) * (c.ndim - 1))
     b = jnp.take(intercept_path, step - 1, axis=0)
-    values = Z @ jnp.where(keep, c, jnp.zeros_like(c)) + (b if b.ndim == 0 else b[None, :])
-    return values, jnp.all(jnp.isfinite(values))
+    return Z @ jnp.where(keep, c, jnp.zeros_like(c)) + (b if b.ndim == 0 else b[None, :])
 
 
 @jit
 def _path_predictions(selected, coef_path, intercept_path, X):
-    """((k, m) or (k, m, T) predictions of every prefix model, whether all are finite)."""
+    """(k, m) or (k, m, T) predictions of every prefix model."""
     Z = jnp.take(X, jnp.maximum(selected, 0), axis=1)  # (m, k); −1 slots have weight 0
     if coef_path.ndim == 2:
-        values = jnp.einsum("mj,tj->tm", Z, coef_path) + intercept_path[:, None]
-    else:
-        values = jnp.einsum("mj,tjh->tmh", Z, coef_path) + intercept_path[:, None, :]
-    return values, jnp.all(jnp.isfinite(values))
-
-
-def _finite_or_raise(values, finite, X, what: str):
-    """``values``, or :func:`~jaxselect._validation.check_finite_output`'s error when they overflowed
-    (``finite`` computed in the same program; a no-op inside a user's jit)."""
-    ok = host_value(lambda: finite)
-    return values if ok is None or bool(ok) else check_finite_output(values, X, what)
+        return jnp.einsum("mj,tj->tm", Z, coef_path) + intercept_path[:, None]
+    return jnp.einsum("mj,tjh->tmh", Z, coef_path) + intercept_path[:, None, :]
 
 
 @any_mesh
@@ -852,5 +842,5 @@ def rls_predict_path(result: RLSResult, X):
     """
     check_rls_result(result)
     X = _check_predict_X(result, X)
-    values, finite = _path_predictions(result.selected, result.coef_path, result.intercept_path, X)
-    return _finite_or_raise(values, finite, X, "rls_predict_path")
+    values = _path_predictions(result.selected, result.coef_path, result.intercept_path, X)
+    return check_finite_output(values, X, "rls_predict_path")
