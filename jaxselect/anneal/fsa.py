@@ -735,7 +735,7 @@ class FSAOptions(NamedTuple):
       polish: the :class:`~jaxselect.anneal.Polish` record (``refine`` validated).
       execution: the :class:`~jaxselect.anneal.Execution` record (``max_memory`` in bytes or None).
       devices: the mesh's local devices (None: one device).
-      gram: the squared loss on linear learners (its last stages may iterate in moment space).
+      gram: the squared loss on linear learners (its last stage may iterate in moment space).
     """
 
     k: Any
