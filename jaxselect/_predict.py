@@ -32,6 +32,7 @@ import numpy as np
 from jaxselect._budget import within_budget
 from jaxselect._validation import as_float_matrix, check_float, host_array, host_value, is_traced
 from jaxselect.design import as_sparse_csr, is_sparse
+from jaxselect.design.buckets import bucket_rows
 from jaxselect.path import LINKS, SelectionPath
 from jaxselect.programs import jit
 from jaxselect.sharding import any_mesh
@@ -49,6 +50,8 @@ __all__ = [
     "no_link",
     "check_width",
     "host_predictions",
+    "rows_on_axis",
+    "anytime_rows",
 ]
 
 
@@ -71,6 +74,19 @@ def refuse(cls, message: str) -> None:
 
     _predictor.register(cls, refused)
     _REFUSED.add(cls)
+
+
+#: result type → ``axis_of(budget)``: the axis of X's rows in its predictions (:func:`rows_on_axis`)
+_ROW_AXIS: dict = {}
+
+
+def rows_on_axis(cls, axis_of) -> None:
+    """Declare that the predictions of a ``cls`` result are computed row by row, X's rows on axis
+    ``axis_of(budget)`` of each prediction array (of every array of a tuple of them): :func:`predict`
+    then pads a numpy X with zero rows up to its shape bucket
+    (:func:`~jaxselect.design.buckets.bucket_rows`) and cuts the predictions back to X's rows on
+    the host, so that new row counts of nearby size share the compiled program."""
+    _ROW_AXIS[cls] = axis_of
 
 
 def _unknown(result) -> TypeError:
@@ -117,6 +133,9 @@ def predict(result, X, budget=None, *, link: bool = False):
     New result types plug in with ``js.predict.register(ResultType)`` on a function
     ``(result, X, budget, link) -> predictions`` that receives ``X`` validated (a ``jax.Array`` in
     the result's floating dtype, or a scipy CSR matrix); ``js.predict.registry`` lists them.
+    Every type above predicts row by row (:func:`rows_on_axis`): a numpy X is padded with zero
+    rows to its shape bucket and the predictions are cut back to its rows, so that nearby row
+    counts share one compiled program (``JAXSELECT_SHAPE_BUCKETS=0`` turns it off).
 
     Args:
       result: a fitted result of a registered type.
@@ -147,9 +166,18 @@ def predict(result, X, budget=None, *, link: bool = False):
     dtype = _model_dtype(result)
     if is_sparse(X):
         X = as_sparse_csr(X, "X", dtype=None if dtype is None else np.dtype(dtype))
-    else:
-        X = as_float_matrix(X, "X", dtype=dtype)
-    return fn(result, X, budget, link)
+        return fn(result, X, budget, link)
+    # row by row: a numpy X's rows padded to their bucket (nearby row counts share the program)
+    axis_of = _ROW_AXIS.get(type(result))
+    padded = axis_of is not None and type(X) is np.ndarray and X.ndim == 2 and not is_traced((result, budget))
+    n_rows = X.shape[0] if padded else None
+    X = as_float_matrix(X if n_rows is None else bucket_rows(X), "X", dtype=dtype)
+    pred = fn(result, X, budget, link)
+    if n_rows is None or X.shape[0] == n_rows:
+        return pred
+    axis = axis_of(budget)
+    # cut on the host: an eager slice of a device array would compile a program per row count
+    return jax.tree.map(lambda a: jax.device_put(np.asarray(a).take(np.arange(n_rows), axis=axis)), pred)
 
 
 predict.register = _predictor.register
@@ -342,6 +370,14 @@ def _inverse_link_host(code: int, scores):
     if name == "softmax":
         return jax.nn.softmax(scores, axis=-1)
     return scores
+
+
+def anytime_rows(budget) -> int:
+    """X's rows in an anytime result's predictions: (n_steps, m[, T]) without a budget, else (m[, T])."""
+    return 1 if budget is None else 0
+
+
+rows_on_axis(SelectionPath, anytime_rows)
 
 
 @_predictor.register(SelectionPath)

@@ -271,3 +271,53 @@ def test_sparse_cross_validation_on_nearby_shapes_shares_programs_and_equals_the
     np.testing.assert_allclose(padded.scores, plain.scores, rtol=1e-4, atol=1e-4)
     assert padded.best == plain.best
     assert padded.best == 3 and padded.scores[:, 1].min() > 0.99  # y is exact in three columns
+
+
+def _results():
+    """One fitted result of every type ``js.predict`` takes, on a 200 × 12 problem."""
+    import jax
+
+    import jaxselect as js
+
+    X, y = _data(200, 12, 3)
+    problem = js.prepare(X, y)
+    labels = (y > np.median(y)).astype(np.int32)
+    return X, {
+        "fsa": (js.fsa(X, y, 3), None),
+        "greedy_rls": (js.greedy_rls(X, y, 4), 2.0),
+        "greedy_rls_every_prefix": (js.greedy_rls(X, y, 4), None),
+        "cs_omp": (js.cs_omp(problem), 3.0),
+        "cs_omp_every_prefix": (js.cs_omp(problem), None),
+        "group_lasso": (js.group_lasso(problem, [0.5, 0.1]), None),
+        "dwsm": (js.dwsm_fit(jax.random.key(0), X, labels, n_iter=2), None),
+    }
+
+
+def test_predict_pads_a_numpy_x_to_its_row_bucket_and_equals_the_unpadded_predictions(monkeypatch):
+    import jax
+
+    import jaxselect as js
+
+    X, results = _results()
+    for name, (result, budget) in results.items():
+        got = js.predict(result, X[:101], budget)  # 101 rows run as 104
+        with count_compiles() as compiles:
+            again = js.predict(result, X[:103], budget)  # the same bucket: compiles nothing
+        assert compiles[0] == 0, f"{name}: a nearby row count compiled {compiles[0]} programs"
+        monkeypatch.setenv("JAXSELECT_SHAPE_BUCKETS", "0")
+        plain = js.predict(result, X[:101], budget)
+        monkeypatch.delenv("JAXSELECT_SHAPE_BUCKETS")
+        for g, a, p in zip(jax.tree.leaves(got), jax.tree.leaves(again), jax.tree.leaves(plain)):
+            assert isinstance(g, jax.Array) and g.shape == p.shape, (name, g.shape, p.shape)
+            np.testing.assert_allclose(np.asarray(g), np.asarray(p), rtol=1e-5, atol=1e-5, err_msg=name)
+            axis = 1 if name.endswith("every_prefix") or name == "group_lasso" else 0
+            np.testing.assert_allclose(np.asarray(a).take(np.arange(101), axis=axis), np.asarray(g), rtol=1e-5,
+                                       atol=1e-5, err_msg=name)
+    # an independent reference: FSA's linear model and the cheapest prefixes within the budgets
+    fsa = results["fsa"][0]
+    expected = X[:101, np.asarray(fsa.support)] @ np.asarray(fsa.coef) + np.asarray(fsa.intercept)
+    np.testing.assert_allclose(np.asarray(js.predict(fsa, X[:101])), expected, rtol=1e-5, atol=1e-4)
+    path = results["cs_omp"][0]
+    every = np.asarray(js.predict(path, X[:101]))
+    step = int(np.sum(np.asarray(path.cum_cost) <= 3.0)) - 1
+    np.testing.assert_allclose(np.asarray(js.predict(path, X[:101], 3.0)), every[step], rtol=1e-6, atol=1e-6)

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxselect._predict import no_budget, no_link, predict
+from jaxselect._predict import no_budget, no_link, predict, rows_on_axis
 from jaxselect.anneal.fsa import FSAResult, fsa_scores
 from jaxselect.design import is_sparse
 
 __all__: list[str] = []
+
+
+rows_on_axis(FSAResult, lambda budget: 0)  # (m,) or (m, C) scores
 
 
 @predict.register(FSAResult)

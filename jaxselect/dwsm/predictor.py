@@ -3,11 +3,14 @@ is imported): dense X only — its episodes read single entries of each datum.""
 
 from __future__ import annotations
 
-from jaxselect._predict import no_budget, no_link, predict
+from jaxselect._predict import no_budget, no_link, predict, rows_on_axis
 from jaxselect.design import is_sparse
 from jaxselect.dwsm.policy import DWSMPolicy, dwsm_predict
 
 __all__: list[str] = []
+
+
+rows_on_axis(DWSMPolicy, lambda budget: 0)  # labels (m,), acquired (m, d): each datum's own episode
 
 
 @predict.register(DWSMPolicy)

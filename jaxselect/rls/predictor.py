@@ -5,13 +5,24 @@ dense X the conversion and the predictions are one compiled program."""
 
 from __future__ import annotations
 
-from jaxselect._predict import check_budget, check_predictions, path_scores, predict, predict_path
+from jaxselect._predict import (
+    anytime_rows,
+    check_budget,
+    check_predictions,
+    path_scores,
+    predict,
+    predict_path,
+    rows_on_axis,
+)
 from jaxselect.design import is_sparse
 from jaxselect.path import RLSResult, check_rls_result, rls_to_path
 from jaxselect.programs import jit
 from jaxselect.sharding import any_mesh
 
 __all__: list[str] = []
+
+
+rows_on_axis(RLSResult, anytime_rows)
 
 
 @predict.register(RLSResult)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxselect._predict import check_predictions, check_width, host_predictions, no_budget, predict
+from jaxselect._predict import check_predictions, check_width, host_predictions, no_budget, predict, rows_on_axis
 from jaxselect._validation import host_array
 from jaxselect.design import is_sparse
 from jaxselect.programs import jit
@@ -16,6 +16,9 @@ from jaxselect.sequencing.group_lasso import GroupLassoFit
 from jaxselect.sharding import any_mesh
 
 __all__: list[str] = []
+
+
+rows_on_axis(GroupLassoFit, lambda budget: 1)  # (L, m[, T]): the model at each λ
 
 
 @predict.register(GroupLassoFit)
