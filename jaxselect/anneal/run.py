@@ -283,9 +283,9 @@ def stages(problem: FSAProblem, schedule, n_iter, lr, start: RunStart | None = N
             step = jnp.full((), jnp.nan, dtype)
         steps.append(step)
         # moment space: only the last stage, where the schedule's long flat tail runs (a candidate
-        # stage compiles both loops; the stage before it, when it qualifies at all, is narrow and
-        # short: it saved nothing measurable and cost 0.07 s of compile); never for a width no
-        # stage length can exceed
+        # stage compiles both loops; the stage before it qualifies only when narrow and short: at
+        # 2 000 x 200 its moment loop changed no run time and cost 0.07 s of compile); never for a
+        # width no stage length can exceed
         gram = plan.gram and i == len(widths) - 1 and width < plan.cap
         carry = _iterate(stage, carry._replace(state=state), starts[i], ends[i], gram, solver)
     if isinstance(design, PLDesign):
