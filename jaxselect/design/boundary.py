@@ -347,7 +347,9 @@ def _sparse_data(
         w = None if w is None else np.asarray(w, dtype)
         raw = HostSparseDesign.raw(csr)
     else:
-        w = None if w is None else jnp.asarray(w).astype(dtype)
+        # a numpy w converted on the host (a device array's astype compiles a program per shape)
+        w = None if w is None else (jax.device_put(np.asarray(w, dtype)) if isinstance(w, np.ndarray)
+                                    else jnp.asarray(w).astype(dtype))
         raw = SparseDesign.raw(csr) if csr is not None else raw
     summary, col_min, col_max = _host_sparse_summary(csr, raw, w) or raw.summarize(w)
     _check_values(X if csr is not None else None, None, summary, col_min, col_max, scale, dtype=dtype, n=n)
