@@ -193,3 +193,21 @@ def test_host_fold_scores_are_the_compiled_ones():
     classes = rng.integers(0, 3, 40)
     scores = rng.normal(size=(40, 3))
     assert _host_score(classes, scores, w, "accuracy") == pytest.approx(np.sum(w * (scores.argmax(1) == classes)) / w.sum())
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_cross_validate_fsa_on_a_new_shape_compiles_its_cv_program_only(weighted):
+    """The folds, the row weights and the column summary of the option checks stay on the host:
+    a numpy X of a new shape compiles the cross-validation's one program, nothing per shape else."""
+    from compile_count import count_compiles
+
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((301 + 6 * weighted, 21)).astype(np.float32)  # shapes no other test uses
+    y = X[:, :3].sum(1) + 0.1 * rng.standard_normal(X.shape[0]).astype(np.float32)
+    w = rng.uniform(0.5, 2.0, X.shape[0]) if weighted else None
+    if weighted:
+        w[:5] = 0.0  # rows of weight 0: the option checks summarise the others
+    with count_compiles() as compiles:
+        cv = js.cross_validate_fsa(X, y, [2, 3], sample_weight=w)
+    assert compiles[0] == 1, f"cross_validate_fsa on a new shape compiled {compiles[0]} programs"
+    assert np.isfinite(np.asarray(cv.mean)).all()
