@@ -175,9 +175,9 @@ def predict(result, X, budget=None, *, link: bool = False):
     pred = fn(result, X, budget, link)
     if n_rows is None or X.shape[0] == n_rows:
         return pred
-    axis = axis_of(budget)
     # cut on the host: an eager slice of a device array would compile a program per row count
-    return jax.tree.map(lambda a: jax.device_put(np.asarray(a).take(np.arange(n_rows), axis=axis)), pred)
+    rows = (slice(None),) * axis_of(budget) + (slice(n_rows),)
+    return jax.tree.map(lambda a: jax.device_put(np.asarray(a)[rows]), pred)
 
 
 predict.register = _predictor.register

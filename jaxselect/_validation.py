@@ -26,6 +26,7 @@ from jaxselect.programs import jit
 from jaxselect._compat import is_tracer, top_level
 
 __all__ = [
+    "as_device",
     "clip_k",
     "default_float",
     "is_traced",
@@ -90,6 +91,16 @@ def host_array(a) -> np.ndarray:
 
         return np.asarray(multihost_utils.process_allgather(a, tiled=True))
     return np.asarray(a)
+
+
+def as_device(a, dtype=None) -> jax.Array:
+    """``a`` as a ``jax.Array`` in ``dtype`` (None: its own, canonicalised). A numpy array (or a
+    scalar, a list) is converted on the host and placed by ``jax.device_put``, which compiles
+    nothing: ``jnp.asarray`` of a numpy array, or ``astype`` of a device array, compiles a small
+    program for every new shape."""
+    if isinstance(a, jax.Array):
+        return a if dtype is None or a.dtype == dtype else a.astype(dtype)
+    return jax.device_put(np.asarray(a, dtype))
 
 
 def host_value(fn):

@@ -52,6 +52,7 @@ from jaxselect._budget import budget_rtol
 from jaxselect._repr import short_repr
 from jaxselect._validation import (
     MIN_ROWS,
+    as_device,
     as_float_matrix,
     as_hyper,
     as_targets,
@@ -209,15 +210,6 @@ def _gathered_rows(train: np.ndarray, folds: np.ndarray) -> np.ndarray:
     return np.stack([np.flatnonzero(train[f]) for f in folds])
 
 
-def _device(a, dtype=None) -> jax.Array:
-    """``a`` on the default device in ``dtype`` (None: its own, canonicalised): a numpy array by
-    ``jax.device_put`` of a host copy, since ``jnp.asarray`` of a numpy array compiles a program
-    per shape."""
-    if isinstance(a, jax.Array):
-        return a if dtype is None or a.dtype == dtype else a.astype(dtype)
-    return jax.device_put(np.asarray(a, dtype))
-
-
 def _padded_rows(train: np.ndarray, w, dtype):
     """``(rows, row_w)``: (K, n_max) training row indices of every fold, the shorter folds padded by
     repeating their first row with weight 0 (weight-0 rows are absent from a weighted fit), and
@@ -231,9 +223,9 @@ def _padded_rows(train: np.ndarray, w, dtype):
         rows[f, : idx.size], rows[f, idx.size :] = idx, idx[0]
         valid[f, : idx.size] = True
     if w is None and bool(valid.all()):
-        return _device(rows), None
+        return as_device(rows), None
     weights = valid.astype(np.float64) if w is None else np.where(valid, w[rows], 0.0)
-    return _device(rows), _device(weights, dtype)
+    return as_device(rows), as_device(weights, dtype)
 
 
 def _fold_weights(train: np.ndarray, test: np.ndarray, sample_weight, n: int):
@@ -512,7 +504,7 @@ def cross_validate_path(
     }
     dt = X.dtype
     run = _cv_sparse if sparse else _cv_weighted
-    out = run(X, Y, groups, _device(train, dt), _device(test, dt), l2, c_min, **options)
+    out = run(X, Y, groups, as_device(train, dt), as_device(test, dt), l2, c_min, **options)
     order, cum_cost, path_scores, status = (host_array(a) for a in out)
     if budgets is None:
         grid = _budget_grid(cum_cost, cum_cost.dtype)
@@ -750,7 +742,7 @@ def cross_validate_fsa(
     train, test = fold_masks(folds, n)
     train, test, w = _fold_weights(train, test, sample_weight, n)
     # the vmapped fits skip value checks
-    _check_fsa_options(X, max(grid), dict(options), rows=None if w is None else w > 0, host=host)
+    _check_fsa_options(X, max(grid), dict(options), w=w, host=host)
     if fold_by_fold:
         # the folds one after the other, each a polished fsa call (train: the folds' weights)
         return _cv_fsa_sparse(X, y, grid, train, test, l2, score, options, scale=scale, polish=polish)
@@ -758,10 +750,10 @@ def cross_validate_fsa(
     K = train.shape[0]
     scores = np.zeros((K, len(grid)))
     status = 0
-    Xj, yj = X, _device(y)
+    Xj, yj = X, as_device(y)
     if bins is None:  # linear learners: one program for every k and every fold
         rows, rw = _padded_rows(train, w, X.dtype)
-        test_w = _device(test, X.dtype)
+        test_w = as_device(test, X.dtype)
         for b, kk in enumerate(grid):
             *sched, plan = _linear_schedule_args(m, kk, max(grid), dict(options), X.dtype, rows.shape[-1])
             sc, st = _cv_fsa_linear(Xj, yj, rows, rw, test_w, l2, *sched, score=score, options=options, plan=plan)
@@ -771,9 +763,9 @@ def cross_validate_fsa(
     for b, kk in enumerate(grid):
         for bucket in _size_buckets(train):
             rows = _gathered_rows(train, bucket)
-            rw = None if w is None else _device(w[rows], X.dtype)
-            test_w = _device(test[bucket], X.dtype)
-            sc, st = _cv_fsa(Xj, yj, _device(rows), rw, test_w, l2, k=kk, score=score, options=options)
+            rw = None if w is None else as_device(w[rows], X.dtype)
+            test_w = as_device(test[bucket], X.dtype)
+            sc, st = _cv_fsa(Xj, yj, as_device(rows), rw, test_w, l2, k=kk, score=score, options=options)
             scores[bucket, b] = host_array(sc)
             status |= int(np.bitwise_or.reduce(host_array(st).astype(np.int32)))
     return _summarise(np.asarray(grid, np.float64), scores, status=status)
@@ -819,10 +811,10 @@ def _host_score(y, s, w, score: str) -> float:
     return float(_fold_score(y[:, None], s[:, None], w, score=score, xp=np))
 
 
-def _check_fsa_options(X, k_max: int, options: dict, *, rows=None, host=None) -> None:
-    """Run FSA's own option and data checks (k against the non-constant columns of X's rows
-    ``rows``, a boolean mask or None for all) before vmapping; ``host``: X's numpy array, whose
-    column summary is then taken on the host (no program per shape)."""
+def _check_fsa_options(X, k_max: int, options: dict, *, w=None, host=None) -> None:
+    """Run FSA's own option and data checks (k against the columns not constant on the rows of
+    positive weight ``w``, None: all rows) before vmapping; ``host``: X's numpy array, whose column
+    summary is then taken on the host (no program per shape)."""
     validate_fsa_options(
         X.shape,
         k_max,
@@ -835,11 +827,11 @@ def _check_fsa_options(X, k_max: int, options: dict, *, rows=None, host=None) ->
         options["huber_h"],
     )
     if is_sparse(X):
-        summary = HostSparseDesign.raw(X if rows is None else X[rows]).summarize()[0]
+        summary = HostSparseDesign.raw(X).summarize(w)[0]
     elif host is not None:
-        summary = HostDesign.raw(host if rows is None else host[rows], X.dtype).summarize()[0]
+        summary = HostDesign.raw(host, X.dtype).summarize(w)[0]
     else:
-        summary = column_summary(X if rows is None else X[rows])
+        summary = column_summary(X, None if w is None else as_device(w, X.dtype))
     live = host_array(summary.live)
     if k_max > int(live.sum()):
         raise ValueError(

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxselect._progress import check_progress
@@ -23,6 +22,7 @@ from jaxselect._repr import short_repr
 from jaxselect._validation import (
     MIN_ROWS,
     as_binary_labels,
+    as_device,
     as_float_matrix,
     as_labels,
     as_targets,
@@ -238,7 +238,7 @@ def as_data(
     n, d = Xj.shape
     w = as_sample_weight(sample_weight, n)
     if w is not None:
-        w = jax.device_put(np.asarray(w, Xj.dtype)) if isinstance(w, np.ndarray) else jnp.asarray(w).astype(Xj.dtype)
+        w = as_device(w, Xj.dtype)
     Y, C, y_1d = _targets(Y, n, targets, Xj.dtype, n_classes)
     groups = _groups(groups, d, Xj.dtype)
     raw = DenseDesign.raw(Xj)
@@ -347,9 +347,7 @@ def _sparse_data(
         w = None if w is None else np.asarray(w, dtype)
         raw = HostSparseDesign.raw(csr)
     else:
-        # a numpy w converted on the host (a device array's astype compiles a program per shape)
-        w = None if w is None else (jax.device_put(np.asarray(w, dtype)) if isinstance(w, np.ndarray)
-                                    else jnp.asarray(w).astype(dtype))
+        w = None if w is None else as_device(w, dtype)
         raw = SparseDesign.raw(csr) if csr is not None else raw
     summary, col_min, col_max = _host_sparse_summary(csr, raw, w) or raw.summarize(w)
     _check_values(X if csr is not None else None, None, summary, col_min, col_max, scale, dtype=dtype, n=n)
