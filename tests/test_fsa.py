@@ -116,6 +116,26 @@ def test_stage_widths_depend_on_m_and_the_k_bucket_only():
     assert k_bucket(30, 31) == 31  # never above M
 
 
+def test_keep_largest_keeps_the_largest_active_rows_and_sorts_only_when_it_prunes():
+    from jaxselect.anneal.step import keep_largest
+
+    rng = np.random.default_rng(3)
+    coef = rng.standard_normal((12, 2))
+    active = rng.random(12) < 0.75
+    norms = np.where(active, (coef * coef).sum(1), -1.0)
+    for n_keep in range(0, 14):  # below, at and above the active count (no prune: active unchanged)
+        want = np.zeros(12, bool)
+        want[np.argsort(-norms, kind="stable")[:n_keep]] = True
+        want &= active
+        got = np.asarray(jax.jit(keep_largest)(jnp.asarray(coef), jnp.asarray(active), jnp.int32(n_keep)))
+        np.testing.assert_array_equal(got, want)
+    # under vmap the cond's predicate is batched (both branches run): the same answer per row
+    keeps = jnp.array([1, 5, 12], jnp.int32)
+    batched = jax.vmap(keep_largest, in_axes=(None, None, 0))(jnp.asarray(coef), jnp.asarray(active), keeps)
+    for row, n_keep in zip(np.asarray(batched), [1, 5, 12]):
+        np.testing.assert_array_equal(row, np.asarray(keep_largest(jnp.asarray(coef), jnp.asarray(active), n_keep)))
+
+
 def test_schedule_area_matches_table1_order():
     # Table I: mu = 300 costs about 5MN + kN N_iter (with M = 1000, k = 10, N_iter = 500)
     s = annealing_schedule(1000, 10, 500, 300.0)
