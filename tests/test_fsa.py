@@ -123,7 +123,7 @@ def test_keep_largest_keeps_the_largest_active_rows_and_sorts_only_when_it_prune
     coef = rng.standard_normal((12, 2))
     active = rng.random(12) < 0.75
     norms = np.where(active, (coef * coef).sum(1), -1.0)
-    for n_keep in range(0, 14):  # below, at and above the active count (no prune: active unchanged)
+    for n_keep in range(14):  # below, at and above the active count (no prune: active unchanged)
         want = np.zeros(12, bool)
         want[np.argsort(-norms, kind="stable")[:n_keep]] = True
         want &= active
