@@ -101,6 +101,29 @@ def test_every_k_of_a_small_x_shares_one_program_and_the_per_bucket_answer(monke
         np.testing.assert_allclose(np.asarray(fixed[k].coef), np.asarray(own.coef), rtol=1e-4, atol=1e-5)
 
 
+def test_a_small_x_at_most_16_times_its_last_width_runs_two_stages_with_the_same_iterates(monkeypatch):
+    """M = 1 500, last width 256: two stages (M, 256) instead of the halvings between them; with a
+    fixed step the iterates are those of the per-k-bucket layout of a large X."""
+    import sys
+
+    fsa_module = sys.modules["jaxselect.anneal.fsa"]
+    assert fsa_module.fsa_stage_widths(1500, 8, shared=True) == (1500, 256)
+    assert len(fsa_module.fsa_stage_widths(1500, 8)) > 2
+    assert len(fsa_module.fsa_stage_widths(8000, 8, shared=True)) > 2  # wider than 16 x 256: halvings
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((120, 1500)).astype(np.float32)
+    labels = (X[:, 4] - X[:, 900] + 0.5 * rng.logistic(size=120) > 0).astype(np.int32)
+    options = {"loss": "logistic", "lr": 0.5, "n_iter": 120, "polish": False}
+    two = js.fsa(X, labels, 8, **options)
+    assert np.asarray(two.step_size).shape == (2,)
+    monkeypatch.setattr(fsa_module, "SHARED_WIDTH_BYTES", 0)  # a large X's layout: one stage per halving
+    staged = js.fsa(X, labels, 8, **options)
+    assert np.asarray(staged.step_size).shape[0] > 2
+    assert two.support.tolist() == staged.support.tolist() and {4, 900} <= set(two.support.tolist())
+    np.testing.assert_allclose(np.asarray(two.coef), np.asarray(staged.coef), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(two.loss_path), np.asarray(staged.loss_path), rtol=1e-5)
+
+
 @pytest.mark.parametrize("loss", ["logistic", "squared"])
 def test_narrow_stages_of_a_small_sparse_x_run_dense_with_the_sparse_answer(monkeypatch, loss):
     """A small sparse X's narrow stages run on a dense copy of their columns (the products of a
