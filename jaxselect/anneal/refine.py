@@ -11,8 +11,9 @@ pursuit, Bahmani, Raj & Boufounos, JMLR 2013) started from FSA's support S and i
 2. ``U = S ∪`` the ``2·B`` live columns outside S with the largest ``|g_j|`` (B ≥ k the
    k-bucket of :func:`~jaxselect.anneal.k_bucket`: GraSP's 2k, rounded up; the union's storage
    holds 2·W, W ≥ B the support's width, so one program serves every k of a shared width);
-3. F on U decreased from S's fit by at most :data:`UNION_MAX_ITER` L-BFGS steps (the union's
-   fit only ranks its coefficients);
+3. F on U decreased from S's fit by at most :data:`UNION_MAX_ITER` steps of the polish's solver
+   (damped Newton, CG steps above 255 coefficients; L-BFGS on a compacted sparse union): the
+   union's fit only ranks its coefficients;
 4. ``S' =`` the k columns of U with the largest ``|c_j|`` (standardized coefficients), polished
    as S was.
 
