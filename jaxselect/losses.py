@@ -84,7 +84,32 @@ def logistic_margin(m: jax.Array) -> jax.Array:
     >>> float(logistic_margin(jnp.array(0.0)))  # ln 2
     0.6931...
     """
-    return jax.nn.softplus(-m)
+    return _softplus(-m)
+
+
+@jax.custom_jvp
+def _softplus(d: jax.Array) -> jax.Array:
+    """``ln(1 + e^d)`` as ``jax.nn.softplus`` computes it (the same values), with a derivative
+    ``σ(d)`` that reuses the value's ``e^{−|d|}``: one exponential per entry for the value and the
+    slope together (``jax.nn.softplus``'s derivative takes a second one; in the quick compiles of
+    small inputs, :mod:`jaxselect.programs`, that is a fifth of an FSA iteration's time)."""
+    return _softplus_parts(d)[0]
+
+
+def _softplus_parts(d):
+    positive = d >= 0
+    t = jnp.exp(-jnp.where(positive, d, -d))  # e^{−|d|} ∈ (0, 1]: no overflow
+    # where(d ≥ 0, d, 0), not max(d, 0): its derivative is exact at d = 0 (σ(0) = 1/2 at second order)
+    value = jnp.where(positive, d, jnp.zeros_like(d)) + jnp.log1p(t)
+    slope = jnp.where(positive, jnp.ones_like(t), t) / (1 + t)  # σ(d)
+    return value, slope
+
+
+@_softplus.defjvp
+def _softplus_jvp(primals, tangents):
+    (d,), (dd,) = primals, tangents
+    value, slope = _softplus_parts(d)
+    return value, slope * dd
 
 
 def huber_hinge_margin(m: jax.Array, h: float = 0.1) -> jax.Array:

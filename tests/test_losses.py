@@ -94,6 +94,27 @@ def test_lorenz_zero_beyond_one_and_smooth_at_one():
     assert float(L.lorenz_margin(jnp.asarray(-100.0))) < 10
 
 
+def test_logistic_margin_is_softplus_with_one_exponential_and_exact_derivatives(dtype):
+    """The logistic margin loss has jax.nn.softplus's values bit for bit, and its own derivative
+    rule (σ from the value's e^{−|m|}): first and second derivatives against the closed forms,
+    at 0 (where a |m| in the rule would lose the curvature) and at huge margins (no overflow)."""
+    edges = [0.0, -0.0, 1e-30, -1e-30, 40.0, -40.0, 700.0, -700.0, 1e30, -1e30]
+    m = jnp.asarray(np.concatenate([RNG.normal(scale=8.0, size=200), edges]), dtype)
+    np.testing.assert_array_equal(np.asarray(L.logistic_margin(m)), np.asarray(jax.nn.softplus(-m)))
+    jitted = jax.jit(lambda v: jax.nn.softplus(-v))
+    np.testing.assert_array_equal(np.asarray(jax.jit(L.logistic_margin)(m)), np.asarray(jitted(m)))
+    sigma = np.asarray(jax.nn.sigmoid(np.asarray(m, np.float64)))  # σ(m); ℓ'(m) = −σ(−m) = σ(m) − 1
+    tol = {"rtol": 10 * _rtol(dtype), "atol": 10 * np.finfo(dtype).eps}
+    first = np.asarray(jax.vmap(jax.grad(L.logistic_margin))(m), np.float64)
+    np.testing.assert_allclose(first, sigma - 1.0, **tol)
+    second = np.asarray(jax.vmap(jax.hessian(L.logistic_margin))(m), np.float64)
+    np.testing.assert_allclose(second, sigma * (1.0 - sigma), **tol)
+    assert float(jax.hessian(L.logistic_margin)(jnp.asarray(0.0, dtype))) == 0.25
+    forward = jax.jvp(lambda v: jax.jvp(L.logistic_margin, (v,), (jnp.ones_like(v),))[0], (m,), (jnp.ones_like(m),))[1]
+    np.testing.assert_allclose(np.asarray(forward, np.float64), sigma - 1.0, **tol)
+    assert np.isnan(float(L.logistic_margin(jnp.asarray(np.nan, dtype))))
+
+
 @pytest.mark.parametrize("name", ["squared", "logistic", "huber_hinge", "lorenz"])
 def test_curvature_bounds_second_derivative(name):
     fn = {
