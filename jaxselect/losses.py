@@ -91,8 +91,8 @@ def logistic_margin(m: jax.Array) -> jax.Array:
 def _softplus(d: jax.Array) -> jax.Array:
     """``ln(1 + e^d)`` as ``jax.nn.softplus`` computes it (the same values), with a derivative
     ``σ(d)`` that reuses the value's ``e^{−|d|}``: one exponential per entry for the value and the
-    slope together (``jax.nn.softplus``'s derivative takes a second one; in the quick compiles of
-    small inputs, :mod:`jaxselect.programs`, that is a fifth of an FSA iteration's time)."""
+    slope together. ``jax.nn.softplus``'s derivative takes a second one, which in the quick compiles
+    of small inputs (:mod:`jaxselect.programs`) cost a quarter of a logistic ``fsa`` at 2 000 × 200."""
     return _softplus_parts(d)[0]
 
 
